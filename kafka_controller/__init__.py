@@ -1,0 +1,28 @@
+"""kafka-controller-ops: Kafka 2.8's ZooKeeper-mode controller in Python.
+
+Only light imports here: ``import kafka_controller`` must stay fast; heavy packages (kazoo,
+SQLAlchemy, Airflow, PySpark) are imported inside the modules and functions that need them.
+"""
+
+from kafka_controller.domain import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    PartitionState,
+    ReplicaAssignment,
+    ReplicaState,
+    TopicPartition,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LeaderAndIsr",
+    "LeaderIsrAndControllerEpoch",
+    "PartitionAndReplica",
+    "PartitionState",
+    "ReplicaAssignment",
+    "ReplicaState",
+    "TopicPartition",
+    "__version__",
+]

@@ -1,0 +1,47 @@
+"""The ``kafka-controller`` command: one subcommand per module in ``kafka_controller.cli``.
+
+Each subcommand module exposes ``register(subparsers)`` (adds its parser and sets ``func``) so that
+``main`` stays a thin dispatcher and heavy imports happen only in the subcommand that runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kafka_controller.domain.errors import KafkaControllerError
+
+#: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
+COMMAND_MODULES: tuple[str, ...] = ("demo_cmd",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafka-controller",
+        description="Kafka 2.8's ZooKeeper-mode controller, re-implemented in Python.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"kafka_controller.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(func(args) or 0)
+    except KafkaControllerError as e:
+        print(f"kafka-controller {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure, deterministic controller logic over ControllerContext: no I/O except through ports."""

@@ -1,0 +1,40 @@
+"""The interface the state machines use to queue broker requests (spec §6).
+
+``ControllerBrokerRequestBatch`` (``core.request_batch``) implements it for real; tests that port
+Kafka's EasyMock expectations use ``kafka_controller.testing.RecordingRequestBatch``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Protocol
+
+from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+
+
+class RequestBatch(Protocol):
+    def new_batch(self) -> None:
+        """Start a batch; raises IllegalControllerStateError if LeaderAndIsr, StopReplica or the
+        UpdateMetadata broker set still hold requests (the UpdateMetadata partition map is not checked)."""
+        ...
+
+    def clear(self) -> None: ...
+
+    def add_leader_and_isr_request_for_brokers(
+        self,
+        broker_ids: Iterable[int],
+        tp: TopicPartition,
+        leader_isr_and_controller_epoch: LeaderIsrAndControllerEpoch,
+        replica_assignment: ReplicaAssignment,
+        is_new: bool,
+    ) -> None: ...
+
+    def add_stop_replica_request_for_brokers(
+        self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
+    ) -> None: ...
+
+    def add_update_metadata_request_for_brokers(
+        self, broker_ids: Iterable[int], partitions: Collection[TopicPartition] = ()
+    ) -> None: ...
+
+    def send_requests_to_brokers(self, controller_epoch: int) -> None: ...

@@ -1,0 +1,80 @@
+"""What the controller tells the audit sink: one record per attempted state transition.
+
+The state machines fill what they know (partition, states, leader/ISR/epoch before and after,
+strategy, outcome); the runtime stamps the rest (controller id and epoch, the event, the operation
+id, a per-controller sequence number, the time) before the records reach the audit store.
+Mutable and slotted because the runtime stamps them in place, in bulk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OUTCOME_OK = "ok"
+OUTCOME_INVALID = "invalid"
+OUTCOME_FAILED = "failed"
+
+
+@dataclass(slots=True)
+class PartitionTransition:
+    topic: str
+    partition: int
+    from_state: str
+    to_state: str
+    outcome: str = OUTCOME_OK
+    leader_before: int | None = None
+    leader_after: int | None = None
+    isr_before: tuple[int, ...] | None = None
+    isr_after: tuple[int, ...] | None = None
+    leader_epoch_before: int | None = None
+    leader_epoch_after: int | None = None
+    election_strategy: str | None = None
+    unclean: bool = False
+    error: str | None = None
+    # stamped by the runtime
+    controller_id: int = -1
+    controller_epoch: int = -1
+    event: str | None = None
+    operation_id: str | None = None
+    sequence: int = -1
+    timestamp_ms: int = 0
+
+
+@dataclass(slots=True)
+class ReplicaTransition:
+    topic: str
+    partition: int
+    replica: int
+    from_state: str
+    to_state: str
+    outcome: str = OUTCOME_OK
+    leader_before: int | None = None
+    leader_after: int | None = None
+    isr_before: tuple[int, ...] | None = None
+    isr_after: tuple[int, ...] | None = None
+    leader_epoch_before: int | None = None
+    leader_epoch_after: int | None = None
+    error: str | None = None
+    # stamped by the runtime
+    controller_id: int = -1
+    controller_epoch: int = -1
+    event: str | None = None
+    operation_id: str | None = None
+    sequence: int = -1
+    timestamp_ms: int = 0
+
+
+@dataclass(slots=True)
+class ControllerEventRecord:
+    """Elections, resignations and failovers, with how long they took."""
+
+    kind: str  # "elected" | "resigned" | "failover" | "moved" | ...
+    broker_id: int
+    controller_epoch: int
+    started_ms: int
+    duration_ms: float
+    detail: str | None = None
+    sequence: int = -1
+
+
+AuditRecord = PartitionTransition | ReplicaTransition | ControllerEventRecord

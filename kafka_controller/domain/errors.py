@@ -1,0 +1,73 @@
+"""The project's own error hierarchy (house rule 6: adapters translate into these).
+
+Two kinds matter most to the controller: ``ControllerMovedError`` (fenced: resign) and
+``MetadataStoreError`` (unavailable or a per-znode failure: report it per partition and go on).
+"""
+
+from __future__ import annotations
+
+
+class KafkaControllerError(Exception):
+    """Root of every error the project raises on purpose."""
+
+
+class ControllerMovedError(KafkaControllerError):
+    """Another controller bumped ``/controller_epoch``: this one is a zombie and must resign."""
+
+
+class StateChangeFailedError(KafkaControllerError):
+    """A per-partition or per-replica state change could not be made (Kafka's StateChangeFailedException)."""
+
+
+class IllegalControllerStateError(KafkaControllerError):
+    """An invariant of the controller's own bookkeeping was broken (Kafka's IllegalStateException)."""
+
+
+class InvalidArgumentError(KafkaControllerError, ValueError):
+    """Bad input from a caller: the message names what is wrong."""
+
+
+class StaleBrokerEpochError(KafkaControllerError):
+    """A request carried a broker epoch older than the controller's cached one (KIP-380)."""
+
+
+class BrokerNotAvailableError(KafkaControllerError):
+    """The broker named by a request is not registered."""
+
+
+class MetadataStoreError(KafkaControllerError):
+    """A metadata-store operation failed. ``code`` is ZooKeeper's error name where one applies."""
+
+    def __init__(self, message: str, *, code: str = "SYSTEMERROR", path: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.path = path
+
+
+class NoNodeError(MetadataStoreError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"KeeperErrorCode = NoNode for {path}", code="NONODE", path=path)
+
+
+class NodeExistsError(MetadataStoreError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"KeeperErrorCode = NodeExists for {path}", code="NODEEXISTS", path=path)
+
+
+class BadVersionError(MetadataStoreError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"KeeperErrorCode = BadVersion for {path}", code="BADVERSION", path=path)
+
+
+class StoreUnavailableError(MetadataStoreError):
+    """The store cannot be reached right now (disconnected, session lost): writes fail fast."""
+
+    def __init__(self, message: str = "metadata store unavailable", *, path: str | None = None) -> None:
+        super().__init__(message, code="CONNECTIONLOSS", path=path)
+
+
+class ZNodeDecodeError(MetadataStoreError):
+    """A znode held data that does not decode as its format says; the message names the path."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot decode {path}: {reason}", code="DECODE", path=path)
