@@ -353,10 +353,15 @@ class ControllerContext:
         self.topic_names[topic_id] = topic
 
     def queue_topic_deletion(self, topics: Iterable[str]) -> None:
-        """Kafka 2.8 behaviour: the imbalance contribution is removed even for re-queued topics."""
-        topics = set(topics)
-        self.topics_to_be_deleted |= topics
-        for topic in topics:
+        """Queue topics; only newly queued ones lose their imbalance contribution.
+
+        Kafka 2.8 subtracted it again for re-queued topics, driving the count negative
+        (KAFKA-13572, fixed in 3.2.3/3.3.0); the controller re-queues every child of
+        ``/admin/delete_topics`` each time that watch fires, so the fix matters here.
+        """
+        new = set(topics) - self.topics_to_be_deleted
+        self.topics_to_be_deleted |= new
+        for topic in new:
             self._cleanup_preferred_imbalance_for_topic(topic)
 
     def begin_topic_deletion(self, topics: Iterable[str]) -> None:

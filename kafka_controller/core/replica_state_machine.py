@@ -1,0 +1,526 @@
+"""The replica state machine (spec §4): Kafka's ``ZkReplicaStateMachine`` over the context and ports.
+
+Moving a replica queues broker requests on the machine's own batch and, for OfflineReplica, takes
+it out of the ISR in the metadata store. One call is one ``new_batch`` / ``send_requests_to_brokers``
+pair and, per replica id, one store read (plus one write) per retry round: never a round trip per
+partition. Invalid transitions are logged and skipped, never raised (spec §1.2); only
+``ControllerMovedError`` leaves ``handle_state_changes``.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Sequence
+
+from kafka_controller.core.batch_api import RequestBatch
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.domain.audit_records import (
+    OUTCOME_FAILED,
+    OUTCOME_INVALID,
+    OUTCOME_OK,
+    AuditRecord,
+    ReplicaTransition,
+)
+from kafka_controller.domain.errors import (
+    ControllerMovedError,
+    IllegalControllerStateError,
+    NoNodeError,
+    StateChangeFailedError,
+)
+from kafka_controller.domain.states import ReplicaState
+from kafka_controller.domain.values import (
+    NO_LEADER,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore
+
+_LOG = logging.getLogger(__name__)
+_STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
+
+_NEW = ReplicaState.NEW_REPLICA
+_ONLINE = ReplicaState.ONLINE_REPLICA
+_OFFLINE = ReplicaState.OFFLINE_REPLICA
+_DELETION_STARTED = ReplicaState.REPLICA_DELETION_STARTED
+_DELETION_INELIGIBLE = ReplicaState.REPLICA_DELETION_INELIGIBLE
+_NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
+
+#: Audit text for a replica that kept its state although nothing failed (spec §4.4 step 5).
+_DROPPED = "state znode missing and the topic is queued for deletion: change dropped"
+
+_Leadership = LeaderIsrAndControllerEpoch | None
+_Valid = list[tuple[PartitionAndReplica, ReplicaState]]
+
+
+class AbstractReplicaStateMachine(abc.ABC):
+    """What the controller and the topic-deletion manager need from a replica state machine."""
+
+    def __init__(self, context: ControllerContext) -> None:
+        self.controller_context = context
+
+    @property
+    def context(self) -> ControllerContext:
+        return self.controller_context
+
+    def startup(self) -> None:
+        """Initialise every replica's state, then move online and offline replicas (spec §4.1).
+
+        Both calls are made even with empty lists, as Kafka's are (the mock machines count them).
+        """
+        _LOG.info("Initializing replica state")
+        self.initialize_replica_state()
+        online, offline = self.controller_context.online_and_offline_replicas()
+        _LOG.info("Triggering online replica state changes")
+        self.handle_state_changes(online, _ONLINE)
+        _LOG.info("Triggering offline replica state changes")
+        self.handle_state_changes(offline, _OFFLINE)
+
+    def shutdown(self) -> None:
+        _LOG.info("Stopped replica state machine")
+
+    def initialize_replica_state(self) -> None:
+        """Online replicas start in OnlineReplica, all others in ReplicaDeletionIneligible.
+
+        Ineligible even when the topic is not being deleted: that keeps deletion safe after a
+        failover, and ``startup`` then moves them on with the valid Ineligible -> Offline.
+        """
+        ctx = self.controller_context
+        live = ctx.live_broker_ids
+        offline_dirs = ctx.replicas_on_offline_dirs
+        states = ctx.replica_states
+        for tp, assignment in ctx.iter_assignments():
+            for r in assignment.replicas:
+                dirs = offline_dirs.get(r) if offline_dirs else None
+                online = r in live and (dirs is None or tp not in dirs)
+                states[PartitionAndReplica(tp, r)] = _ONLINE if online else _DELETION_INELIGIBLE
+
+    @abc.abstractmethod
+    def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
+        """Move ``replicas`` to ``target``; invalid transitions are logged and skipped."""
+
+
+class ReplicaStateMachine(AbstractReplicaStateMachine):
+    """Kafka's ``ZkReplicaStateMachine``: the real one, writing through a ``PartitionStateStore``."""
+
+    def __init__(
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        store: PartitionStateStore,
+        batch: RequestBatch,
+        *,
+        audit: AuditSink | None = None,
+    ) -> None:
+        super().__init__(context)
+        self.controller_id = controller_id
+        self._store = store
+        self._batch = batch
+        self._audit: AuditSink = audit if audit is not None else NullAuditSink()
+        self._auditing = not isinstance(self._audit, NullAuditSink)
+        # The audit records of the call in progress; None when auditing is off (zero cost).
+        self._records: list[AuditRecord] | None = None
+        # Whether per-replica successes are logged or audited at all in the call in progress.
+        self._tracking = False
+
+    def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
+        """Spec §4.2: one batch for the whole call, grouped by replica id.
+
+        ``ControllerMovedError`` is re-raised (the controller resigns); anything else is logged and
+        the batch is left unsent, as in Kafka. The audit gets one ``record`` call either way.
+        """
+        if not replicas:
+            return
+        self._records = [] if self._auditing else None
+        self._tracking = self._auditing or _STATE_CHANGE_LOG.isEnabledFor(logging.DEBUG)
+        try:
+            self._batch.new_batch()
+            groups: dict[int, list[PartitionAndReplica]] = {}
+            for replica in replicas:
+                group = groups.get(replica.replica)
+                if group is None:
+                    groups[replica.replica] = [replica]
+                else:
+                    group.append(replica)
+            for replica_id, group in groups.items():
+                self._do_handle_state_changes(replica_id, group, target)
+            self._batch.send_requests_to_brokers(self.controller_context.epoch)
+        except ControllerMovedError as e:
+            _LOG.error("Controller moved to another broker when moving some replicas to %s state", target)
+            self._record_unfinished(replicas, target, e)
+            raise
+        except Exception as e:
+            _LOG.error("Error while moving some replicas to %s state", target, exc_info=True)
+            self._record_unfinished(replicas, target, e)
+        finally:
+            records, self._records = self._records, None
+            if records:
+                self._audit.record(records)
+
+    def _do_handle_state_changes(
+        self, replica_id: int, replicas: list[PartitionAndReplica], target: ReplicaState
+    ) -> None:
+        states = self.controller_context.replica_states
+        allowed = target.valid_previous_states
+        valid: _Valid = []
+        for replica in replicas:
+            state = states.get(replica)
+            if state is None:
+                state = states[replica] = _NON_EXISTENT
+            if state in allowed:
+                valid.append((replica, state))
+            else:
+                self._invalid_transition(replica, state, target)
+        if not valid:
+            return
+        if target is _NEW:
+            self._to_new(replica_id, valid)
+        elif target is _ONLINE:
+            self._to_online(replica_id, valid)
+        elif target is _OFFLINE:
+            self._to_offline(replica_id, valid)
+        elif target is _NON_EXISTENT:
+            ctx = self.controller_context
+            for replica, state in valid:
+                tp = replica.topic_partition
+                assignment = ctx.partition_full_replica_assignment(tp).remove_replica(replica_id)
+                ctx.update_partition_full_replica_assignment(tp, assignment)
+                states.pop(replica, None)
+                if self._tracking:
+                    self._succeeded(replica, state, target)
+        else:  # ReplicaDeletionStarted / Ineligible / Successful: the state, plus a delete if started
+            delete = target is _DELETION_STARTED
+            for replica, state in valid:
+                states[replica] = target
+                if delete:
+                    self._batch.add_stop_replica_request_for_brokers(
+                        (replica_id,), replica.topic_partition, True
+                    )
+                if self._tracking:
+                    self._succeeded(replica, state, target)
+
+    def _to_new(self, replica_id: int, valid: _Valid) -> None:
+        ctx = self.controller_context
+        leadership = ctx.partitions_leadership_info
+        for replica, state in valid:
+            tp = replica.topic_partition
+            info = leadership.get(tp)
+            if info is not None:
+                if info.leader_and_isr.leader == replica_id:
+                    error = StateChangeFailedError(
+                        f"Replica {replica_id} for partition {tp} cannot be moved to NewReplica state "
+                        "as it is being requested to become leader"
+                    )
+                    self._log_failed(replica, state, _NEW, error)
+                    self._audit_record(replica, state, _NEW, OUTCOME_FAILED, info, None, error)
+                    continue
+                self._batch.add_leader_and_isr_request_for_brokers(
+                    (replica_id,), tp, info, ctx.partition_full_replica_assignment(tp), True
+                )
+            ctx.replica_states[replica] = _NEW
+            if self._tracking:
+                self._succeeded(replica, state, _NEW, info, info)
+
+    def _to_online(self, replica_id: int, valid: _Valid) -> None:
+        ctx = self.controller_context
+        leadership = ctx.partitions_leadership_info
+        full_assignment = ctx.partition_full_replica_assignment
+        add_leader_and_isr = self._batch.add_leader_and_isr_request_for_brokers
+        broker_ids = (replica_id,)
+        tracking = self._tracking
+        for replica, state in valid:
+            tp = replica.topic_partition
+            info = leadership.get(tp)
+            if state is _NEW:
+                # New -> Online only fixes up the assignment: the replica already got its request.
+                a = full_assignment(tp)
+                if replica_id not in a.replicas:
+                    _LOG.error("Adding replica (%s) that is not part of the assignment %s", replica_id, a)
+                    fixed = ReplicaAssignment(
+                        (*a.replicas, replica_id), a.adding_replicas, a.removing_replicas
+                    )
+                    ctx.update_partition_full_replica_assignment(tp, fixed)
+            elif info is not None:
+                add_leader_and_isr(broker_ids, tp, info, full_assignment(tp), False)
+            ctx.replica_states[replica] = _ONLINE
+            if tracking:
+                self._succeeded(replica, state, _ONLINE, info, info)
+
+    def _to_offline(self, replica_id: int, valid: _Valid) -> None:
+        ctx = self.controller_context
+        states = ctx.replica_states
+        leadership = ctx.partitions_leadership_info
+        broker_ids = (replica_id,)
+        add_stop_replica = self._batch.add_stop_replica_request_for_brokers
+        led: list[tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch]] = []
+        leaderless: _Valid = []
+        for replica, state in valid:
+            add_stop_replica(broker_ids, replica.topic_partition, False)
+            info = leadership.get(replica.topic_partition)
+            if info is None:
+                leaderless.append((replica, state))
+            else:
+                led.append((replica, state, info))
+
+        if led:
+            failures: dict[TopicPartition, Exception] = {}
+            updated = self.remove_replicas_from_isr(
+                replica_id, [r.topic_partition for r, _, _ in led], failures
+            )
+            queued_for_deletion = ctx.topics_to_be_deleted
+            full_assignment = ctx.partition_full_replica_assignment
+            add_leader_and_isr = self._batch.add_leader_and_isr_request_for_brokers
+            log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
+            tracking = self._tracking
+            # Recipients = RS minus this replica; few distinct RS exist, so compute each once.
+            recipients_of: dict[tuple[int, ...], tuple[int, ...]] = {}
+            for replica, state, before in led:
+                tp = replica.topic_partition
+                after = updated.get(tp)
+                if after is None:  # failed (logged already) or dropped: the state stays
+                    error = failures.get(tp)
+                    self._audit_record(
+                        replica, state, _OFFLINE, OUTCOME_FAILED, before, None, error or _DROPPED
+                    )
+                    continue
+                if log_info:
+                    _STATE_CHANGE_LOG.info(
+                        "Partition %s state changed to %s after removing replica %s from the ISR as part "
+                        "of transition to OfflineReplica",
+                        tp,
+                        after,
+                        replica_id,
+                    )
+                if tp.topic not in queued_for_deletion:
+                    a = full_assignment(tp)
+                    recipients = recipients_of.get(a.replicas)
+                    if recipients is None:
+                        recipients = tuple(b for b in a.replicas if b != replica_id)
+                        recipients_of[a.replicas] = recipients
+                    add_leader_and_isr(recipients, tp, after, a, False)
+                states[replica] = _OFFLINE
+                if tracking:
+                    self._succeeded(replica, state, _OFFLINE, before, after)
+
+        if leaderless:
+            # KAFKA-6650: UpdateMetadata with only the live broker list. One call for all of them
+            # queues exactly what Kafka's one call per partition does.
+            self._batch.add_update_metadata_request_for_brokers(
+                sorted(ctx.live_or_shutting_down_broker_ids), [r.topic_partition for r, _ in leaderless]
+            )
+            for replica, state in leaderless:
+                states[replica] = _OFFLINE
+                if self._tracking:
+                    self._succeeded(replica, state, _OFFLINE)
+
+    # ------------------------------------------------------------------------------ ISR removal
+    def remove_replicas_from_isr(
+        self,
+        replica_id: int,
+        partitions: Sequence[TopicPartition],
+        failures: dict[TopicPartition, Exception] | None = None,
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """Take ``replica_id`` out of each partition's ISR (spec §4.4); return the updated states.
+
+        Only partitions whose conditional write hit BADVERSION are retried, re-read each round and
+        without limit, as in Kafka. Final failures are logged and put in ``failures`` if given;
+        partitions of topics queued for deletion whose state znode is missing are in neither map.
+        """
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        failed: dict[TopicPartition, Exception] = {} if failures is None else failures
+        remaining = list(dict.fromkeys(partitions))
+        while remaining:
+            remaining = self._do_remove_replicas_from_isr(replica_id, remaining, results, failed)
+        states = self.controller_context.replica_states
+        for tp, error in failed.items():
+            replica = PartitionAndReplica(tp, replica_id)
+            self._log_failed(replica, states.get(replica, _NON_EXISTENT), _OFFLINE, error)
+        return results
+
+    def _do_remove_replicas_from_isr(
+        self,
+        replica_id: int,
+        partitions: list[TopicPartition],
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
+        failures: dict[TopicPartition, Exception],
+    ) -> list[TopicPartition]:
+        ctx = self.controller_context
+        epoch = ctx.epoch
+        try:
+            reads = self._store.get_partition_states(partitions)
+        except ControllerMovedError:
+            raise
+        except Exception as e:  # a failed read is final for every partition: nothing is retried
+            for tp in partitions:
+                failures[tp] = e
+            return []
+
+        adjusted: dict[TopicPartition, LeaderAndIsr] = {}
+        kept: list[tuple[TopicPartition, LeaderAndIsr]] = []  # read, replica not in the ISR
+        missing: list[TopicPartition] = []
+        shrunk: dict[tuple[int, ...], tuple[int, ...]] = {}  # ISR -> ISR without the replica
+        for tp in partitions:
+            read = reads.get(tp, _NO_RESPONSE)
+            if isinstance(read, LeaderIsrAndControllerEpoch):
+                if read.controller_epoch > epoch:
+                    failures[tp] = StateChangeFailedError(
+                        "Leader and isr path written by another controller. This probably means the "
+                        f"current controller with epoch {epoch} went through a soft failure and another "
+                        f"controller was elected with epoch {read.controller_epoch}. Aborting state "
+                        "change by this controller"
+                    )
+                    continue
+                lai = read.leader_and_isr
+                isr = lai.isr
+                if replica_id in isr:
+                    new_leader = NO_LEADER if lai.leader == replica_id else lai.leader
+                    new_isr = shrunk.get(isr)
+                    if new_isr is None:
+                        # KAFKA-5083: the last ISR member stays, even when it is this replica.
+                        new_isr = isr if len(isr) == 1 else tuple(b for b in isr if b != replica_id)
+                        shrunk[isr] = new_isr
+                    adjusted[tp] = lai.new_leader_and_isr(new_leader, new_isr)
+                else:
+                    kept.append((tp, lai))
+            elif read is None or isinstance(read, NoNodeError):
+                missing.append(tp)
+            elif isinstance(read, Exception):
+                failures[tp] = read
+            else:
+                failures[tp] = IllegalControllerStateError(f"the store returned no state read for {tp}")
+
+        to_retry: list[TopicPartition] = []
+        written: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        if adjusted:
+            try:
+                result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
+            except ControllerMovedError:
+                raise
+            except Exception as e:
+                for tp in adjusted:
+                    failures[tp] = e
+            else:
+                for tp, outcome in result.finished.items():
+                    if isinstance(outcome, LeaderAndIsr):
+                        written.append((tp, outcome))
+                    else:
+                        failures[tp] = outcome
+                to_retry = [tp for tp in result.to_retry if tp in adjusted]
+
+        for tp in missing:
+            if tp.topic not in ctx.topics_to_be_deleted:
+                failures[tp] = StateChangeFailedError(
+                    f"Failed to change state of replica {replica_id} for partition {tp} since the leader "
+                    "and isr path in zookeeper is empty"
+                )
+
+        # Partitions whose ISR lacks the replica are not written, yet the cache is refreshed from
+        # what was read and stamped with this controller's epoch (spec §11 item 13).
+        put_leadership = ctx.put_partition_leadership_info
+        for updates in (kept, written):
+            for tp, lai in updates:
+                info = LeaderIsrAndControllerEpoch(lai, epoch)
+                put_leadership(tp, info)
+                results[tp] = info
+        return to_retry
+
+    # ------------------------------------------------------------------------------ logging, audit
+    def _succeeded(
+        self,
+        replica: PartitionAndReplica,
+        state: ReplicaState,
+        target: ReplicaState,
+        before: _Leadership = None,
+        after: _Leadership = None,
+    ) -> None:
+        if _STATE_CHANGE_LOG.isEnabledFor(logging.DEBUG):  # the caller checked self._tracking
+            _STATE_CHANGE_LOG.debug(
+                "Changed state of replica %s for partition %s from %s to %s",
+                replica.replica,
+                replica.topic_partition,
+                state,
+                target,
+            )
+        if self._records is not None:
+            self._audit_record(replica, state, target, OUTCOME_OK, before, after)
+
+    def _invalid_transition(
+        self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState
+    ) -> None:
+        if self._records is None and not _STATE_CHANGE_LOG.isEnabledFor(logging.ERROR):
+            return
+        previous = ",".join(sorted(s.kafka_name for s in target.valid_previous_states))
+        error = IllegalControllerStateError(
+            f"Replica {replica} should be in the {previous} states before moving to {target} state. "
+            f"Instead it is in {state} state"
+        )
+        self._log_failed(replica, state, target, error)
+        self._audit_record(replica, state, target, OUTCOME_INVALID, None, None, error)
+
+    def _log_failed(
+        self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState, error: Exception
+    ) -> None:
+        _STATE_CHANGE_LOG.error(
+            "Controller %s epoch %s initiated state change of replica %s for partition %s from %s to %s "
+            "failed: %s",
+            self.controller_id,
+            self.controller_context.epoch,
+            replica.replica,
+            replica.topic_partition,
+            state,
+            target,
+            error,
+        )
+
+    def _record_unfinished(
+        self, replicas: Sequence[PartitionAndReplica], target: ReplicaState, error: Exception
+    ) -> None:
+        """After an aborted call, each replica without a record yet gets a "failed" one."""
+        if self._records is None:
+            return
+        done = {(r.topic, r.partition, r.replica) for r in self._records if isinstance(r, ReplicaTransition)}
+        states = self.controller_context.replica_states
+        for replica in dict.fromkeys(replicas):
+            if (replica.topic, replica.partition, replica.replica) not in done:
+                state = states.get(replica, _NON_EXISTENT)
+                self._audit_record(replica, state, target, OUTCOME_FAILED, None, None, error)
+
+    def _audit_record(
+        self,
+        replica: PartitionAndReplica,
+        state: ReplicaState,
+        target: ReplicaState,
+        outcome: str,
+        before: _Leadership,
+        after: _Leadership,
+        error: Exception | str | None = None,
+    ) -> None:
+        if self._records is None:
+            return
+        tp = replica.topic_partition
+        b = before.leader_and_isr if before is not None else None
+        a = after.leader_and_isr if after is not None else None
+        self._records.append(
+            ReplicaTransition(
+                topic=tp.topic,
+                partition=tp.partition,
+                replica=replica.replica,
+                from_state=state.kafka_name,
+                to_state=target.kafka_name,
+                outcome=outcome,
+                leader_before=None if b is None else b.leader,
+                leader_after=None if a is None else a.leader,
+                isr_before=None if b is None else b.isr,
+                isr_after=None if a is None else a.isr,
+                leader_epoch_before=None if b is None else b.leader_epoch,
+                leader_epoch_after=None if a is None else a.leader_epoch,
+                error=None if error is None else (str(error) or type(error).__name__),
+            )
+        )
+
+
+#: Marks a partition the store left out of its answer (a broken store, not a missing znode).
+_NO_RESPONSE = object()

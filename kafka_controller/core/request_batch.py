@@ -1,0 +1,492 @@
+"""ControllerBrokerRequestBatch: the requests one state change produces, sent per broker (spec §6).
+
+The state machines queue per-partition entries (``add_*``); ``send_requests_to_brokers`` turns them
+into one LeaderAndIsr, one UpdateMetadata and one (or, before IBP 2.6, two) StopReplica request per
+live-or-shutting-down broker, in that order, and hands them to the ``BrokerChannel`` port. Response
+callbacks run on channel threads and only build an event for ``event_sink`` (house rule 5).
+
+Requests hold what their version carries on the wire: topic ids only from LeaderAndIsr v5 (zero
+ids for the grouped v2-v4) and UpdateMetadata v7, StopReplica leader epochs only from v3 (else -1).
+
+Built for large batches: an entry's request state is built once per partition and shared by every
+broker that gets it; the UpdateMetadata partition list, live-broker list and topic ids are built
+once per send and shared by all UpdateMetadata requests (receivers treat requests as read-only).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
+from typing import NoReturn
+
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.events import (
+    leader_and_isr_callback,
+    stop_replica_callback,
+    update_metadata_callback,
+)
+from kafka_controller.core.ibp import InterBrokerProtocolVersion
+from kafka_controller.domain.errors import IllegalControllerStateError
+from kafka_controller.domain.requests import (
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+from kafka_controller.domain.values import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    NO_EPOCH,
+    Broker,
+    EndPoint,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from kafka_controller.ports import BrokerChannel
+
+#: Kafka's ``Uuid.ZERO_UUID`` in its base64 spelling: "no topic id".
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+log = logging.getLogger(__name__)
+state_change_log = logging.getLogger("kafka_controller.state_change")
+
+_DEBUG = logging.DEBUG
+_INFO = logging.INFO
+
+
+class ControllerBrokerRequestBatch:
+    """Kafka's ``ControllerBrokerRequestBatch``: four structures, cleared by a successful send."""
+
+    def __init__(
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        channel: BrokerChannel,
+        event_sink: Callable[[object], None],
+        *,
+        ibp: InterBrokerProtocolVersion | str = "2.8-IV1",
+        inter_broker_listener_name: str | None = None,
+    ) -> None:
+        """``inter_broker_listener_name``: when set, ``live_leaders`` carry only that listener's
+        endpoint (Kafka's ``Node``); when ``None`` they carry the registered brokers unchanged."""
+        self.controller_id = controller_id
+        self.ibp = InterBrokerProtocolVersion.parse(ibp)
+        self._context = context
+        self._channel = channel
+        self._event_sink = event_sink
+        self._listener = inter_broker_listener_name
+        self._lai_version = self.ibp.leader_and_isr_request_version
+        self._um_version = self.ibp.update_metadata_request_version
+        self._sr_version = self.ibp.stop_replica_request_version
+        self._lai: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+        self._sr: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
+        self._um_brokers: set[int] = set()
+        # "UpdateMetadata to every live-or-shutting-down broker", queued by each LeaderAndIsr entry
+        # and resolved into ``_um_brokers`` when the batch is next looked at or sent (in the
+        # controller, within the same event), so that 100,000 entries do not build 100,000 sets.
+        self._um_to_all_live = False
+        self._um_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+
+    # ------------------------------------------------------------------ the four structures (read-only)
+    @property
+    def leader_and_isr_request_map(self) -> Mapping[int, Mapping[TopicPartition, LeaderAndIsrPartitionState]]:
+        return self._lai
+
+    @property
+    def stop_replica_request_map(self) -> Mapping[int, Mapping[TopicPartition, StopReplicaPartitionState]]:
+        return self._sr
+
+    @property
+    def update_metadata_request_broker_set(self) -> Collection[int]:
+        return self._resolve_um_brokers()
+
+    @property
+    def update_metadata_request_partition_info_map(
+        self,
+    ) -> Mapping[TopicPartition, UpdateMetadataPartitionState]:
+        return self._um_partitions
+
+    # ------------------------------------------------------------------ lifecycle
+    def new_batch(self) -> None:
+        """Raise if a previous batch was neither sent nor cleared; the partition map alone is allowed."""
+        prefix = "Controller to broker state change requests batch is not empty while creating a new one."
+        if self._lai:
+            raise IllegalControllerStateError(
+                f"{prefix} Some LeaderAndIsr state changes {_summary(self._lai)} might be lost"
+            )
+        if self._sr:
+            raise IllegalControllerStateError(
+                f"{prefix} Some StopReplica state changes {_summary(self._sr)} might be lost"
+            )
+        if self._resolve_um_brokers():
+            raise IllegalControllerStateError(
+                f"{prefix} Some UpdateMetadata state changes to brokers {sorted(self._um_brokers)} "
+                f"with partition info for {len(self._um_partitions)} partitions might be lost"
+            )
+
+    def clear(self) -> None:
+        self._lai.clear()
+        self._sr.clear()
+        self._um_to_all_live = False
+        self._um_brokers.clear()
+        self._um_partitions.clear()
+
+    # ------------------------------------------------------------------ queueing
+    def add_leader_and_isr_request_for_brokers(
+        self,
+        broker_ids: Iterable[int],
+        tp: TopicPartition,
+        leader_isr_and_controller_epoch: LeaderIsrAndControllerEpoch,
+        replica_assignment: ReplicaAssignment,
+        is_new: bool,
+    ) -> None:
+        """Queue ``tp``'s state for each broker (``is_new`` is sticky within the batch), then queue
+        UpdateMetadata for ``tp`` to every live-or-shutting-down broker."""
+        state: LeaderAndIsrPartitionState | None = None
+        requests = self._lai
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue
+            per_broker = requests.get(broker_id)
+            if per_broker is None:
+                per_broker = requests[broker_id] = {}
+            previous = per_broker.get(tp)
+            if previous is not None and previous.is_new and not is_new:
+                per_broker[tp] = _leader_and_isr_state(
+                    tp, leader_isr_and_controller_epoch, replica_assignment, True
+                )
+                continue
+            if state is None:
+                state = _leader_and_isr_state(tp, leader_isr_and_controller_epoch, replica_assignment, is_new)
+            per_broker[tp] = state
+        self._um_to_all_live = True
+        self._add_update_metadata_partition(tp)
+
+    def add_stop_replica_request_for_brokers(
+        self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
+    ) -> None:
+        """Leader epoch -2 once the topic is queued for deletion, else the cached one (-1 if none);
+        ``delete_partition`` is sticky within the batch."""
+        ctx = self._context
+        if tp.topic in ctx.topics_to_be_deleted:
+            leader_epoch = EPOCH_DURING_DELETE
+        else:
+            info = ctx.partition_leadership_info(tp)
+            leader_epoch = NO_EPOCH if info is None else info.leader_and_isr.leader_epoch
+        state: StopReplicaPartitionState | None = None
+        requests = self._sr
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue
+            per_broker = requests.get(broker_id)
+            if per_broker is None:
+                per_broker = requests[broker_id] = {}
+            previous = per_broker.get(tp)
+            if previous is not None and previous.delete_partition and not delete_partition:
+                per_broker[tp] = StopReplicaPartitionState(tp.partition, leader_epoch, True)
+                continue
+            if state is None:
+                state = StopReplicaPartitionState(tp.partition, leader_epoch, delete_partition)
+            per_broker[tp] = state
+
+    def add_update_metadata_request_for_brokers(
+        self, broker_ids: Iterable[int], partitions: Collection[TopicPartition] = ()
+    ) -> None:
+        """Queue the brokers, and the partitions that have leadership (an empty set still sends
+        the live-broker list)."""
+        self._um_brokers.update(b for b in broker_ids if b >= 0)
+        if partitions:
+            self._add_update_metadata_partitions(partitions, self._context.live_broker_ids)
+
+    def _add_update_metadata_partitions(
+        self, partitions: Iterable[TopicPartition], live: Container[int]
+    ) -> None:
+        """Many partitions: the live broker ids are computed once, by the caller."""
+        ctx = self._context
+        leadership = ctx.partitions_leadership_info
+        assignment_of = ctx.partition_replica_assignment
+        offline_dirs = ctx.replicas_on_offline_dirs
+        deleting = ctx.topics_to_be_deleted
+        queued = self._um_partitions
+        for tp in partitions:
+            info = leadership.get(tp)
+            if info is None:
+                log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
+                continue
+            replicas = assignment_of(tp)
+            if offline_dirs:
+                offline = tuple([r for r in replicas if r not in live or tp in offline_dirs.get(r, ())])
+            else:
+                offline = tuple([r for r in replicas if r not in live])
+            queued[tp] = _update_metadata_state(tp, info, replicas, offline, tp.topic in deleting)
+
+    def _add_update_metadata_partition(self, tp: TopicPartition) -> None:
+        """One partition (each LeaderAndIsr entry): no per-call set building."""
+        ctx = self._context
+        info = ctx.partition_leadership_info(tp)
+        if info is None:
+            log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
+            return
+        replicas = ctx.partition_replica_assignment(tp)
+        is_online = ctx.is_replica_online
+        offline: tuple[int, ...] = ()
+        for r in replicas:
+            if not is_online(r, tp):
+                offline = tuple([x for x in replicas if not is_online(x, tp)])
+                break
+        deleting = tp.topic in ctx.topics_to_be_deleted
+        self._um_partitions[tp] = _update_metadata_state(tp, info, replicas, offline, deleting)
+
+    def _resolve_um_brokers(self) -> set[int]:
+        if self._um_to_all_live:
+            self._um_to_all_live = False
+            self._um_brokers.update(self._context.live_or_shutting_down_broker_ids)
+        return self._um_brokers
+
+    # ------------------------------------------------------------------ sending
+    def send_requests_to_brokers(self, controller_epoch: int) -> None:
+        """LeaderAndIsr, then UpdateMetadata, then StopReplica; only to live-or-shutting-down brokers.
+
+        On any error the structures are left as they are (the controller's ``handle_illegal_state``
+        clears them and resigns) and the error is re-raised as ``IllegalControllerStateError``.
+        """
+        try:
+            self._resolve_um_brokers()
+            epochs = self._context.live_broker_id_and_epochs
+            self._send_leader_and_isr_requests(controller_epoch, epochs)
+            self._send_update_metadata_requests(controller_epoch, epochs)
+            self._send_stop_replica_requests(controller_epoch, epochs)
+        except Exception as e:
+            self._fail(e)
+
+    def _fail(self, e: Exception) -> NoReturn:
+        um = f"{sorted(self._resolve_um_brokers())} for {len(self._um_partitions)} partitions"
+        pending = (
+            f"LeaderAndIsr {_summary(self._lai)}, UpdateMetadata to {um}, StopReplica {_summary(self._sr)}"
+        )
+        log.error("Haven't been able to send controller requests (%s): %r", pending, e)
+        raise IllegalControllerStateError(f"failed to send controller requests to brokers: {e!r}") from e
+
+    def _send_leader_and_isr_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
+        version = self._lai_version
+        ctx = self._context
+        topic_ids = ctx.topic_ids
+        info_enabled = state_change_log.isEnabledFor(_INFO)
+        debug_enabled = state_change_log.isEnabledFor(_DEBUG)
+        nodes: dict[int, Broker | None] = {}
+        sink = self._event_sink
+        for broker_id, states in self._lai.items():
+            broker_epoch = epochs.get(broker_id)
+            if broker_epoch is None:
+                continue
+            values = tuple(states.values())
+            leader_ids = {s.leader for s in values}
+            if debug_enabled:
+                for s in values:
+                    kind = "become-leader" if s.leader == broker_id else "become-follower"
+                    state_change_log.debug(
+                        "Sending %s LeaderAndIsr request %s to broker %d for partition %s-%d",
+                        kind,
+                        s,
+                        broker_id,
+                        s.topic,
+                        s.partition,
+                    )
+            if info_enabled:
+                leaders = sum(1 for s in values if s.leader == broker_id)
+                state_change_log.info(
+                    "Sending LeaderAndIsr request to broker %d with %d become-leader and %d "
+                    "become-follower partitions",
+                    broker_id,
+                    leaders,
+                    len(values) - leaders,
+                )
+            live_leaders: list[Broker] = []
+            for leader_id in sorted(leader_ids):
+                if leader_id not in nodes:
+                    nodes[leader_id] = self._leader_node(leader_id)
+                node = nodes[leader_id]
+                if node is not None:
+                    live_leaders.append(node)
+            ids: dict[str, str]
+            if version >= 5:
+                ids = {t: topic_ids.get(t, ZERO_UUID) for t in {s.topic for s in values}}
+            elif version >= 2:  # topics are grouped on the wire, but the id field does not exist yet
+                ids = dict.fromkeys({s.topic for s in values}, ZERO_UUID)
+            else:
+                ids = {}
+            request = LeaderAndIsrRequest(
+                version, self.controller_id, controller_epoch, broker_epoch, values, ids, tuple(live_leaders)
+            )
+            self._channel.send_request(broker_id, request, leader_and_isr_callback(sink, broker_id))
+        self._lai.clear()
+
+    def _leader_node(self, broker_id: int) -> Broker | None:
+        broker = self._context.live_or_shutting_down_broker(broker_id)
+        if broker is None or self._listener is None:
+            return broker
+        endpoint = next((e for e in broker.endpoints if e.listener_name == self._listener), None)
+        if endpoint is None:
+            raise IllegalControllerStateError(
+                f"broker {broker_id} has no endpoint for the inter-broker listener {self._listener}"
+            )
+        return Broker(broker.id, (endpoint,), broker.rack)
+
+    def _send_update_metadata_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
+        if not self._um_brokers:
+            self._um_partitions.clear()
+            return
+        if state_change_log.isEnabledFor(_INFO):
+            state_change_log.info(
+                "Sending UpdateMetadata request to brokers %s for %d partitions",
+                sorted(self._um_brokers),
+                len(self._um_partitions),
+            )
+        version = self._um_version
+        ctx = self._context
+        sink = self._event_sink
+        states = tuple(self._um_partitions.values())
+        live_brokers = tuple(ctx.live_or_shutting_down_brokers)
+        if version == 0:  # version 0 only carries the PLAINTEXT endpoint
+            live_brokers = tuple(_plaintext_only(b) for b in live_brokers)
+        topic_ids: dict[str, str] = {}
+        if version >= 7:
+            known = ctx.topic_ids
+            topic_ids = {t: known[t] for t in {s.topic for s in states} if t in known}
+        for broker_id in sorted(self._um_brokers):
+            broker_epoch = epochs.get(broker_id)
+            if broker_epoch is None:
+                continue
+            request = UpdateMetadataRequest(
+                version, self.controller_id, controller_epoch, broker_epoch, states, live_brokers, topic_ids
+            )
+            self._channel.send_request(broker_id, request, update_metadata_callback(sink, broker_id))
+        self._um_brokers.clear()
+        self._um_partitions.clear()
+
+    def _send_stop_replica_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
+        version = self._sr_version
+        started = self._context.topics_with_deletion_started
+        sink = self._event_sink
+        debug_enabled = state_change_log.isEnabledFor(_DEBUG)
+        info_enabled = state_change_log.isEnabledFor(_INFO)
+        for broker_id, states in self._sr.items():
+            broker_epoch = epochs.get(broker_id)
+            if broker_epoch is None:
+                continue
+            if debug_enabled:
+                for tp, s in states.items():
+                    state_change_log.debug(
+                        "Sending StopReplica request %s to broker %d for partition %s", s, broker_id, tp
+                    )
+            if version >= 3:
+                grouped = _group_by_topic(states)
+                deleting = frozenset(
+                    tp for tp, s in grouped.items() if s.delete_partition and tp.topic in started
+                )
+                if info_enabled:
+                    state_change_log.info(
+                        "Sending StopReplica request for %d replicas to broker %d", len(grouped), broker_id
+                    )
+                request = StopReplicaRequest(
+                    version, self.controller_id, controller_epoch, broker_epoch, False, grouped
+                )
+                self._channel.send_request(
+                    broker_id, request, stop_replica_callback(sink, broker_id, deleting)
+                )
+                continue
+            # Before 2.6 (v0-v2): no per-partition flag or leader epoch on the wire, so up to two
+            # requests, the delete=true one first.
+            with_delete = _group_by_topic({tp: s for tp, s in states.items() if s.delete_partition})
+            without_delete = _group_by_topic({tp: s for tp, s in states.items() if not s.delete_partition})
+            for delete, part in ((True, with_delete), (False, without_delete)):
+                if not part:
+                    continue
+                if info_enabled:
+                    state_change_log.info(
+                        "Sending StopReplica request (delete = %s) for %d replicas to broker %d",
+                        str(delete).lower(),
+                        len(part),
+                        broker_id,
+                    )
+                wire = {tp: StopReplicaPartitionState(tp.partition, NO_EPOCH, delete) for tp in part}
+                request = StopReplicaRequest(
+                    version, self.controller_id, controller_epoch, broker_epoch, delete, wire
+                )
+                deleting = frozenset(tp for tp in part if delete and tp.topic in started)
+                self._channel.send_request(
+                    broker_id, request, stop_replica_callback(sink, broker_id, deleting)
+                )
+        self._sr.clear()
+
+
+def _leader_and_isr_state(
+    tp: TopicPartition,
+    leader_isr_and_controller_epoch: LeaderIsrAndControllerEpoch,
+    assignment: ReplicaAssignment,
+    is_new: bool,
+) -> LeaderAndIsrPartitionState:
+    lai = leader_isr_and_controller_epoch.leader_and_isr
+    return LeaderAndIsrPartitionState(
+        tp.topic,
+        tp.partition,
+        leader_isr_and_controller_epoch.controller_epoch,
+        lai.leader,
+        lai.leader_epoch,
+        lai.isr,
+        lai.zk_version,
+        assignment.replicas,
+        assignment.adding_replicas,
+        assignment.removing_replicas,
+        is_new,
+    )
+
+
+def _update_metadata_state(
+    tp: TopicPartition,
+    info: LeaderIsrAndControllerEpoch,
+    replicas: tuple[int, ...],
+    offline: tuple[int, ...],
+    deleting: bool,
+) -> UpdateMetadataPartitionState:
+    lai = info.leader_and_isr
+    if deleting:  # LeaderAndIsr.duringDelete(isr): leader -2, leader epoch 0, zk version 0, ISR kept
+        leader, epoch, version = LEADER_DURING_DELETE, 0, 0
+    else:
+        leader, epoch, version = lai.leader, lai.leader_epoch, lai.zk_version
+    return UpdateMetadataPartitionState(
+        tp.topic, tp.partition, info.controller_epoch, leader, epoch, lai.isr, version, replicas, offline
+    )
+
+
+def _group_by_topic(
+    states: Mapping[TopicPartition, StopReplicaPartitionState],
+) -> dict[TopicPartition, StopReplicaPartitionState]:
+    """The same entries with each topic's partitions contiguous (topics in first-seen order)."""
+    by_topic: dict[str, list[TopicPartition]] = {}
+    for tp in states:
+        per_topic = by_topic.get(tp.topic)
+        if per_topic is None:
+            by_topic[tp.topic] = [tp]
+        else:
+            per_topic.append(tp)
+    if len(by_topic) <= 1:
+        return dict(states)
+    return {tp: states[tp] for tps in by_topic.values() for tp in tps}
+
+
+def _plaintext_only(broker: Broker) -> Broker:
+    endpoint = next((e for e in broker.endpoints if e.listener_name == "PLAINTEXT"), None)
+    if endpoint is None:
+        raise IllegalControllerStateError(
+            f"broker {broker.id} has no PLAINTEXT endpoint, which UpdateMetadata v0 requires"
+        )
+    return Broker(broker.id, (EndPoint(endpoint.host, endpoint.port),), broker.rack)
+
+
+def _summary(requests: Mapping[int, Mapping[TopicPartition, object]]) -> str:
+    """A one-line, bounded description of a per-broker map (the maps can hold 100,000 entries)."""
+    return "{" + ", ".join(f"broker {b}: {len(m)} partitions" for b, m in sorted(requests.items())) + "}"
