@@ -1,0 +1,140 @@
+"""A blocking client for the wire protocol: one connection, one request in flight, reconnect on demand.
+
+``request`` connects if it has no connection, sends, and waits for the answer whose ``cid`` matches.
+Any failure closes the connection (a half-read stream cannot be trusted), so the next ``request``
+reconnects; the client itself never retries, because only the caller knows whether a request is
+safe to repeat (the channel manager's control requests are). ``timeout_s`` bounds connecting and
+each wait for bytes. ``close()`` is final and may be called from another thread to abort a request
+in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from typing import Any
+
+from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+from kafka_controller.transport import framing
+from kafka_controller.transport.codec import DEFAULT_APIS, ApiRegistry
+from kafka_controller.transport.errors import (
+    ProtocolError,
+    RemoteError,
+    TransportConnectionError,
+    TransportError,
+    TransportTimeoutError,
+)
+
+
+class TransportClient:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        timeout_s: float = 30.0,
+        max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
+        apis: ApiRegistry = DEFAULT_APIS,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.timeout_s = timeout_s
+        self._max_frame_bytes = max_frame_bytes
+        self._apis = apis
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._next_cid = 0
+        self._closed = False
+        self.connects = 0  # how many connections were opened (reconnects are visible in tests)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def request(self, api: str, body: Any) -> Any:
+        """Send ``body`` (a domain value for typed APIs) and return the decoded response body.
+
+        Raises ``TransportTimeoutError`` / ``TransportConnectionError`` (retryable),
+        ``RemoteError`` (the peer answered with an error), or ``ProtocolError``.
+        """
+        codec = self._apis.get(api)
+        with self._lock:
+            cid = self._next_cid
+            self._next_cid += 1
+            try:
+                payload = framing.encode_request(api, cid, codec.encode_request(body))
+            except KafkaControllerError:
+                raise
+            except Exception as e:
+                raise InvalidArgumentError(f"cannot encode {api} request: {type(e).__name__}: {e}") from None
+            sock = self._connect()
+            try:
+                framing.write_frame(sock, payload)
+                answer = framing.read_frame(sock, self._max_frame_bytes)
+                if answer is None:
+                    raise TransportConnectionError(f"{self.address} closed the connection before answering")
+                got_cid, response, error = framing.decode_response(answer)
+                if got_cid != cid:
+                    raise ProtocolError(f"{self.address} answered cid {got_cid} to request cid {cid}")
+            except TimeoutError:
+                self._drop(sock)
+                raise TransportTimeoutError(
+                    f"no answer to {api} from {self.address} within {self.timeout_s}s"
+                ) from None
+            except OSError as e:
+                self._drop(sock)
+                raise TransportConnectionError(f"{api} to {self.address} failed: {e.strerror or e}") from None
+            except (TransportError, ProtocolError):
+                self._drop(sock)
+                raise
+        if error is not None:
+            raise RemoteError(*error)
+        return self._apis.decode_response(api, response)
+
+    def _connect(self) -> socket.socket:
+        if self._closed:
+            raise TransportConnectionError(f"the client for {self.address} is closed")
+        if self._sock is not None:
+            return self._sock
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+        except TimeoutError:
+            raise TransportTimeoutError(
+                f"connecting to {self.address} timed out after {self.timeout_s}s"
+            ) from None
+        except ConnectionRefusedError:
+            raise TransportConnectionError(f"connection to {self.address} refused") from None
+        except OSError as e:
+            raise TransportConnectionError(f"cannot connect to {self.address}: {e.strerror or e}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._closed:  # close() ran while we were connecting
+            sock.close()
+            raise TransportConnectionError(f"the client for {self.address} is closed")
+        self._sock = sock
+        self.connects += 1
+        return sock
+
+    def _drop(self, sock: socket.socket) -> None:
+        if self._sock is sock:
+            self._sock = None
+        with contextlib.suppress(OSError):
+            sock.close()
+
+    def close(self) -> None:
+        """Close for good: a request in flight on another thread, and any later one, fail with
+        ``TransportConnectionError``."""
+        self._closed = True
+        sock = self._sock
+        self._sock = None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def __enter__(self) -> TransportClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,412 @@
+"""Bodies of the wire protocol: domain requests and responses <-> JSON values, and the API registry.
+
+Partition states travel as **columns** (``transport.columns``): one array per field over all
+partitions of the request, in the request's order, so values round-trip exactly. Topic names,
+replica lists and error names are dictionary-encoded (``topics``, ``replica_sets``, ``errors``
+tables; the columns hold indexes). Columns that are empty or false for every partition
+(adding/removing replicas, ``is_new``) are left out. ``bench/transport.py`` measures this against
+one object per partition.
+
+Adding an API is one line: ``DEFAULT_APIS.register_json("CreateTopics")`` carries JSON bodies as
+they are; ``register(ApiCodec(...))`` takes typed encoders and decoders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
+from typing import Any
+
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.requests import (
+    ControlRequest,
+    ControlResponse,
+    Errors,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from kafka_controller.domain.values import Broker, EndPoint, TopicPartition
+from kafka_controller.transport.columns import (
+    INT,
+    STR,
+    Columns,
+    Dictionary,
+    Json,
+    gc_paused,
+    read_int_lists,
+    read_table,
+)
+from kafka_controller.transport.errors import ProtocolError
+
+_HEADER_FIELDS = ("version", "controller_id", "controller_epoch", "broker_epoch")
+_STATE_INTS = ("partition", "controller_epoch", "leader", "leader_epoch", "zk_version")
+_ERRORS: dict[str, Errors] = {e.value: e for e in Errors}
+
+
+def _header(r: ControlRequest) -> dict[str, Json]:
+    return {f: getattr(r, f) for f in _HEADER_FIELDS}
+
+
+def _read_header(body: dict[str, Json]) -> list[int]:
+    values = [body[f] for f in _HEADER_FIELDS]
+    if not set(map(type, values)) <= INT:
+        raise ProtocolError(f"request header fields {', '.join(_HEADER_FIELDS)} must be integers")
+    return values
+
+
+def _read_topic_ids(body: dict[str, Json]) -> dict[str, str]:
+    ids = body.get("topic_ids", {})
+    if type(ids) is not dict or not set(map(type, chain(ids, ids.values()))) <= STR:
+        raise ProtocolError("'topic_ids' must map topic names to id strings")
+    return ids
+
+
+def _error(code: Json) -> Errors:
+    if type(code) is not str or code not in _ERRORS:
+        raise ProtocolError(f"{code!r} is not a known error name")
+    return _ERRORS[code]
+
+
+# -- brokers -------------------------------------------------------------------------------------
+
+
+def encode_broker(b: Broker) -> Json:
+    return {
+        "id": b.id,
+        "endpoints": [[e.host, e.port, e.listener_name, e.security_protocol] for e in b.endpoints],
+        "rack": b.rack,
+        "features": [list(f) for f in b.features],
+    }
+
+
+def decode_broker(d: Json) -> Broker:
+    if type(d.get("id")) is not int or (d.get("rack") is not None and type(d["rack"]) is not str):
+        raise ProtocolError("a broker needs an integer 'id' and a string or null 'rack'")
+    endpoints = tuple(EndPoint(str(h), int(p), str(ln), str(sp)) for h, p, ln, sp in d["endpoints"])
+    features = tuple((str(n), int(lo), int(hi)) for n, lo, hi in d.get("features", ()))
+    return Broker(d["id"], endpoints, d["rack"], features)
+
+
+def _read_brokers(body: dict[str, Json], key: str) -> tuple[Broker, ...]:
+    brokers = body[key]
+    if type(brokers) is not list or not all(type(b) is dict for b in brokers):
+        raise ProtocolError(f"{key!r} must be a list of broker objects")
+    return tuple(map(decode_broker, brokers))
+
+
+# -- partition states (shared by LeaderAndIsr and UpdateMetadata) ---------------------------------
+
+
+def _encode_states(
+    states: Iterable[LeaderAndIsrPartitionState | UpdateMetadataPartitionState],
+    list_fields: tuple[str, ...],
+    optional_lists: tuple[str, ...] = (),
+    optional_bools: tuple[str, ...] = (),
+) -> dict[str, Json]:
+    states = tuple(states)
+    topics: Dictionary[str] = Dictionary()
+    replica_sets: Dictionary[tuple[int, ...]] = Dictionary()
+    cols: dict[str, Json] = {"topic": topics.encode(map(attrgetter("topic"), states))}
+    for name in _STATE_INTS:
+        cols[name] = list(map(attrgetter(name), states))
+    for name in list_fields:
+        cols[name] = replica_sets.encode(map(attrgetter(name), states))
+    for name in optional_lists:
+        values = list(map(attrgetter(name), states))
+        if any(values):
+            cols[name] = replica_sets.encode(values)
+    for name in optional_bools:
+        flags = list(map(attrgetter(name), states))
+        if any(flags):
+            cols[name] = flags
+    return {"topics": topics.values(), "replica_sets": replica_sets.values(), "partitions": cols}
+
+
+def _read_state_columns(body: dict[str, Json]) -> tuple[Columns, list[str], list[tuple[int, ...]]]:
+    return Columns(body), read_table(body, "topics", str, STR), read_int_lists(body, "replica_sets")
+
+
+# -- LeaderAndIsr --------------------------------------------------------------------------------
+
+
+def encode_leader_and_isr_request(r: LeaderAndIsrRequest) -> Json:
+    return {
+        **_header(r),
+        "topic_ids": r.topic_ids,
+        "live_leaders": [encode_broker(b) for b in r.live_leaders],
+        **_encode_states(
+            r.partition_states, ("isr", "replicas"), ("adding_replicas", "removing_replicas"), ("is_new",)
+        ),
+    }
+
+
+def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
+    cols, topics, sets = _read_state_columns(body)
+    with gc_paused(cols.n):
+        states = tuple(
+            map(
+                LeaderAndIsrPartitionState,
+                cols.lookup("topic", topics),
+                cols.ints("partition"),
+                cols.ints("controller_epoch"),
+                cols.ints("leader"),
+                cols.ints("leader_epoch"),
+                cols.lookup("isr", sets),
+                cols.ints("zk_version"),
+                cols.lookup("replicas", sets),
+                cols.lookup("adding_replicas", sets, ()),
+                cols.lookup("removing_replicas", sets, ()),
+                cols.bools("is_new", False),
+            )
+        )
+    version, controller_id, controller_epoch, broker_epoch = _read_header(body)
+    leaders = _read_brokers(body, "live_leaders")
+    return LeaderAndIsrRequest(
+        version, controller_id, controller_epoch, broker_epoch, states, _read_topic_ids(body), leaders
+    )
+
+
+def _encode_partition_errors(errors: dict[TopicPartition, Errors]) -> Json:
+    topics: Dictionary[str] = Dictionary()
+    names: Dictionary[Errors] = Dictionary()
+    cols = {
+        "topic": topics.encode(tp.topic for tp in errors),
+        "partition": [tp.partition for tp in errors],
+        "error": names.encode(errors.values()),
+    }
+    return {"topics": topics.values(), "errors": names.values(), "partitions": cols}
+
+
+def _decode_partition_errors(body: Json) -> dict[TopicPartition, Errors]:
+    cols = Columns(body)
+    topics = read_table(body, "topics", str, STR)
+    names = read_table(body, "errors", _error, STR)
+    tps = map(TopicPartition, cols.lookup("topic", topics), cols.ints("partition"))
+    with gc_paused(cols.n):
+        return dict(zip(tps, cols.lookup("error", names), strict=True))
+
+
+def encode_leader_and_isr_response(r: LeaderAndIsrResponse) -> Json:
+    return {"error": r.error, **_encode_partition_errors(r.partition_errors)}
+
+
+def decode_leader_and_isr_response(body: Json) -> LeaderAndIsrResponse:
+    return LeaderAndIsrResponse(_error(body["error"]), _decode_partition_errors(body))
+
+
+# -- UpdateMetadata ------------------------------------------------------------------------------
+
+
+def encode_update_metadata_request(r: UpdateMetadataRequest) -> Json:
+    return {
+        **_header(r),
+        "topic_ids": r.topic_ids,
+        "live_brokers": [encode_broker(b) for b in r.live_brokers],
+        **_encode_states(r.partition_states, ("isr", "replicas", "offline_replicas")),
+    }
+
+
+def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
+    cols, topics, sets = _read_state_columns(body)
+    with gc_paused(cols.n):
+        states = tuple(
+            map(
+                UpdateMetadataPartitionState,
+                cols.lookup("topic", topics),
+                cols.ints("partition"),
+                cols.ints("controller_epoch"),
+                cols.ints("leader"),
+                cols.ints("leader_epoch"),
+                cols.lookup("isr", sets),
+                cols.ints("zk_version"),
+                cols.lookup("replicas", sets),
+                cols.lookup("offline_replicas", sets),
+            )
+        )
+    version, controller_id, controller_epoch, broker_epoch = _read_header(body)
+    brokers = _read_brokers(body, "live_brokers")
+    return UpdateMetadataRequest(
+        version, controller_id, controller_epoch, broker_epoch, states, brokers, _read_topic_ids(body)
+    )
+
+
+def encode_update_metadata_response(r: UpdateMetadataResponse) -> Json:
+    return {"error": r.error}
+
+
+def decode_update_metadata_response(body: Json) -> UpdateMetadataResponse:
+    return UpdateMetadataResponse(_error(body["error"]))
+
+
+# -- StopReplica ---------------------------------------------------------------------------------
+
+
+def encode_stop_replica_request(r: StopReplicaRequest) -> Json:
+    for tp, s in r.partition_states.items():
+        if tp.partition != s.partition:
+            raise InvalidArgumentError(f"StopReplica state for {tp} names partition {s.partition}")
+    topics: Dictionary[str] = Dictionary()
+    states = r.partition_states.values()
+    cols = {
+        "topic": topics.encode(tp.topic for tp in r.partition_states),
+        "partition": [tp.partition for tp in r.partition_states],
+        "leader_epoch": list(map(attrgetter("leader_epoch"), states)),
+        "delete_partition": list(map(attrgetter("delete_partition"), states)),
+    }
+    return {
+        **_header(r),
+        "delete_partitions": r.delete_partitions,
+        "topics": topics.values(),
+        "partitions": cols,
+    }
+
+
+def decode_stop_replica_request(body: Json) -> StopReplicaRequest:
+    cols = Columns(body)
+    topics = read_table(body, "topics", str, STR)
+    parts = cols.ints("partition")
+    tps = map(TopicPartition, cols.lookup("topic", topics), parts)
+    states = map(StopReplicaPartitionState, parts, cols.ints("leader_epoch"), cols.bools("delete_partition"))
+    with gc_paused(cols.n):
+        partition_states = dict(zip(tps, states, strict=True))
+    if type(body["delete_partitions"]) is not bool:
+        raise ProtocolError("'delete_partitions' must be a boolean")
+    version, controller_id, controller_epoch, broker_epoch = _read_header(body)
+    return StopReplicaRequest(
+        version, controller_id, controller_epoch, broker_epoch, body["delete_partitions"], partition_states
+    )
+
+
+def encode_stop_replica_response(r: StopReplicaResponse) -> Json:
+    return {"error": r.error, **_encode_partition_errors(r.partition_errors)}
+
+
+def decode_stop_replica_response(body: Json) -> StopReplicaResponse:
+    return StopReplicaResponse(_error(body["error"]), _decode_partition_errors(body))
+
+
+# -- error responses (Kafka's ``AbstractRequest.getErrorResponse``) --------------------------------
+
+
+def error_response(request: ControlRequest, error: Errors) -> ControlResponse:
+    """The response a broker gives when it fails the whole request: ``error`` everywhere."""
+    if isinstance(request, LeaderAndIsrRequest):
+        tps = (TopicPartition(s.topic, s.partition) for s in request.partition_states)
+        return LeaderAndIsrResponse(error, dict.fromkeys(tps, error))
+    if isinstance(request, StopReplicaRequest):
+        return StopReplicaResponse(error, dict.fromkeys(request.partition_states, error))
+    return UpdateMetadataResponse(error)
+
+
+# -- the registry --------------------------------------------------------------------------------
+
+
+def _identity(value: Json) -> Json:
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCodec:
+    """How one API's bodies cross the wire. Decoders may raise ``KeyError``/``TypeError``/
+    ``ValueError``: the registry turns them into a one-line ``ProtocolError``."""
+
+    name: str
+    encode_request: Callable[[Any], Json] = _identity
+    decode_request: Callable[[Json], Any] = _identity
+    encode_response: Callable[[Any], Json] = _identity
+    decode_response: Callable[[Json], Any] = _identity
+
+
+class ApiRegistry:
+    """API name -> codec. The server refuses names it does not know with INVALID_REQUEST."""
+
+    def __init__(self, codecs: Iterable[ApiCodec] = ()) -> None:
+        self._codecs: dict[str, ApiCodec] = {}
+        for codec in codecs:
+            self.register(codec)
+
+    def register(self, codec: ApiCodec) -> ApiCodec:
+        if codec.name in self._codecs:
+            raise InvalidArgumentError(f"api {codec.name!r} is already registered")
+        self._codecs[codec.name] = codec
+        return codec
+
+    def register_json(self, name: str) -> ApiCodec:
+        """An API whose request and response bodies are plain JSON values (admin APIs)."""
+        return self.register(ApiCodec(name))
+
+    def copy(self) -> ApiRegistry:
+        return ApiRegistry(self._codecs.values())
+
+    def names(self) -> list[str]:
+        return sorted(self._codecs)
+
+    def get(self, name: str) -> ApiCodec:
+        codec = self._codecs.get(name)
+        if codec is None:
+            raise ProtocolError(f"unknown api {name!r}")
+        return codec
+
+    def decode_request(self, api: str, body: Json) -> Any:
+        return _guard(f"{api} request body", self.get(api).decode_request, body)
+
+    def decode_response(self, api: str, body: Json) -> Any:
+        return _guard(f"{api} response body", self.get(api).decode_response, body)
+
+
+def _guard(what: str, decode: Callable[[Json], Any], body: Json) -> Any:
+    try:
+        return decode(body)
+    except ProtocolError as e:
+        raise ProtocolError(f"malformed {what}: {e}") from None
+    except KeyError as e:
+        raise ProtocolError(f"malformed {what}: missing field {e.args[0]!r}") from None
+    except (TypeError, ValueError, AttributeError, IndexError) as e:
+        raise ProtocolError(f"malformed {what}: {type(e).__name__}: {e}") from None
+
+
+LEADER_AND_ISR = "LeaderAndIsr"
+UPDATE_METADATA = "UpdateMetadata"
+STOP_REPLICA = "StopReplica"
+#: The API name of each controller-to-broker request type.
+API_BY_REQUEST_TYPE: dict[type, str] = {
+    LeaderAndIsrRequest: LEADER_AND_ISR,
+    UpdateMetadataRequest: UPDATE_METADATA,
+    StopReplicaRequest: STOP_REPLICA,
+}
+
+CONTROL_APIS = (
+    ApiCodec(
+        LEADER_AND_ISR,
+        encode_leader_and_isr_request,
+        decode_leader_and_isr_request,
+        encode_leader_and_isr_response,
+        decode_leader_and_isr_response,
+    ),
+    ApiCodec(
+        UPDATE_METADATA,
+        encode_update_metadata_request,
+        decode_update_metadata_request,
+        encode_update_metadata_response,
+        decode_update_metadata_response,
+    ),
+    ApiCodec(
+        STOP_REPLICA,
+        encode_stop_replica_request,
+        decode_stop_replica_request,
+        encode_stop_replica_response,
+        decode_stop_replica_response,
+    ),
+)
+
+#: The process-wide registry used by servers and clients unless they are given another one.
+DEFAULT_APIS = ApiRegistry(CONTROL_APIS)

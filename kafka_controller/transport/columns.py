@@ -1,0 +1,120 @@
+"""Columnar bodies: dictionary encoding on the way out, validated columns on the way in.
+
+A request with 100,000 partition states is sent as a dozen arrays of 100,000 values rather than
+100,000 objects: orjson writes and reads flat integer arrays at memory speed, and the decoder
+builds no dict per partition. Values that repeat (topic names, replica lists, error names) are
+*dictionary-encoded*: each distinct value is sent once in a table and the column holds indexes,
+so the decoder shares one ``str``/``tuple`` per distinct value instead of allocating one per
+partition. The type checks are C-speed scans (``set(map(type, column))``), so a hostile frame
+cannot build ill-typed domain values and the checks cost a few percent of decoding.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
+from itertools import chain, repeat
+from typing import Any, Generic, TypeVar
+
+from kafka_controller.transport.errors import ProtocolError
+
+H = TypeVar("H", bound=Hashable)
+T = TypeVar("T")
+Json = Any
+INT = frozenset({int})
+BOOL = frozenset({bool})
+STR = frozenset({str})
+LIST = frozenset({list})
+
+
+#: Below this many partitions a body is decoded with the garbage collector left alone.
+GC_PAUSE_MIN_ROWS = 5_000
+
+
+@contextmanager
+def gc_paused(rows: int) -> Iterator[None]:
+    """Pause the cyclic GC while building ``rows`` domain objects, if there are many.
+
+    Building 100,000 frozen dataclasses triggers ~140 young and, in a process holding a large
+    heap, full collections that traverse every object; measured here, that doubles decoding time.
+    The objects built are acyclic, so nothing is lost by collecting after instead of during.
+    Re-enabled only by the caller that disabled it, so nested or concurrent uses end enabled.
+    """
+    if rows < GC_PAUSE_MIN_ROWS or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+class Dictionary(Generic[H]):
+    """Encoder side: ``encode`` turns values into indexes; ``values()`` is the table to send."""
+
+    def __init__(self) -> None:
+        self._index: dict[H, int] = {}
+
+    def encode(self, values: Iterable[H]) -> list[int]:
+        index = self._index
+        return [index.setdefault(v, len(index)) for v in values]
+
+    def values(self) -> list[H]:
+        return list(self._index)  # insertion order is index order
+
+
+def read_table(
+    body: dict[str, Json], key: str, convert: Callable[[Any], T], item_types: frozenset[type]
+) -> list[T]:
+    """A dictionary table from the body, each entry type-checked, then converted."""
+    raw = body[key]
+    if type(raw) is not list or (raw and not set(map(type, raw)) <= item_types):
+        raise ProtocolError(f"{key!r} must be a list of {'/'.join(sorted(t.__name__ for t in item_types))}")
+    return list(map(convert, raw))
+
+
+def read_int_lists(body: dict[str, Json], key: str) -> list[tuple[int, ...]]:
+    table = read_table(body, key, tuple, LIST)
+    if not set(map(type, chain.from_iterable(table))) <= INT:
+        raise ProtocolError(f"{key!r} must be a list of lists of integers")
+    return table
+
+
+class Columns:
+    """The ``partitions`` object of a body: same-length columns, read with type checks."""
+
+    def __init__(self, body: dict[str, Json], key: str = "partitions") -> None:
+        cols = body[key]
+        if type(cols) is not dict or type(cols.get("partition")) is not list:
+            raise ProtocolError(f"{key!r} must be an object of columns with a 'partition' list")
+        self._cols: dict[str, Json] = cols
+        self._key = key
+        self.n = len(cols["partition"])
+
+    def _get(self, name: str, types: frozenset[type]) -> list[Any]:
+        col = self._cols[name]
+        if type(col) is not list or len(col) != self.n:
+            raise ProtocolError(f"column {self._key}.{name} must be a list of {self.n} values")
+        if self.n and not set(map(type, col)) <= types:
+            raise ProtocolError(f"column {self._key}.{name} holds values of the wrong type")
+        return col
+
+    def ints(self, name: str) -> list[int]:
+        return self._get(name, INT)
+
+    def bools(self, name: str, default: bool | None = None) -> Iterable[bool]:
+        """A boolean column; absent means ``default`` everywhere when a default is given."""
+        if default is not None and name not in self._cols:
+            return repeat(default, self.n)
+        return self._get(name, BOOL)
+
+    def lookup(self, name: str, table: list[T], default: T | None = None) -> Iterable[T]:
+        """A dictionary-encoded column; absent means ``default`` when one is given."""
+        if default is not None and name not in self._cols:
+            return repeat(default, self.n)
+        col = self._get(name, INT)
+        if col and (min(col) < 0 or max(col) >= len(table)):
+            raise ProtocolError(f"column {self._key}.{name} has indexes outside its table of {len(table)}")
+        return map(table.__getitem__, col)

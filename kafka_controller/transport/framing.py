@@ -1,0 +1,122 @@
+"""Frames and envelopes: a 4-byte big-endian length, then one orjson document.
+
+Requests are ``{"api": NAME, "v": WIRE_VERSION, "cid": N, "body": ...}``; responses are
+``{"cid": N, "body": ...}`` or ``{"cid": N, "error": {"code": KAFKA_ERROR, "message": ...}}``.
+``cid`` is echoed so a client can tell a late answer from the one it waits for; a response to a
+request whose ``cid`` could not be read carries ``cid: -1``.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import orjson
+
+from kafka_controller.transport.errors import ProtocolError, TransportConnectionError
+
+#: Version of the envelope and body encodings; a server answers other versions with INVALID_REQUEST.
+WIRE_VERSION = 1
+#: Kafka's ``socket.request.max.bytes`` default (100 MiB): a 100,000-partition LeaderAndIsr is ~6 MB.
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+_HEADER = struct.Struct(">I")
+_CHUNK = 1 << 20
+
+
+class FrameTooLargeError(ProtocolError):
+    """The length prefix is zero or above the limit; the stream cannot be resynchronised."""
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytearray | None:
+    """Read exactly ``n`` bytes; ``None`` if the peer closed cleanly before the first byte."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    pos = 0
+    while pos < n:
+        got = sock.recv_into(view[pos:], min(n - pos, _CHUNK))
+        if got == 0:
+            if pos == 0:
+                return None
+            raise TransportConnectionError(f"connection closed after {pos} of {n} bytes")
+        pos += got
+    return buf
+
+
+def read_frame(sock: socket.socket, max_frame_bytes: int) -> bytearray | None:
+    """One frame's payload, or ``None`` on a clean end of stream between frames."""
+    header = recv_exact(sock, _HEADER.size)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    if length == 0 or length > max_frame_bytes:
+        raise FrameTooLargeError(
+            f"frame length {length} is outside 1..{max_frame_bytes} bytes (max_frame_bytes)"
+        )
+    payload = recv_exact(sock, length)
+    if payload is None:
+        raise TransportConnectionError(f"connection closed before a {length}-byte frame")
+    return payload
+
+
+def write_frame(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+
+def encode_request(api: str, cid: int, body: Any) -> bytes:
+    return orjson.dumps({"api": api, "v": WIRE_VERSION, "cid": cid, "body": body})
+
+
+def encode_response(cid: int, body: Any) -> bytes:
+    return orjson.dumps({"cid": cid, "body": body})
+
+
+def encode_error(cid: int, code: str, message: str) -> bytes:
+    return orjson.dumps({"cid": cid, "error": {"code": code, "message": message}})
+
+
+def _load(payload: bytes | bytearray, what: str) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(payload)
+    except orjson.JSONDecodeError as e:
+        raise ProtocolError(f"{what} frame is not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise ProtocolError(f"{what} frame is a JSON {type(doc).__name__}, not an object")
+    return doc
+
+
+def peek_cid(doc: dict[str, Any]) -> int:
+    cid = doc.get("cid")
+    return cid if type(cid) is int else -1
+
+
+def decode_request(payload: bytes | bytearray) -> tuple[str, int, Any]:
+    """``(api, cid, body)``; raises ``ProtocolError`` carrying the ``cid`` when it could be read."""
+    doc = _load(payload, "request")
+    cid = peek_cid(doc)
+    missing = [key for key in ("api", "v", "cid", "body") if key not in doc]
+    if missing:
+        raise ProtocolError(f"request envelope has no {missing[0]!r} field", cid=cid)
+    api, version = doc["api"], doc["v"]
+    if type(doc["cid"]) is not int:
+        raise ProtocolError("request 'cid' must be an integer")
+    if type(api) is not str:
+        raise ProtocolError("request 'api' must be a string", cid=cid)
+    if version != WIRE_VERSION:
+        raise ProtocolError(f"wire version {version!r} is not supported (only {WIRE_VERSION})", cid=cid)
+    return api, cid, doc["body"]
+
+
+def decode_response(payload: bytes | bytearray) -> tuple[int, Any, tuple[str, str] | None]:
+    """``(cid, body, error)`` where ``error`` is ``(code, message)`` for an error envelope."""
+    doc = _load(payload, "response")
+    if type(doc.get("cid")) is not int:
+        raise ProtocolError("response envelope has no integer 'cid'")
+    error = doc.get("error")
+    if error is not None:
+        if not isinstance(error, dict) or type(error.get("code")) is not str:
+            raise ProtocolError("response 'error' must be an object with a string 'code'")
+        return doc["cid"], None, (error["code"], str(error.get("message", "")))
+    if "body" not in doc:
+        raise ProtocolError("response envelope has neither 'body' nor 'error'")
+    return doc["cid"], doc["body"], None
