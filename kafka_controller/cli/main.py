@@ -13,7 +13,7 @@ import sys
 from kafka_controller.domain.errors import KafkaControllerError
 
 #: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
-COMMAND_MODULES: tuple[str, ...] = ("demo_cmd",)
+COMMAND_MODULES: tuple[str, ...] = ("demo_cmd", "zookeeper_cmd", "audit_cmd", "broker_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:
