@@ -104,7 +104,7 @@ class EmbeddedZooKeeper:
         max_session_timeout_ms: int = 60000,
         java: str | os.PathLike[str] | None = None,
         jars_dir: str | os.PathLike[str] | None = None,
-        heap_mb: int = 256,
+        heap_mb: int = 512,
         force_sync: bool = False,
     ) -> None:
         _check_int("port", port, 0, 65535)

@@ -1,0 +1,191 @@
+"""Two ZooKeeper requests kazoo lacks or makes slow, as kazoo request objects (``type``,
+``serialize()``, ``deserialize(buffer, offset)``), handed to ``KazooClient._call``.
+
+* ``MultiRead`` (opcode 22, ZooKeeper >= 3.6): many getData/getChildren in one request. Body: per
+  op a multi header ``(type:int, done:bool, err:int)`` = ``(4 or 8, false, -1)`` then ``path:string,
+  watch:bool``; closed by ``(-1, true, -1)``. Reply: per op a header whose type is 4/8 followed by
+  ``data:buffer, stat`` / ``children:vector<string>``, or type -1 followed by ``err:int``.
+* ``FastMulti`` (opcode 14): kazoo's ``Transaction`` builds a namedtuple per op and a ZnodeStat per
+  result; this packs pre-built op tuples with precompiled structs and returns only what the store
+  uses (created path, new data version). Failed ops come back as ``MultiError(code)``.
+
+A multi-read cannot arm watches: the server rebuilds each read op without its watch flag
+(``Op.getData(path)``), so the flag is always sent false and watched reads go through kazoo's own
+pipelined getData/getChildren (as Kafka's do). No kazoo import here.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kafka_controller.zk.backend import CHECK, CREATE, DELETE, OK, RUNTIMEINCONSISTENCY, SET_DATA, Op, Stat
+
+GET_DATA = 4
+GET_CHILDREN = 8
+
+_int = struct.Struct("!i")
+_header = struct.Struct("!iBi")
+_stat = struct.Struct("!qqqqiiiqiiq")
+_STAT_VERSION_OFFSET = 32  # czxid, mzxid, ctime, mtime (4 longs) precede ``version``
+_END = _header.pack(-1, 1, -1)
+_STAT_SIZE = _stat.size
+_NULL = _int.pack(-1)
+
+
+class MultiError:
+    """A failed op inside a multi reply: ``code`` 0 means "rolled back", -2 "not evaluated"."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"MultiError({self.code})"
+
+
+def first_failure(results: Sequence[Any]) -> tuple[int, int] | None:
+    """``(index, code)`` of the op that failed a multi (the first error that is neither a
+    rollback nor RUNTIMEINCONSISTENCY, as the Java client does), or None if all succeeded."""
+    fallback = None
+    for i, r in enumerate(results):
+        if type(r) is MultiError:
+            if r.code not in (OK, RUNTIMEINCONSISTENCY):
+                return i, r.code
+            if fallback is None:
+                fallback = (i, r.code or RUNTIMEINCONSISTENCY)
+    return fallback
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return _int.pack(len(raw)) + raw
+
+
+class MultiRead:
+    """Opcode 22. ``deserialize`` returns, per op, ``(code, data, stat)`` for getData and
+    ``(code, children)`` for getChildren."""
+
+    type = 22
+
+    def __init__(self, op_type: int, paths: Sequence[str], chroot: str) -> None:
+        self.op_type = op_type
+        self.paths = paths
+        self.chroot = chroot
+
+    def __repr__(self) -> str:
+        return f"MultiRead(type={self.op_type}, n={len(self.paths)})"
+
+    def serialize(self) -> bytes:
+        head = _header.pack(self.op_type, 0, -1)
+        flag = b"\x00"  # ignored by the server anyway
+        chroot = self.chroot
+        parts = []
+        for path in self.paths:
+            parts.append(head)
+            parts.append(_string(chroot + path if chroot else path))
+            parts.append(flag)
+        parts.append(_END)
+        return b"".join(parts)
+
+    def deserialize(self, buf: bytes, offset: int) -> list[Any]:
+        out: list[Any] = []
+        header_from, int_from, stat_from = _header.unpack_from, _int.unpack_from, _stat.unpack_from
+        make_stat = Stat._make
+        getting_data = self.op_type == GET_DATA
+        while True:
+            typ, done, _err = header_from(buf, offset)
+            offset += 9
+            if done:
+                break
+            if typ == -1:
+                out.append((int_from(buf, offset)[0],) + ((None, None) if getting_data else (None,)))
+                offset += 4
+            elif typ == GET_DATA:
+                n = int_from(buf, offset)[0]
+                offset += 4
+                data = None
+                if n >= 0:
+                    data = buf[offset : offset + n]
+                    offset += n
+                out.append((OK, data, make_stat(stat_from(buf, offset))))
+                offset += _STAT_SIZE
+            elif typ == GET_CHILDREN:
+                count = int_from(buf, offset)[0]
+                offset += 4
+                children = []
+                for _ in range(max(count, 0)):
+                    n = int_from(buf, offset)[0]
+                    offset += 4
+                    children.append(buf[offset : offset + n].decode("utf-8"))
+                    offset += n
+                out.append((OK, children))
+            else:
+                raise ValueError(f"unexpected multi-read result type {typ}")
+        if len(out) != len(self.paths):
+            raise ValueError(f"multi-read returned {len(out)} results for {len(self.paths)} paths")
+        return out
+
+
+class FastMulti:
+    """Opcode 14 over pre-built op tuples; ``deserialize`` returns per op the created path
+    (create), the new data version (set), None (delete/check) or a ``MultiError``."""
+
+    type = 14
+
+    def __init__(self, ops: Sequence[Op], chroot: str, acl_bytes: Callable[[str], bytes]) -> None:
+        self.ops = ops
+        self.chroot = chroot
+        self.acl_bytes = acl_bytes
+
+    def __repr__(self) -> str:
+        return f"FastMulti(n={len(self.ops)})"
+
+    def serialize(self) -> bytes:
+        parts: list[bytes] = []
+        append = parts.append
+        chroot = self.chroot
+        int_pack, header_pack = _int.pack, _header.pack
+        for kind, path, data, arg in self.ops:
+            full = chroot + path if chroot else path
+            append(header_pack(kind, 0, -1))
+            append(_string(full))
+            if kind in (SET_DATA, CREATE):
+                append(_NULL if data is None else int_pack(len(data)) + data)
+            if kind == CREATE:
+                append(self.acl_bytes(path))
+            append(int_pack(arg))
+        append(_END)
+        return b"".join(parts)
+
+    def deserialize(self, buf: bytes, offset: int) -> list[Any]:
+        out: list[Any] = []
+        header_from, int_from = _header.unpack_from, _int.unpack_from
+        while True:
+            typ, done, _err = header_from(buf, offset)
+            offset += 9
+            if done:
+                break
+            if typ == SET_DATA:
+                out.append(int_from(buf, offset + _STAT_VERSION_OFFSET)[0])
+                offset += _STAT_SIZE
+            elif typ == CREATE:
+                n = int_from(buf, offset)[0]
+                offset += 4
+                out.append(buf[offset : offset + n].decode("utf-8"))
+                offset += n
+            elif typ in (DELETE, CHECK):
+                out.append(None)
+            elif typ == -1:
+                out.append(MultiError(int_from(buf, offset)[0]))
+                offset += 4
+            else:
+                raise ValueError(f"unexpected multi result type {typ}")
+        return out
+
+
+def serialize_acls(acls: Sequence[tuple[int, str, str]]) -> bytes:
+    """An ACL vector: ``count:int`` then per ACL ``perms:int, scheme:string, id:string``."""
+    return _int.pack(len(acls)) + b"".join(_int.pack(p) + _string(s) + _string(i) for p, s, i in acls)

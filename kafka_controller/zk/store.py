@@ -1,0 +1,200 @@
+"""``ZkMetadataStore``: the metadata-store port over any ``ZkBackend`` (spec §7).
+
+This file holds the partition-state part (the hot path: batched multi-reads and fenced batched
+multis) and watch registration, and puts the other concerns' mixins together. The kazoo store
+(``kazoo_backend.KazooMetadataStore``) and the in-memory fake
+(``kafka_controller.testing.InMemoryMetadataStore``) are this class over their backends, so the
+contract suite tests one piece of logic twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from kafka_controller.domain.errors import ControllerMovedError, MetadataStoreError, ZNodeDecodeError
+from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult, WatchHandler
+from kafka_controller.zk import paths as P
+from kafka_controller.zk.admin_codecs import decode_entity_config
+from kafka_controller.zk.backend import BADVERSION, CREATE, NONODE, OK, PERSISTENT, SET_DATA, error_for_code
+from kafka_controller.zk.codecs import decode_partition_state, encode_partition_state
+from kafka_controller.zk.store_admin import AdminZNodes
+from kafka_controller.zk.store_base import StoreCore
+from kafka_controller.zk.store_cluster import ClusterZNodes
+from kafka_controller.zk.store_topics import TopicZNodes
+from kafka_controller.zk.watches import CHILDREN, NODE
+
+_state_path = P.topic_partition_state_path
+
+
+class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
+    """Kafka 2.8's ``KafkaZkClient`` for the controller and admin tools, over a ``ZkBackend``.
+
+    Error contract (every method): ``ControllerMovedError`` = fenced, resign;
+    ``StoreUnavailableError`` = not connected, nothing was attempted or the call was cut short;
+    any other ``MetadataStoreError`` is about the znode it names.
+    """
+
+    # -- partition states (PartitionStateStore) ------------------------------------------------------
+
+    def get_partition_states(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, PartitionStateRead]:
+        """Batched read of the state znodes: value, None (missing/empty) or the per-znode error."""
+        paths = [_state_path(tp) for tp in partitions]
+        out: dict[TopicPartition, PartitionStateRead] = {}
+        for tp, path, (code, data, stat) in zip(partitions, paths, self._read_many(paths), strict=True):
+            if code == OK and stat is not None:
+                try:
+                    out[tp] = decode_partition_state(data, stat.version, path)
+                except ZNodeDecodeError as e:
+                    out[tp] = e
+            elif code == NONODE:
+                out[tp] = None
+            else:
+                out[tp] = error_for_code(code, path)
+        return out
+
+    def create_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        expected_controller_epoch_zk_version: int,
+    ) -> dict[TopicPartition, MetadataStoreError | None]:
+        """Create-if-absent, fenced: first the missing ``partitions``/``partitions/<p>`` parents
+        (results ignored, as Kafka), then every state znode; ``None`` = created."""
+        if not states:
+            return {}
+        tps = list(states)
+        parents = list(dict.fromkeys(P.topic_partitions_path(tp[0]) for tp in tps))
+        parents += [P.topic_partition_path(tp) for tp in tps]
+        missing = [
+            p for p, (code, _, _) in zip(parents, self._read_many(parents), strict=True) if code == NONODE
+        ]
+        if missing:
+            self._run([(CREATE, p, None, PERSISTENT) for p in missing], expected_controller_epoch_zk_version)
+        ops = [(CREATE, _state_path(tp), encode_partition_state(states[tp]), PERSISTENT) for tp in tps]
+        result = self._run(ops, expected_controller_epoch_zk_version)
+        return {tp: _store_error(result.error(i, ops[i][1])) for i, tp in enumerate(tps)}
+
+    def update_leader_and_isr(
+        self,
+        leader_and_isrs: Mapping[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        expected_controller_epoch_zk_version: int,
+    ) -> UpdateLeaderAndIsrResult:
+        """Conditional set of each state znode on its ``zk_version``, fenced, batched (spec §7.4).
+
+        BADVERSION -> ``to_retry`` (input order); other per-znode errors are final. A whole-call
+        failure other than ``ControllerMovedError`` fails every partition, with nothing to retry.
+        """
+        tps = list(leader_and_isrs)
+        ops = [
+            (
+                SET_DATA,
+                _state_path(tp),
+                encode_partition_state(LeaderIsrAndControllerEpoch(lai, controller_epoch)),
+                lai.zk_version,
+            )
+            for tp, lai in leader_and_isrs.items()
+        ]
+        out = UpdateLeaderAndIsrResult()
+        try:
+            result = self._run(ops, expected_controller_epoch_zk_version)
+        except ControllerMovedError:
+            raise
+        except MetadataStoreError as e:
+            out.finished = dict.fromkeys(tps, e)
+            return out
+        codes, values = result.codes, result.values
+        for i, tp in enumerate(tps):
+            code = codes[i]
+            if code == OK:
+                out.finished[tp] = leader_and_isrs[tp].with_zk_version(values[i])
+            elif code == BADVERSION:
+                out.to_retry.append(tp)
+            else:
+                out.finished[tp] = error_for_code(code, ops[i][1])
+        return out
+
+    def get_log_configs(
+        self, topics: Collection[str], broker_defaults: Mapping[str, str]
+    ) -> tuple[dict[str, dict[str, str]], dict[str, MetadataStoreError]]:
+        """Each topic's ``/config/topics/<t>`` merged over the defaults; per-topic failures apart."""
+        names = list(dict.fromkeys(topics))
+        configs: dict[str, dict[str, str]] = {}
+        failures: dict[str, MetadataStoreError] = {}
+        reads = self._decode_many(
+            [P.topic_config_path(t) for t in names],
+            lambda data, _stat, path: decode_entity_config(data, path),
+        )
+        for topic, read in zip(names, reads, strict=True):
+            if isinstance(read, MetadataStoreError):
+                failures[topic] = read
+            else:
+                configs[topic] = {**broker_defaults, **(read or {})}
+        return configs, failures
+
+    # -- watches ----------------------------------------------------------------------------------------
+
+    def watch_children(self, path: str, handler: WatchHandler) -> list[str]:
+        """Set ``handler`` for ``path``'s children and arm a one-shot child watch; returns the
+        children (sorted). A missing path returns [] and fires CHILDREN_CHANGED when created."""
+        w = self._watches
+        w.set_handler(path, CHILDREN, handler)
+        code, children = self._backend.get_children_many([path], w.children_dispatch)[0]
+        if code == NONODE:
+            if self._backend.exists(path, w.children_exists_dispatch) is None:
+                return []
+            code, children = self._backend.get_children_many([path], w.children_dispatch)[0]
+        if code != OK or children is None:
+            raise error_for_code(code, path)
+        return sorted(children)
+
+    def watch_node(self, path: str, handler: WatchHandler) -> bool:
+        """Set ``handler`` for ``path`` and arm a one-shot exists watch (fires on create, delete or
+        data change); returns whether the znode exists now."""
+        w = self._watches
+        w.set_handler(path, NODE, handler)
+        stat = self._backend.exists(path, w.node_dispatch)
+        w.remember(path, stat)
+        return stat is not None
+
+    def unwatch(self, path: str) -> None:
+        """Drop the handlers of ``path`` (Kafka's unregister): a watch still armed fires into nothing."""
+        self._watches.unregister(path)
+
+    def watch_broker_ids(self, handler: WatchHandler) -> list[int]:
+        return sorted(int(c) for c in self.watch_children(P.BROKER_IDS_PATH, handler) if c.isdigit())
+
+    def watch_topics(self, handler: WatchHandler) -> set[str]:
+        return set(self.watch_children(P.BROKER_TOPICS_PATH, handler))
+
+    def watch_topic_deletions(self, handler: WatchHandler) -> list[str]:
+        return self.watch_children(P.DELETE_TOPICS_PATH, handler)
+
+    def watch_isr_change_notifications(self, handler: WatchHandler) -> list[str]:
+        children = self.watch_children(P.ISR_CHANGE_NOTIFICATION_PATH, handler)
+        return [P.sequence_number(c, P.ISR_CHANGE_NOTIFICATION_PREFIX) for c in children]
+
+    def watch_log_dir_event_notifications(self, handler: WatchHandler) -> list[str]:
+        children = self.watch_children(P.LOG_DIR_EVENT_NOTIFICATION_PATH, handler)
+        return [P.sequence_number(c, P.LOG_DIR_EVENT_NOTIFICATION_PREFIX) for c in children]
+
+    def watch_controller(self, handler: WatchHandler) -> bool:
+        return self.watch_node(P.CONTROLLER_PATH, handler)
+
+    def watch_partition_reassignment(self, handler: WatchHandler) -> bool:
+        return self.watch_node(P.REASSIGN_PARTITIONS_PATH, handler)
+
+    def watch_preferred_replica_election(self, handler: WatchHandler) -> bool:
+        return self.watch_node(P.PREFERRED_REPLICA_ELECTION_PATH, handler)
+
+    def watch_topic(self, topic: str, handler: WatchHandler) -> bool:
+        return self.watch_node(P.topic_path(topic), handler)
+
+    def watch_broker(self, broker_id: int, handler: WatchHandler) -> bool:
+        return self.watch_node(P.broker_id_path(broker_id), handler)
+
+
+def _store_error(e: Exception | None) -> MetadataStoreError | None:
+    return e if e is None or isinstance(e, MetadataStoreError) else MetadataStoreError(str(e))

@@ -1,0 +1,158 @@
+"""The part of the store every concern shares: the backend, the batcher, the clock, small read/write
+helpers, session listeners and the watch registry.
+
+The store's concerns (partition states, controller and brokers, topics, admin znodes) are mixins
+over this core so that each module stays small; ``store.ZkMetadataStore`` puts them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from kafka_controller.domain.errors import MetadataStoreError, ZNodeDecodeError
+from kafka_controller.domain.values import MATCH_ANY_VERSION
+from kafka_controller.ports import Clock, SessionListener, SystemClock
+from kafka_controller.zk import paths as P
+from kafka_controller.zk.backend import (
+    CREATE,
+    DELETE,
+    NODEEXISTS,
+    NONODE,
+    OK,
+    PERSISTENT,
+    DataRead,
+    Op,
+    Stat,
+    ZkBackend,
+    error_for_code,
+)
+from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BATCH_OPS, Batcher, BatchResult
+from kafka_controller.zk.watches import RAW_SESSION_EVENTS, SessionListeners, WatchRegistry
+
+T = TypeVar("T")
+
+
+class StoreCore:
+    """Shared state and helpers; not used on its own."""
+
+    def __init__(
+        self,
+        backend: ZkBackend,
+        *,
+        clock: Clock | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        max_batch_ops: int = DEFAULT_MAX_BATCH_OPS,
+    ) -> None:
+        self._backend = backend
+        self._clock: Clock = clock or SystemClock()
+        self._batcher = Batcher(backend, max_batch_bytes=max_batch_bytes, max_batch_ops=max_batch_ops)
+        self._watches = WatchRegistry(backend)
+        self._session_listeners = SessionListeners()
+        backend.add_session_listener(self._on_raw_session_state)
+
+    # -- session ---------------------------------------------------------------------------------
+
+    def _on_raw_session_state(self, raw: str) -> None:
+        event = RAW_SESSION_EVENTS.get(raw)
+        if event is None:
+            return
+        self._watches.on_session_event(event)
+        self._session_listeners.fire(event)
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        """Call ``listener(SessionEvent)`` on every session transition; it must only enqueue."""
+        self._session_listeners.add(listener)
+
+    def remove_session_listener(self, listener: SessionListener) -> None:
+        self._session_listeners.remove(listener)
+
+    @property
+    def session_id(self) -> int:
+        """The current ZooKeeper session id (changes after expiry)."""
+        return self._backend.session_id
+
+    @property
+    def connected(self) -> bool:
+        return self._backend.connected
+
+    def close(self) -> None:
+        """Close the session: its ephemerals (``/controller``, ``/brokers/ids/<id>``) go away."""
+        self._watches.close()
+        self._backend.close()
+
+    # -- batching ---------------------------------------------------------------------------------
+
+    @property
+    def batcher(self) -> Batcher:
+        return self._batcher
+
+    def _run(self, ops: Sequence[Op], expected_controller_epoch_zk_version: int) -> BatchResult:
+        return self._batcher.run(ops, expected_controller_epoch_zk_version)
+
+    def _run_one(self, op: Op, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> object:
+        """One op, fenced or not; raises the op's own error."""
+        result = self._run([op], expected_controller_epoch_zk_version)
+        err = result.error(0, op[1])
+        if err is not None:
+            raise err
+        return result.values[0]
+
+    def _delete_all(self, paths: Sequence[str], expected_controller_epoch_zk_version: int) -> None:
+        """Delete each path (any version), batched; a missing znode counts as deleted."""
+        result = self._run([(DELETE, p, None, -1) for p in paths], expected_controller_epoch_zk_version)
+        for i, code in enumerate(result.codes):
+            if code not in (OK, NONODE):
+                raise error_for_code(code, paths[i])
+
+    def _ensure_paths(self, paths: tuple[str, ...] | list[str]) -> None:
+        """Create-if-absent ``paths`` and their ancestors, parents first, in one batched pass."""
+        wanted = list(dict.fromkeys(a for p in paths for a in (*P.ancestors(p), p)))
+        reads = self._read_many(wanted)
+        missing = [p for p, (code, _, _) in zip(wanted, reads, strict=True) if code == NONODE]
+        if not missing:
+            return
+        result = self._run([(CREATE, p, None, PERSISTENT) for p in missing], MATCH_ANY_VERSION)
+        for i, code in enumerate(result.codes):
+            if code not in (OK, NODEEXISTS):
+                raise error_for_code(code, missing[i])
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def _read_many(self, paths: Sequence[str]) -> list[DataRead]:
+        return self._backend.get_data_many(paths)
+
+    def _read(self, path: str) -> tuple[bytes | None, Stat] | None:
+        """One znode's data and stat, or None when it does not exist."""
+        code, data, stat = self._backend.get_data_many([path])[0]
+        if code == NONODE:
+            return None
+        if code != OK or stat is None:
+            raise error_for_code(code, path)
+        return data, stat
+
+    def _children(self, path: str) -> list[str]:
+        """Children of ``path``, sorted; none when it does not exist."""
+        code, children = self._backend.get_children_many([path])[0]
+        if code == NONODE:
+            return []
+        if code != OK or children is None:
+            raise error_for_code(code, path)
+        return sorted(children)
+
+    def _decode_many(
+        self, paths: Sequence[str], decode: Callable[[bytes | None, Stat, str], T]
+    ) -> list[T | MetadataStoreError | None]:
+        """Read and decode each path: the value, None when missing, or the per-znode error."""
+        out: list[T | MetadataStoreError | None] = []
+        for path, (code, data, stat) in zip(paths, self._read_many(paths), strict=True):
+            if code == NONODE:
+                out.append(None)
+            elif code != OK or stat is None:
+                out.append(error_for_code(code, path))
+            else:
+                try:
+                    out.append(decode(data, stat, path))
+                except ZNodeDecodeError as e:
+                    out.append(e)
+        return out

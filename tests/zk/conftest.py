@@ -1,0 +1,1 @@
+"""ZooKeeper adapter tests use the embedded-server fixtures registered in ``tests/conftest.py``."""

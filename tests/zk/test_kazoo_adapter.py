@@ -1,0 +1,176 @@
+"""The kazoo adapter against a real ZooKeeper: multi-read wire format and its fallback, chroot
+creation, digest ACLs, connection failures, and error translation."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kazoo.exceptions import ConnectionLoss, NoAuthError
+from kazoo.exceptions import NoNodeError as KazooNoNode
+
+from kafka_controller.domain.errors import (
+    BadVersionError,
+    MetadataStoreError,
+    NodeExistsError,
+    NoNodeError,
+    StoreUnavailableError,
+)
+from kafka_controller.domain.values import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from kafka_controller.zk import multiread
+from kafka_controller.zk.backend import NONODE, OK
+from kafka_controller.zk.kazoo_backend import KazooMetadataStore, translate
+from kafka_controller.zk.multiread import MultiError, first_failure
+from kafka_controller.zk.security import ZkClientConfig
+
+TP = TopicPartition
+
+
+def config(connect: str, **kwargs: Any) -> ZkClientConfig:
+    return ZkClientConfig(connect, session_timeout_ms=6000, connection_timeout_ms=20000, **kwargs)
+
+
+@pytest.fixture
+def stores() -> Iterator[list[KazooMetadataStore]]:
+    made: list[KazooMetadataStore] = []
+    yield made
+    for s in made:
+        s.close()
+
+
+def open_store(stores: list[KazooMetadataStore], cfg: ZkClientConfig) -> KazooMetadataStore:
+    s = KazooMetadataStore(cfg)
+    stores.append(s)
+    return s
+
+
+# -- pure helpers ------------------------------------------------------------------------------------
+
+
+def test_first_failure_skips_rollbacks_like_the_java_client() -> None:
+    assert first_failure([1, None, "/a"]) is None
+    assert first_failure([MultiError(0), MultiError(-103), MultiError(-2)]) == (1, -103)
+    assert first_failure([MultiError(-2), MultiError(-2)]) == (0, -2)
+
+
+def test_translate_maps_kazoo_errors_to_ours() -> None:
+    assert isinstance(translate(ConnectionLoss()), StoreUnavailableError)
+    assert isinstance(translate(KazooNoNode(), "/x"), NoNodeError)
+    assert translate(KazooNoNode(), "/x").path == "/x"
+    assert translate(NoAuthError(), "/x").code == "NOAUTH"
+    assert type(translate(ValueError("boom"))) is MetadataStoreError
+
+
+def test_unreachable_server_is_one_clear_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens on it once closed
+    with pytest.raises(StoreUnavailableError, match=f"127.0.0.1:{port}") as info:
+        KazooMetadataStore(ZkClientConfig(f"127.0.0.1:{port}", connection_timeout_ms=500))
+    assert "\n" not in str(info.value)
+
+
+# -- real server -------------------------------------------------------------------------------------
+
+
+def seed(store: KazooMetadataStore, n: int) -> list[TopicPartition]:
+    epoch, zkv = store.register_controller_and_increment_controller_epoch(1)
+    store.create_topic("t", {p: ReplicaAssignment.of([1, 2]) for p in range(n)})
+    tps = [TP("t", p) for p in range(n)]
+    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, tp.partition, (1, 2), 0), epoch) for tp in tps}
+    store.create_partition_states(states, zkv)
+    return tps
+
+
+@pytest.mark.zk
+def test_multi_read_matches_pipelined_reads(zk_connect: str, stores: list[KazooMetadataStore]) -> None:
+    fast = open_store(stores, config(zk_connect, read_chunk=7))
+    slow = open_store(stores, config(zk_connect, multi_read=False))
+    assert fast.backend.uses_multi_read and not slow.backend.uses_multi_read
+    tps = seed(fast, 40)
+    paths = [f"/brokers/topics/t/partitions/{p}/state" for p in range(42)]  # two missing
+    a, b = fast.backend.get_data_many(paths), slow.backend.get_data_many(paths)
+    assert a == b
+    assert [code for code, _, _ in a] == [OK] * 40 + [NONODE] * 2
+    assert a[5][2] is not None and a[5][2].version == 0 and b'"leader_epoch":5' in a[5][1]  # type: ignore[operator]
+    kids = ["/brokers/topics/t/partitions", "/nope", "/brokers/topics"]
+    assert fast.backend.get_children_many(kids) == slow.backend.get_children_many(kids)
+    assert fast.backend.get_children_many(kids)[2] == (OK, ["t"])
+    assert fast.get_partition_states(tps) == slow.get_partition_states(tps)
+
+
+@pytest.mark.zk
+def test_server_without_multi_read_falls_back(
+    zk_connect: str, stores: list[KazooMetadataStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(multiread.MultiRead, "type", 99)  # an opcode the server does not know
+    store = open_store(stores, config(zk_connect))
+    assert not store.backend.uses_multi_read
+    tps = seed(store, 5)
+    reads = store.get_partition_states(tps)
+    assert [r.leader_and_isr.leader_epoch for r in reads.values()] == [0, 1, 2, 3, 4]  # type: ignore[union-attr]
+
+
+@pytest.mark.zk
+def test_chroot_and_top_level_paths_are_created(
+    zk_connect: str, zk_admin_client: Any, zk_chroot: str, stores: list[KazooMetadataStore]
+) -> None:
+    store = open_store(stores, config(zk_connect + "/deep/er"))
+    assert zk_admin_client.exists(zk_chroot + "/deep/er/brokers/ids") is not None
+    assert zk_admin_client.exists(zk_chroot + "/deep/er/config/topics") is not None
+    store.create_topic("x", {0: ReplicaAssignment.of([1])})
+    assert zk_admin_client.exists(zk_chroot + "/deep/er/brokers/topics/x") is not None
+    assert store.get_all_topics() == {"x"}
+
+
+@pytest.mark.zk
+def test_digest_acls_protect_what_we_create(
+    zk_connect: str, zk_client_factory: Any, stores: list[KazooMetadataStore]
+) -> None:
+    secure = open_store(stores, config(zk_connect + "/secure", digest=("kafka", "s3cret")))
+    epoch, zkv = secure.register_controller_and_increment_controller_epoch(1)
+    secure.create_topic("t", {0: ReplicaAssignment.of([1])})
+    secure.create_partition_states(
+        {TP("t", 0): LeaderIsrAndControllerEpoch(LeaderAndIsr.initial(1, [1]), epoch)}, zkv
+    )
+    secure.set_or_create_entity_config("users", "alice", {"k": "v"})
+    anonymous = zk_client_factory()
+    state = "/secure/brokers/topics/t/partitions/0/state"
+    data, _ = anonymous.get(state)  # world-readable, as Kafka's zookeeper.set.acl does
+    assert b'"leader":1' in data
+    for attempt in (
+        lambda: anonymous.set(state, b"{}"),
+        lambda: anonymous.delete("/secure/brokers/topics/t/partitions/0/state"),
+        lambda: anonymous.create("/secure/brokers/topics/t/partitions/0/state/x"),
+        lambda: anonymous.get("/secure/config/users/alice"),  # sensitive: no world read
+    ):
+        with pytest.raises(NoAuthError):
+            attempt()
+    acls, _ = anonymous.get_acls(state)
+    assert {(a.id.scheme, a.perms) for a in acls} == {("digest", 31), ("world", 1)}
+    other = zk_client_factory(auth_data=[("digest", "mallory:guess")])
+    with pytest.raises(NoAuthError):
+        other.set(state, b"{}")
+    # the owner still writes, through the store
+    result = secure.update_leader_and_isr({TP("t", 0): LeaderAndIsr(1, 1, (1,), 0)}, epoch, zkv)
+    assert result.finished == {TP("t", 0): LeaderAndIsr(1, 1, (1,), 1)}
+
+
+@pytest.mark.zk
+def test_single_op_errors_are_translated(zk_connect: str, stores: list[KazooMetadataStore]) -> None:
+    store = open_store(stores, config(zk_connect))
+    backend = store.backend
+    with pytest.raises(NoNodeError):
+        backend.set_data("/missing", b"x")
+    backend.create("/a", b"1")
+    with pytest.raises(NodeExistsError):
+        backend.create("/a", b"1")
+    with pytest.raises(BadVersionError):
+        backend.delete("/a", version=4)
