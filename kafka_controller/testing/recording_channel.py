@@ -10,7 +10,7 @@ behind their back, and a controller running on its own thread can be awaited wit
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -25,7 +25,7 @@ from kafka_controller.domain.requests import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from kafka_controller.domain.values import TopicPartition
+from kafka_controller.domain.values import Broker, TopicPartition
 from kafka_controller.ports import ResponseCallback
 
 _Req = TypeVar("_Req", LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
@@ -56,10 +56,18 @@ class RecordingBrokerChannel:
 
     ``fail_sends(error, after=n)`` makes every send after the first ``n`` raise ``error`` (to test
     how the batch handles a broken channel).
+
+    It is also a ``BrokerChannelManager`` (the controller's channel manager port): ``startup``,
+    ``add_broker``, ``remove_broker`` and ``shutdown`` keep the set of brokers that would have a
+    queue and log every change in ``membership_changes``. Sending is not gated by that set: every
+    request is recorded, so tests see exactly what the controller sent.
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
+        self._brokers: dict[int, Broker] = {}
+        self._membership: list[tuple[str, int | None]] = []
+        self._started = False
         self._sent: list[SentRequest] = []
         self._answered: set[int] = set()
         self._fail_error: BaseException | None = None
@@ -76,6 +84,46 @@ class RecordingBrokerChannel:
                 self._fail_after -= 1
             self._sent.append(SentRequest(broker_id, request, callback))
             self._cond.notify_all()
+
+    # ------------------------------------------------------------------ broker queues (bookkeeping only)
+    def startup(self, brokers: Iterable[Broker]) -> None:
+        with self._cond:
+            self._started = True
+            self._brokers = {b.id: b for b in brokers}
+            self._membership.append(("startup", None))
+            self._membership.extend(("add", b) for b in sorted(self._brokers))
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._started = False
+            self._brokers.clear()
+            self._membership.append(("shutdown", None))
+
+    def add_broker(self, broker: Broker) -> None:
+        with self._cond:
+            self._brokers[broker.id] = broker
+            self._membership.append(("add", broker.id))
+
+    def remove_broker(self, broker_id: int) -> None:
+        with self._cond:
+            self._brokers.pop(broker_id, None)
+            self._membership.append(("remove", broker_id))
+
+    @property
+    def is_started(self) -> bool:
+        return self._started
+
+    @property
+    def brokers(self) -> dict[int, Broker]:
+        """The brokers that currently have a (virtual) queue."""
+        with self._cond:
+            return dict(self._brokers)
+
+    @property
+    def membership_changes(self) -> list[tuple[str, int | None]]:
+        """``("startup", None)``, ``("add", id)``, ``("remove", id)``, ``("shutdown", None)``, in order."""
+        with self._cond:
+            return list(self._membership)
 
     # ------------------------------------------------------------------ inspection
     @property

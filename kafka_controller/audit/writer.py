@@ -1,0 +1,405 @@
+"""``AuditWriter``: the ``AuditSink`` that never blocks the controller and never loses a row.
+
+``record`` only appends the caller's sequence to an in-memory queue (O(1), no I/O; ownership of the
+records passes to the writer, so the caller must not mutate them afterwards). One background thread
+drains the queue in batches of up to ``batch_size`` records, at least every ``flush_interval``
+seconds, and settles each batch in one of three places, in order of preference:
+
+1. the database, in one transaction (``backends``), when it is reachable and the spool is empty;
+2. the local spool (``spool``), fsync'd, when the database is not (or while older rows still wait
+   there, so rows reach the database in the order they were recorded);
+3. ``rejected.jsonl`` in the spool directory, for the rare row the database can never accept (a
+   malformed record), so one bad record cannot block the rest. Counted as ``rejected``.
+
+While the spool holds rows, the thread retries with exponential backoff: it (re)creates or upgrades
+the schema, replays the spool oldest first in chunks, and clears it only when every row is
+committed. Replays rely on the unique keys (``ON CONFLICT DO NOTHING``), so a crash or an outage in
+the middle of a replay, or a commit whose acknowledgement was lost, never doubles a row. A spool
+left by a crashed process is replayed at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kafka_controller.audit.backends import loader_for
+from kafka_controller.audit.engine import create_audit_engine, one_line, redacted
+from kafka_controller.audit.migrate import upgrade_database
+from kafka_controller.audit.rows import Batch, Row, batch_size, split_valid, to_batch
+from kafka_controller.audit.spool import Spool
+from kafka_controller.domain.audit_records import AuditRecord
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.ports import Clock, SystemClock
+
+log = logging.getLogger(__name__)
+
+REJECTED_FILE = "rejected.jsonl"
+_REPLAY_CHUNK_ROWS = 50_000
+
+
+@dataclass(frozen=True, slots=True)
+class AuditWriterStats:
+    accepted: int  #: records handed to ``record``
+    written: int  #: rows committed to the database straight from memory
+    spooled: int  #: rows appended to the spool
+    replayed: int  #: spooled rows replayed into the database and cleared from the spool
+    duplicates: int  #: rows the database already had (skipped by the unique keys)
+    rejected: int  #: records the database can never accept, kept in rejected.jsonl
+    dropped: int  #: records recorded after close() or still in memory when close() gave up
+    pending: int  #: records accepted but not yet settled in the database or the spool
+    spool_rows: int
+    spool_bytes: int
+    database_available: bool
+    last_error: str | None
+
+
+class AuditWriter:
+    """Batched, durable audit writer for a SQLAlchemy URL (``sqlite:///file`` or ``postgresql+psycopg://``).
+
+    ``sqlite_synchronous="FULL"`` (the default) makes a flushed row survive power loss, as the
+    fsync'd spool does; ``"NORMAL"`` is faster (see ``bench/audit.py``) but only survives a crash
+    of the process. Raises ``InvalidArgumentError`` for a bad URL, option or spool directory;
+    after that it never raises and never blocks the caller.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        spool_dir: str | Path,
+        batch_size: int = 20_000,
+        flush_interval: float = 0.2,
+        clock: Clock | None = None,
+        retry_backoff: tuple[float, float] = (0.25, 5.0),
+        sqlite_synchronous: str = "FULL",
+        engine_options: dict[str, Any] | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise InvalidArgumentError(f"bad batch_size {batch_size}: must be at least 1")
+        if flush_interval <= 0:
+            raise InvalidArgumentError(f"bad flush_interval {flush_interval}: must be positive")
+        if not 0 < retry_backoff[0] <= retry_backoff[1]:
+            raise InvalidArgumentError(f"bad retry_backoff {retry_backoff}: need 0 < first <= max")
+        self._engine = create_audit_engine(
+            url, sqlite_synchronous=sqlite_synchronous, sqlite_autocheckpoint=False, **(engine_options or {})
+        )
+        self.url = redacted(url)
+        try:
+            self._spool = Spool(spool_dir)
+        except BaseException:
+            self._engine.dispose()
+            raise
+        self._loader = loader_for(self._engine)
+        self._clock = clock or SystemClock()
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._backoff_min, self._backoff_max = retry_backoff
+        self._backoff = self._backoff_min
+        self._next_retry = 0.0
+
+        self._lock = threading.Lock()
+        self._progress = threading.Condition(self._lock)
+        self._wake = threading.Event()
+        self._queue: deque[tuple[Sequence[AuditRecord], int]] = deque()
+        self._held: deque[tuple[Batch, int]] = deque()  # converted but not yet settled (spool failed)
+        self._pending = self._accepted = self._settled = 0
+        self._written = self._spooled = self._replayed = self._duplicates = 0
+        self._rejected = self._dropped = 0
+        self._closing = False
+        self._abandoned = False
+        self._schema_ready = False
+        self._db_up = True
+        self._last_error: str | None = None
+
+        self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+        self._thread.start()
+
+    # -- the caller's side ---------------------------------------------------------------------
+
+    def record(self, records: Sequence[AuditRecord]) -> None:
+        """``AuditSink.record``: enqueue and return; never blocks on I/O, never raises."""
+        try:
+            n = len(records)
+        except TypeError:
+            try:
+                records = list(records)
+            except TypeError:
+                log.error(
+                    "audit writer: record() needs a sequence of records, got %s", type(records).__name__
+                )
+                with self._lock:
+                    self._dropped += 1
+                return
+            n = len(records)
+        if n == 0:
+            return
+        with self._lock:
+            if self._closing:
+                self._dropped += n
+                log.error("audit writer is closed: dropping %d records", n)
+                return
+            self._queue.append((records, n))
+            self._pending += n
+            self._accepted += n
+            if self._pending >= self._batch_size:
+                self._wake.set()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every record accepted so far is durable (in the database or the spool).
+
+        Returns ``False`` if ``timeout`` seconds passed first (e.g. the database is down *and* the
+        spool cannot be written).
+        """
+        with self._progress:
+            target = self._accepted
+            self._wake.set()
+            return self._progress.wait_for(lambda: self._settled >= target, timeout)
+
+    def wait_replayed(self, timeout: float | None = None) -> bool:
+        """Wait until everything accepted so far is in the database itself (the spool is empty)."""
+        with self._progress:
+            target = self._accepted
+            self._wake.set()
+            return self._progress.wait_for(
+                lambda: self._settled >= target and not self._spool and not self._held, timeout
+            )
+
+    def close(self, timeout: float = 30.0) -> AuditWriterStats:
+        """Settle what was accepted, try a last replay, stop the thread; return the final counters."""
+        with self._lock:
+            self._closing = True
+        self._wake.set()
+        self._thread.join(timeout)
+        with self._lock:
+            if self._thread.is_alive():
+                self._abandoned = True
+                log.error(
+                    "audit writer did not stop within %.1fs; %d records not durable", timeout, self._pending
+                )
+            else:
+                lost = self._pending + sum(n for _, n in self._held)
+                self._dropped += lost
+                if lost:
+                    log.error("audit writer closed with %d records neither in the database nor spooled", lost)
+                self._spool.close()
+                self._engine.dispose()
+        return self.stats()
+
+    def __enter__(self) -> AuditWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stats(self) -> AuditWriterStats:
+        with self._lock:
+            return AuditWriterStats(
+                accepted=self._accepted,
+                written=self._written,
+                spooled=self._spooled,
+                replayed=self._replayed,
+                duplicates=self._duplicates,
+                rejected=self._rejected,
+                dropped=self._dropped,
+                pending=self._accepted - self._settled,
+                spool_rows=self._spool.rows,
+                spool_bytes=self._spool.size,
+                database_available=self._db_up and self._schema_ready,
+                last_error=self._last_error,
+            )
+
+    # -- the writer thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if self._cycle():
+                    return
+            except Exception:  # a bug must not kill the thread: log, back off, go on
+                log.exception("audit writer cycle failed")
+                self._mark_down("internal error (see log)")
+            with self._lock:
+                idle = not self._queue
+            self._loader.maintain(idle=idle)
+            timeout = self._flush_interval
+            if self._spool or self._held or not self._schema_ready:
+                timeout = min(timeout, max(0.0, self._next_retry - self._clock.monotonic()))
+            self._wake.wait(timeout)
+            self._wake.clear()
+
+    def _cycle(self) -> bool:
+        """One pass: retry if due, settle held then queued batches. True when closed and done."""
+        due = self._clock.monotonic() >= self._next_retry
+        if self._abandoned:
+            return True
+        if due and (not self._schema_ready or self._spool or not self._db_up):
+            self._recover()
+        while self._held:
+            batch, n = self._held[0]
+            if not self._settle(batch):
+                return False
+            self._held.popleft()
+            self._mark_settled(n)
+        while True:
+            with self._lock:
+                closing = self._closing
+                chunks = []
+                n = 0
+                while self._queue and n < self._batch_size:
+                    chunk, size = self._queue.popleft()
+                    chunks.append(chunk)
+                    n += size
+                self._pending -= n
+            if not chunks:
+                if closing and self._spool and self._clock.monotonic() >= self._next_retry:
+                    self._recover()
+                return closing
+            converted = to_batch(chunks)
+            if converted.rejected:
+                self._reject(
+                    [{"record": repr(r), "reason": why} for r, why in converted.rejected],
+                    len(converted.rejected),
+                )
+            if converted.batch and not self._settle(converted.batch):
+                self._held.append((converted.batch, converted.rows))
+                self._mark_settled(n - converted.rows)
+                return False
+            self._mark_settled(n)
+
+    def _settle(self, batch: Batch) -> bool:
+        """Put one batch in the database or the spool; False if neither took it (retry later)."""
+        if self._schema_ready and not self._spool and self._db_up:
+            batch, inserted = self._write(batch, may_conflict=False)
+            if inserted is not None:
+                with self._lock:
+                    self._written += inserted
+                    self._duplicates += batch_size(batch) - inserted
+                return True
+            if not batch:
+                return True
+        try:
+            self._spool.append(batch)
+        except (OSError, TypeError, ValueError) as e:
+            log.error("audit spool %s cannot take a batch: %s", self._spool.path, e)
+            with self._lock:
+                self._last_error = f"spool: {e}"
+            if isinstance(e, OSError):
+                self._mark_down(None)
+                return False
+            good, bad = self._split(batch)  # unencodable values: set them aside, spool the rest
+            if not bad:  # nothing to blame on a single row: keep the whole batch aside, never lose it
+                self._reject([{"batch": batch, "reason": f"cannot spool: {e}"}], batch_size(batch))
+                return True
+            return self._settle(good) if good else True
+        with self._lock:
+            self._spooled += batch_size(batch)
+        return True
+
+    def _write(self, batch: Batch, *, may_conflict: bool) -> tuple[Batch, int | None]:
+        """Commit ``batch``; return the rows it tried (minus any the database can never take, which
+        are rejected) and how many were new, or ``None`` for that count if the database is unavailable."""
+        try:
+            return batch, self._loader.write(batch, may_conflict=may_conflict)
+        except Exception as e:
+            error = e
+        good, bad = self._split(batch)
+        if bad:
+            if not good:
+                return good, 0
+            try:
+                return good, self._loader.write(good, may_conflict=may_conflict)
+            except Exception as e:
+                error = e
+        if self._db_up:
+            log.warning(
+                "audit database %s unavailable, spooling to %s: %s",
+                self.url,
+                self._spool.path,
+                one_line(error),
+            )
+        self._mark_down(one_line(error))
+        return good, None
+
+    def _split(self, batch: Batch) -> tuple[Batch, list[tuple[str, Row, str]]]:
+        good, bad = split_valid(batch)
+        if bad:
+            self._reject([{"table": t, "row": list(r), "reason": why} for t, r, why in bad], len(bad))
+        return good, bad
+
+    def _recover(self) -> None:
+        """Create or upgrade the schema if needed, then replay the spool; back off on failure."""
+        if not self._schema_ready:
+            try:
+                upgrade_database(self._engine)
+            except Exception as e:
+                self._mark_down(one_line(e))
+                return
+            self._schema_ready = True
+        if not self._spool:
+            self._mark_up()
+            return
+        chunk: Batch = {}
+        for batch in self._spool.read():
+            for table, table_rows in batch.items():
+                chunk.setdefault(table, []).extend(table_rows)
+            if batch_size(chunk) >= _REPLAY_CHUNK_ROWS:
+                if not self._replay_chunk(chunk):
+                    return
+                chunk = {}
+        if chunk and not self._replay_chunk(chunk):
+            return
+        replayed = self._spool.rows
+        self._spool.clear()
+        with self._lock:
+            self._replayed += replayed
+        log.info("audit database %s is back: replayed %d spooled rows", self.url, replayed)
+        self._mark_up()
+
+    def _replay_chunk(self, chunk: Batch) -> bool:
+        loaded, inserted = self._write(chunk, may_conflict=True)
+        if inserted is None:
+            return False
+        with self._lock:
+            self._duplicates += batch_size(loaded) - inserted
+        return True
+
+    def _reject(self, entries: list[dict[str, Any]], n: int) -> None:
+        path = self._spool.directory / REJECTED_FILE
+        for entry in entries:
+            log.error("audit: rejecting a record: %s", entry["reason"])
+        try:
+            with open(path, "ab") as f:
+                f.writelines(orjson.dumps(e, default=repr) + b"\n" for e in entries)
+                f.flush()
+        except OSError as e:
+            log.error("audit: cannot write %s: %s", path, e)
+        with self._lock:
+            self._rejected += n
+
+    def _mark_settled(self, n: int) -> None:
+        with self._progress:
+            self._settled += n
+            self._progress.notify_all()
+
+    def _mark_down(self, error: str | None) -> None:
+        with self._lock:
+            self._db_up = False
+            if error is not None:
+                self._last_error = error
+        self._next_retry = self._clock.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, self._backoff_max)
+
+    def _mark_up(self) -> None:
+        with self._progress:
+            self._db_up = True
+            self._progress.notify_all()
+        self._backoff = self._backoff_min
+        self._next_retry = 0.0

@@ -1,0 +1,126 @@
+"""The controller's audit decorator: stamps what the state machines record, then forwards it.
+
+The state machines know the transition (partition, states, leader/ISR/epochs, strategy, outcome);
+only the runtime knows *who* made it and *why*: the controller id and epoch, the event being
+processed, the admin operation that caused the event, and when. ``ControllerAuditSink`` adds
+those in place, in bulk (one clock read per ``record`` call), with a per-controller sequence
+number that increases strictly across everything this controller records — transitions and
+``ControllerEventRecord``s alike — so the audit store can order rows without trusting clocks.
+
+Runs on the event thread (the state machines call it); a lock keeps sequence numbers unique if a
+record ever arrives from elsewhere. Never raises: a failing sink is logged, the controller goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from kafka_controller.domain.audit_records import AuditRecord, ControllerEventRecord
+from kafka_controller.ports import AuditSink, Clock, NullAuditSink
+
+log = logging.getLogger(__name__)
+
+
+class ControllerAuditSink:
+    """An ``AuditSink`` that stamps records with the controller's context and forwards them."""
+
+    def __init__(
+        self, sink: AuditSink, controller_id: int, clock: Clock, controller_epoch: Callable[[], int]
+    ) -> None:
+        self._sink = sink
+        self.controller_id = controller_id
+        self._clock = clock
+        self._epoch = controller_epoch
+        self._lock = threading.Lock()
+        self._sequence = 0
+        self.current_event: str | None = None
+        self.current_operation_id: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """False when the wrapped sink drops everything: callers then skip building records."""
+        return not isinstance(self._sink, NullAuditSink)
+
+    @property
+    def last_sequence(self) -> int:
+        return self._sequence
+
+    # -- event scope -------------------------------------------------------------------------------
+    def begin_event(self, event: str | None, operation_id: str | None = None) -> None:
+        self.current_event = event
+        self.current_operation_id = operation_id
+
+    def end_event(self) -> None:
+        self.current_event = None
+        self.current_operation_id = None
+
+    # -- AuditSink ----------------------------------------------------------------------------------
+    def record(self, records: Sequence[AuditRecord]) -> None:
+        if not records:
+            return
+        now = self._clock.time_ms()
+        epoch = self._epoch()
+        cid = self.controller_id
+        event = self.current_event
+        operation_id = self.current_operation_id
+        with self._lock:
+            seq = self._sequence
+            for r in records:
+                seq += 1
+                r.sequence = seq
+                if isinstance(r, ControllerEventRecord):
+                    continue
+                r.controller_id = cid
+                r.controller_epoch = epoch
+                r.event = event
+                r.operation_id = operation_id
+                r.timestamp_ms = now
+            self._sequence = seq
+        self._forward(records)
+
+    def _forward(self, records: Sequence[AuditRecord]) -> None:
+        try:
+            self._sink.record(records)
+        except Exception:  # the port says sinks never raise; a broken one must not stop the controller
+            log.exception("audit sink %r failed; %d records dropped", self._sink, len(records))
+
+    # -- controller events ------------------------------------------------------------------------------
+    def record_controller_event(
+        self,
+        kind: str,
+        started_ms: int,
+        duration_ms: float,
+        detail: str | None = None,
+        controller_epoch: int | None = None,
+    ) -> None:
+        """One ``ControllerEventRecord`` (elected, resigned, failover, moved, ...)."""
+        if not self.enabled:
+            return
+        epoch = self._epoch() if controller_epoch is None else controller_epoch
+        self.record([ControllerEventRecord(kind, self.controller_id, epoch, started_ms, duration_ms, detail)])
+
+    @contextmanager
+    def timed(self, kind: str, detail: Callable[[], str | None] = lambda: None) -> Iterator[None]:
+        """Record ``kind`` with its duration once the block ends (even if it raised: the detail
+        then says so). The epoch is read at the end, so a failover records its new epoch."""
+        started_ms = self._clock.time_ms()
+        start = self._clock.monotonic()
+        failed: BaseException | None = None
+        try:
+            yield
+        except BaseException as e:
+            failed = e
+            raise
+        finally:
+            duration_ms = (self._clock.monotonic() - start) * 1000.0
+            text = detail()
+            if failed is not None:
+                text = (
+                    f"{text}; failed: {type(failed).__name__}: {failed}"
+                    if text
+                    else (f"failed: {type(failed).__name__}: {failed}")
+                )
+            self.record_controller_event(kind, started_ms, duration_ms, text)

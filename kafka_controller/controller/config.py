@@ -1,0 +1,156 @@
+"""KafkaConfig: the broker settings the controller reads, with Kafka 2.8's names and defaults.
+
+Values arrive as strings (``--config KEY=VALUE``, a properties file) or as Python values (tests,
+embedding); both are parsed the way Kafka's ``ConfigDef`` parses them. Anything unknown or
+unparsable is refused with one line naming the key and the problem (CONTRACT §2.2), before a
+controller is built, so a bad setting never half-starts a broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_controller.core.ibp import InterBrokerProtocolVersion
+from kafka_controller.domain.errors import InvalidArgumentError
+
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"
+LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = "leader.imbalance.per.broker.percentage"
+LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = "leader.imbalance.check.interval.seconds"
+DELETE_TOPIC_ENABLE = "delete.topic.enable"
+CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"
+CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"
+CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS = "controlled.shutdown.retry.backoff.ms"
+REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+ZOOKEEPER_SESSION_TIMEOUT_MS = "zookeeper.session.timeout.ms"
+CONTROLLER_SOCKET_TIMEOUT_MS = "controller.socket.timeout.ms"
+INTER_BROKER_PROTOCOL_VERSION = "inter.broker.protocol.version"
+RESERVED_BROKER_MAX_ID = "reserved.broker.max.id"
+
+
+def _bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise InvalidArgumentError(f"invalid value {value!r} for {key}: expected true or false")
+
+
+def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str, Any], int]:
+    def parse(key: str, value: Any) -> int:
+        if isinstance(value, bool):
+            raise InvalidArgumentError(f"invalid value {value!r} for {key}: expected an integer")
+        try:
+            number = int(str(value).strip()) if not isinstance(value, int) else value
+        except ValueError:
+            raise InvalidArgumentError(f"invalid value {value!r} for {key}: expected an integer") from None
+        if number < minimum or (maximum is not None and number > maximum):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+            raise InvalidArgumentError(f"invalid value {number} for {key}: must be {bound}")
+        return number
+
+    return parse
+
+
+def _ibp(key: str, value: Any) -> InterBrokerProtocolVersion:
+    try:
+        return InterBrokerProtocolVersion.parse(
+            value if isinstance(value, InterBrokerProtocolVersion) else str(value)
+        )
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"invalid value {value!r} for {key}: {e}") from None
+
+
+#: key -> (parser, Kafka's default). The CONTRACT §2.2 list plus what the controller itself uses.
+_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
+    UNCLEAN_LEADER_ELECTION_ENABLE: (_bool, False),
+    AUTO_LEADER_REBALANCE_ENABLE: (_bool, True),
+    LEADER_IMBALANCE_PER_BROKER_PERCENTAGE: (_int_at_least(0, 100), 10),
+    LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: (_int_at_least(1), 300),
+    DELETE_TOPIC_ENABLE: (_bool, True),
+    CONTROLLED_SHUTDOWN_ENABLE: (_bool, True),
+    CONTROLLED_SHUTDOWN_MAX_RETRIES: (_int_at_least(0), 3),
+    CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS: (_int_at_least(0), 5000),
+    REPLICA_LAG_TIME_MAX_MS: (_int_at_least(1), 30000),
+    ZOOKEEPER_SESSION_TIMEOUT_MS: (_int_at_least(1), 18000),
+    CONTROLLER_SOCKET_TIMEOUT_MS: (_int_at_least(1), 30000),
+    INTER_BROKER_PROTOCOL_VERSION: (_ibp, "2.8-IV1"),
+    RESERVED_BROKER_MAX_ID: (_int_at_least(0), 1000),
+}
+
+KNOWN_KEYS: tuple[str, ...] = tuple(sorted(_KEYS))
+
+
+def _stringify(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    """A broker's settings, parsed. Build it with ``KafkaConfig.of(broker_id, {...})``.
+
+    ``originals()`` is Kafka's ``config.originals()``: the settings as given, as strings; the
+    partition state machine merges topic configs over them when deciding on unclean election.
+    """
+
+    broker_id: int
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_seconds: int = 300
+    delete_topic_enable: bool = True
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
+    replica_lag_time_max_ms: int = 30000
+    zookeeper_session_timeout_ms: int = 18000
+    controller_socket_timeout_ms: int = 30000
+    inter_broker_protocol_version: InterBrokerProtocolVersion = field(
+        default_factory=lambda: InterBrokerProtocolVersion.parse("2.8-IV1")
+    )
+    reserved_broker_max_id: int = 1000
+    _originals: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def of(broker_id: int, props: Mapping[str, Any] | None = None) -> KafkaConfig:
+        """Parse ``props`` (Kafka key -> string or value); unknown keys and bad values raise
+        ``InvalidArgumentError`` with a one-line message, and nothing is built."""
+        if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
+            raise InvalidArgumentError(f"invalid broker id {broker_id!r}: expected an integer >= 0")
+        given = dict(props or {})
+        unknown = sorted(k for k in given if k not in _KEYS)
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown broker config {unknown[0]!r} (known: {', '.join(KNOWN_KEYS)})"
+            )
+        values: dict[str, Any] = {}
+        for key, (parse, default) in _KEYS.items():
+            values[key.replace(".", "_")] = parse(key, given[key]) if key in given else parse(key, default)
+        originals = tuple(sorted((k, _stringify(v)) for k, v in given.items()))
+        return KafkaConfig(broker_id=broker_id, _originals=originals, **values)
+
+    def with_overrides(self, props: Mapping[str, Any]) -> KafkaConfig:
+        """A copy with ``props`` applied on top (Kafka's dynamic broker config)."""
+        merged: dict[str, Any] = dict(self._originals)
+        merged.update(props)
+        return KafkaConfig.of(self.broker_id, merged)
+
+    def originals(self) -> dict[str, str]:
+        return dict(self._originals)
+
+    @property
+    def is_alter_isr_enabled(self) -> bool:
+        return self.inter_broker_protocol_version.is_alter_isr_supported
+
+    @property
+    def uses_topic_id(self) -> bool:
+        return self.inter_broker_protocol_version.uses_topic_id
+
+    @property
+    def is_feature_versioning_supported(self) -> bool:
+        return self.inter_broker_protocol_version.is_feature_versioning_supported

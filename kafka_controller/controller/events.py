@@ -1,0 +1,294 @@
+"""Every controller event of Kafka 2.8 (spec §8.1), with its state and its preempt behaviour.
+
+An event is only data: the controller's ``process`` dispatches on its type. Events that someone
+waits on (admin requests, controlled shutdown) carry a callback, and their ``preempt`` answers it
+with NOT_CONTROLLER (or ``ControllerMovedError``) when the queue is cleared on resignation or
+shutdown, so no caller hangs (KAFKA-10193). Admin events also carry the ``operation_id`` of the
+audit-store operation that caused them; the auditing decorator tags their transitions with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import ClassVar
+
+from kafka_controller.controller.controller_state import ControllerState
+from kafka_controller.controller.event_manager import ControllerEvent
+from kafka_controller.domain.errors import ControllerMovedError, InvalidArgumentError
+from kafka_controller.domain.requests import (
+    Errors,
+    LeaderAndIsrResponse,
+    UpdateMetadataResponse,
+)
+from kafka_controller.domain.values import LeaderAndIsr, ReplicaAssignment, TopicPartition
+
+_S = ControllerState
+
+
+class ElectionType(Enum):
+    PREFERRED = "preferred"
+    UNCLEAN = "unclean"
+
+    @staticmethod
+    def parse(value: ElectionType | str) -> ElectionType:
+        if isinstance(value, ElectionType):
+            return value
+        try:
+            return ElectionType(str(value).strip().lower())
+        except ValueError:
+            raise InvalidArgumentError(
+                f"invalid election type {value!r}: expected 'preferred' or 'unclean'"
+            ) from None
+
+
+class ElectionTrigger(Enum):
+    ZK_TRIGGERED = "ZkTriggered"
+    ADMIN_CLIENT_TRIGGERED = "AdminClientTriggered"
+    AUTO_TRIGGERED = "AutoTriggered"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """Kafka's ``ApiError``: a protocol error with an optional message (``NONE`` = success)."""
+
+    error: Errors
+    message: str | None = None
+
+    @property
+    def is_success(self) -> bool:
+        return self.error is Errors.NONE
+
+    def __str__(self) -> str:
+        return self.error.value if self.message is None else f"{self.error.value}: {self.message}"
+
+
+API_ERROR_NONE = ApiError(Errors.NONE)
+
+#: ``{partition: new leader id or the error}`` (Kafka's ``Map[tp, Either[ApiError, Int]]``).
+ElectLeadersCallback = Callable[[dict[TopicPartition, "int | ApiError"]], None]
+#: Per-partition results, or one top-level error (NOT_CONTROLLER).
+AlterReassignmentsCallback = Callable[["dict[TopicPartition, ApiError] | ApiError"], None]
+ListReassignmentsCallback = Callable[["dict[TopicPartition, ReplicaAssignment] | ApiError"], None]
+#: The partitions the broker still leads, or the failure (Kafka's ``Try[Set[TopicPartition]]``).
+ControlledShutdownCallback = Callable[["set[TopicPartition] | Exception"], None]
+#: Per-partition new state or error, or one top-level error (NOT_CONTROLLER, STALE_BROKER_EPOCH).
+AlterIsrCallback = Callable[["dict[TopicPartition, LeaderAndIsr | Errors] | Errors"], None]
+
+
+class _Plain(ControllerEvent):
+    """An event without data; its name is the class name, as Kafka's case objects print."""
+
+    def __repr__(self) -> str:
+        return type(self).__name__
+
+
+# -- controller change ------------------------------------------------------------------------------
+class Startup(_Plain):
+    state = _S.CONTROLLER_CHANGE
+
+
+class ControllerChange(_Plain):
+    state = _S.CONTROLLER_CHANGE
+
+
+class Reelect(_Plain):
+    state = _S.CONTROLLER_CHANGE
+
+
+class RegisterBrokerAndReelect(_Plain):
+    state = _S.CONTROLLER_CHANGE
+
+
+class Expire(_Plain):
+    state = _S.CONTROLLER_CHANGE
+
+
+# -- brokers ------------------------------------------------------------------------------------------
+class BrokerChange(_Plain):
+    state = _S.BROKER_CHANGE
+
+
+@dataclass(eq=False)
+class BrokerModifications(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.BROKER_CHANGE
+    broker_id: int
+
+
+@dataclass(eq=False)
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.LEADER_AND_ISR_RESPONSE_RECEIVED
+    response: LeaderAndIsrResponse
+    broker_id: int
+
+
+@dataclass(eq=False)
+class UpdateMetadataResponseReceived(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.UPDATE_METADATA_RESPONSE_RECEIVED
+    response: UpdateMetadataResponse
+    broker_id: int
+
+
+class LogDirEventNotification(_Plain):
+    state = _S.LOG_DIR_CHANGE
+
+
+# -- topics --------------------------------------------------------------------------------------------
+class TopicChange(_Plain):
+    state = _S.TOPIC_CHANGE
+
+
+@dataclass(eq=False)
+class PartitionModifications(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.TOPIC_CHANGE
+    topic: str
+
+
+class TopicDeletion(_Plain):
+    state = _S.TOPIC_DELETION
+
+
+@dataclass(eq=False)
+class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.TOPIC_DELETION
+    replica_id: int
+    request_error: Errors
+    partition_errors: dict[TopicPartition, Errors]
+
+
+# -- reassignment ------------------------------------------------------------------------------------
+class ZkPartitionReassignment(_Plain):
+    state = _S.ALTER_PARTITION_REASSIGNMENT
+
+
+@dataclass(eq=False)
+class ApiPartitionReassignment(ControllerEvent):
+    """``reassignments[tp]`` is the target replicas, or None to cancel."""
+
+    state: ClassVar[ControllerState] = _S.ALTER_PARTITION_REASSIGNMENT
+    reassignments: Mapping[TopicPartition, Sequence[int] | None]
+    callback: AlterReassignmentsCallback
+    operation_id: str | None = None
+
+    def preempt(self) -> None:
+        self.callback(ApiError(Errors.NOT_CONTROLLER))
+
+
+@dataclass(eq=False)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.ALTER_PARTITION_REASSIGNMENT
+    partition: TopicPartition
+
+
+@dataclass(eq=False)
+class ListPartitionReassignments(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.LIST_PARTITION_REASSIGNMENT
+    partitions: Collection[TopicPartition] | None
+    callback: ListReassignmentsCallback
+    operation_id: str | None = None
+
+    def preempt(self) -> None:
+        self.callback(ApiError(Errors.NOT_CONTROLLER))
+
+
+# -- leader elections ----------------------------------------------------------------------------------
+class AutoPreferredReplicaLeaderElection(_Plain):
+    state = _S.AUTO_LEADER_BALANCE
+
+
+@dataclass(eq=False)
+class ReplicaLeaderElection(ControllerEvent):
+    """``partitions`` None: only those named by ``/admin/preferred_replica_election`` (ZK trigger)."""
+
+    state: ClassVar[ControllerState] = _S.MANUAL_LEADER_BALANCE
+    partitions: Collection[TopicPartition] | None
+    election_type: ElectionType
+    trigger: ElectionTrigger
+    callback: ElectLeadersCallback = field(default=lambda _results: None)
+    operation_id: str | None = None
+
+    def preempt(self) -> None:
+        error = ApiError(Errors.NOT_CONTROLLER)
+        self.callback(dict.fromkeys(self.partitions or (), error))
+
+
+@dataclass(eq=False)
+class ControlledShutdown(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.CONTROLLED_SHUTDOWN
+    broker_id: int
+    broker_epoch: int
+    callback: ControlledShutdownCallback
+    operation_id: str | None = None
+
+    def preempt(self) -> None:
+        self.callback(ControllerMovedError("Controller moved to another broker"))
+
+
+class UncleanLeaderElectionEnable(_Plain):
+    state = _S.UNCLEAN_LEADER_ELECTION_ENABLE
+
+
+@dataclass(eq=False)
+class TopicUncleanLeaderElectionEnable(ControllerEvent):
+    state: ClassVar[ControllerState] = _S.TOPIC_UNCLEAN_LEADER_ELECTION_ENABLE
+    topic: str
+
+
+# -- ISR -----------------------------------------------------------------------------------------------
+class IsrChangeNotification(_Plain):
+    state = _S.ISR_CHANGE
+
+
+@dataclass(eq=False)
+class AlterIsrReceived(ControllerEvent):
+    """``isrs[tp]``: the leader's requested state (leader epoch, new ISR, the zk version it read)."""
+
+    state: ClassVar[ControllerState] = _S.ISR_CHANGE
+    broker_id: int
+    broker_epoch: int
+    isrs: Mapping[TopicPartition, LeaderAndIsr]
+    callback: AlterIsrCallback
+    operation_id: str | None = None
+
+
+# -- features, tests -----------------------------------------------------------------------------------
+@dataclass(eq=False)
+class UpdateFeatures(ControllerEvent):
+    """KIP-584's UpdateFeatures: not supported by this controller (2.8 finalizes no features);
+    answered INVALID_REQUEST."""
+
+    state: ClassVar[ControllerState] = _S.UPDATE_FEATURES
+    updates: Mapping[str, int]
+    callback: Callable[[ApiError], None]
+    operation_id: str | None = None
+
+
+class MockEvent(ControllerEvent):
+    """Kafka's ``MockEvent``: runs ``action`` on the event thread (tests, barriers), or
+    ``on_preempt`` if it is preempted instead."""
+
+    def __init__(
+        self,
+        action: Callable[[], None],
+        state: ControllerState = _S.IDLE,
+        on_preempt: Callable[[], None] | None = None,
+    ) -> None:
+        self.action = action
+        self.on_preempt = on_preempt
+        self.state = state  # type: ignore[misc]
+
+    def process(self) -> None:
+        self.action()
+
+    def preempt(self) -> None:
+        if self.on_preempt is not None:
+            self.on_preempt()
+
+    def __repr__(self) -> str:
+        return f"MockEvent({self.state})"
+
+
+def event_name(event: ControllerEvent) -> str:
+    """The event's Kafka name (``BrokerChange``, ``ReplicaLeaderElection``) for logs and audit."""
+    return type(event).__name__

@@ -1,0 +1,248 @@
+"""Becoming the controller and stepping down (spec §8.3-8.4), step by step as Kafka 2.8 does.
+
+Failover is a bulk load: a handful of batched store reads (brokers, topic znodes, every partition
+state), the context filled topic by topic, then the state machines started over all partitions
+at once. Its cost is the store's batched I/O plus a few microseconds per partition; nothing here
+reads or writes one partition at a time.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterable, Mapping
+
+from kafka_controller.controller.base import (
+    BROKER_IDS_PATH,
+    BROKER_TOPICS_PATH,
+    DELETE_TOPICS_PATH,
+    ISR_CHANGE_NOTIFICATION_PATH,
+    LOG_DIR_EVENT_NOTIFICATION_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
+    REASSIGN_PARTITIONS_PATH,
+    ControllerBase,
+    log,
+    partition_state_path,
+    topic_path,
+)
+from kafka_controller.controller.events import ElectionTrigger, ElectionType
+from kafka_controller.domain.errors import IllegalControllerStateError, MetadataStoreError
+from kafka_controller.domain.values import Broker
+from kafka_controller.ports import FeatureZNode, TopicIdReplicaAssignment
+
+_ENABLED, _DISABLED = 1, 0
+#: Kafka starts auto rebalance this long after failover (``KafkaController.onControllerFailover``).
+AUTO_REBALANCE_FIRST_DELAY_S = 5.0
+
+
+def new_topic_id() -> str:
+    """Kafka's ``Uuid.randomUuid``: 16 random bytes in URL-safe base64 without padding, never the
+    zero/metadata ids and never starting with '-' (it would read as a command-line flag)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-") and text not in ("AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"):
+            return text
+
+
+def is_broker_compatible(broker: Broker, finalized: Mapping[str, tuple[int, int]]) -> bool:
+    """KIP-584: every finalized feature is supported by the broker over its whole version range."""
+    supported = {name: (lo, hi) for name, lo, hi in broker.features}
+    for name, (min_level, max_level) in finalized.items():
+        versions = supported.get(name)
+        if versions is None or min_level < versions[0] or max_level > versions[1]:
+            return False
+    return True
+
+
+class ControllerFailover(ControllerBase):
+    """Mixin: ``on_controller_failover``, ``on_controller_resignation`` and their helpers."""
+
+    def on_controller_failover(self) -> None:
+        with self.audit.timed("failover", lambda: f"{len(self.controller_context.all_topics)} topics"):
+            self._on_controller_failover()
+
+    def _on_controller_failover(self) -> None:
+        ctx = self.controller_context
+        store = self.store
+        self.build_state_machines()
+        # 1. /feature
+        self.maybe_setup_feature_versioning()
+        # 2. watches
+        store.watch_broker_ids(self._on_broker_ids)
+        store.watch_topics(self._on_topics)
+        store.watch_topic_deletions(self._on_topic_deletions)
+        store.watch_log_dir_event_notifications(self._on_log_dir_event_notifications)
+        store.watch_isr_change_notifications(self._on_isr_change_notifications)
+        store.watch_preferred_replica_election(self._on_preferred_replica_election)
+        store.watch_partition_reassignment(self._on_reassign_partitions)
+        # 3. stale notifications
+        store.delete_log_dir_event_notifications(None, ctx.epoch_zk_version)
+        store.delete_isr_change_notifications(None, ctx.epoch_zk_version)
+        # 4. the context
+        log.info("Initializing controller context")
+        self.initialize_controller_context()
+        # 5-6. pending topic deletions
+        to_delete, ineligible = self.fetch_topic_deletions_in_progress()
+        self.topic_deletion_manager.init(to_delete, ineligible)
+        # 7. brokers learn the live brokers before any LeaderAndIsr
+        self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), ())
+        # 8. state machines
+        self.replica_state_machine.startup()
+        self.partition_state_machine.startup()
+        log.info("Ready to serve as the new controller with epoch %d", ctx.epoch)
+        # 9-11. reassignments, deletions, preferred elections left pending by the previous controller
+        self.initialize_partition_reassignments()
+        self.topic_deletion_manager.try_topic_deletion()
+        pending = self.fetch_pending_preferred_replica_elections()
+        self.on_replica_election(pending, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
+        # 12. scheduler
+        if not self.kafka_scheduler.is_started:
+            self.kafka_scheduler.startup()
+        if self.config.auto_leader_rebalance_enable:
+            self.schedule_auto_leader_rebalance_task(AUTO_REBALANCE_FIRST_DELAY_S)
+
+    def maybe_setup_feature_versioning(self) -> None:
+        """Step 1 (KIP-584): enabled with no finalized features from IBP 2.7-IV0, else disabled."""
+        existing = self.store.get_feature_znode()
+        if self.config.is_feature_versioning_supported:
+            if existing is None:
+                self.store.create_feature_znode(FeatureZNode(_ENABLED, {}))
+            elif not existing[0].enabled:
+                if existing[0].features:
+                    log.warning(
+                        "/feature is disabled with features %s: clearing them", dict(existing[0].features)
+                    )
+                self.store.update_feature_znode(FeatureZNode(_ENABLED, {}))
+        else:
+            disabled = FeatureZNode(_DISABLED, {})
+            if existing is None:
+                self.store.create_feature_znode(disabled)
+            elif existing[0].status != _DISABLED or existing[0].features:
+                self.store.update_feature_znode(disabled)
+        read = self.store.get_feature_znode()
+        self._finalized_features = dict(read[0].features) if read is not None and read[0].enabled else {}
+
+    def compatible_brokers(self, brokers: Mapping[Broker, int]) -> dict[Broker, int]:
+        """The brokers that support the finalized features; the others are logged and ignored."""
+        out: dict[Broker, int] = {}
+        for broker, epoch in brokers.items():
+            if is_broker_compatible(broker, self._finalized_features):
+                out[broker] = epoch
+            else:
+                log.warning(
+                    "Ignoring broker %d: its features are incompatible with the finalized ones", broker.id
+                )
+        return out
+
+    def initialize_controller_context(self) -> None:
+        ctx = self.controller_context
+        store = self.store
+        ctx.set_live_brokers(self.compatible_brokers(store.get_all_brokers_and_epochs()))
+        log.info("Initialized broker epochs cache: %s", ctx.live_broker_id_and_epochs)
+        ctx.set_all_topics(store.get_all_topics())
+        reads = store.get_replica_assignment_and_topic_ids(ctx.all_topics, watch_handler=self._on_topic_znode)
+        assignments: list[TopicIdReplicaAssignment] = []
+        for topic, read in reads.items():
+            if isinstance(read, MetadataStoreError):
+                log.error("Cannot load the assignment of topic %s: %s", topic, read)
+            else:
+                assignments.append(read)
+        self.process_topic_ids(assignments)
+        ctx.clear_partition_leadership_info()
+        being_reassigned = ctx.partitions_being_reassigned
+        for a in assignments:
+            # Bulk fill: no leadership is cached yet, so the imbalance count is untouched.
+            ctx.partition_assignments[a.topic] = {tp.partition: ra for tp, ra in a.assignment.items()}
+            being_reassigned.update(tp for tp, ra in a.assignment.items() if ra.is_being_reassigned)
+        ctx.shutting_down_broker_ids.clear()
+        self.register_broker_modifications_handlers(ctx.live_or_shutting_down_broker_ids)
+        self.update_leader_and_isr_cache()
+        self.channel_manager.startup(ctx.live_or_shutting_down_brokers)
+        log.info(
+            "Currently active brokers in the cluster: %s; shutting down: %s",
+            sorted(ctx.live_broker_ids),
+            sorted(ctx.shutting_down_broker_ids),
+        )
+
+    def process_topic_ids(self, assignments: Iterable[TopicIdReplicaAssignment]) -> None:
+        """IBP >= 2.8: give id-less topics an id (one fenced batched write); cache every known id."""
+        ctx = self.controller_context
+        items = list(assignments)
+        if self.config.uses_topic_id:
+            known = [a for a in items if a.topic_id is not None]
+            fresh = [
+                TopicIdReplicaAssignment(a.topic, new_topic_id(), a.assignment, a.zk_version)
+                for a in items
+                if a.topic_id is None
+            ]
+            if fresh:
+                results = self.store.set_topic_ids(fresh, ctx.epoch_zk_version)
+                for a in fresh:
+                    error = results.get(a.topic)
+                    if error is None:
+                        known.append(a)
+                    else:
+                        log.error("Cannot store topic id %s for %s: %s", a.topic_id, a.topic, error)
+            items = known
+        for a in items:
+            if a.topic_id is not None:
+                try:
+                    ctx.add_topic_id(a.topic, a.topic_id)
+                except IllegalControllerStateError as e:
+                    log.error("Ignoring topic id of %s: %s", a.topic, e)
+
+    def fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
+        """Step 5: queued deletions, and those that cannot proceed yet (an offline replica, or a
+        partition being reassigned)."""
+        ctx = self.controller_context
+        to_delete = set(self.store.get_topic_deletions())
+        with_offline_replicas = {
+            t
+            for t in to_delete
+            if any(not ctx.is_replica_online(r.replica, r.topic_partition) for r in ctx.replicas_for_topic(t))
+        }
+        reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
+        ineligible = with_offline_replicas | (reassigning & to_delete)
+        log.info(
+            "List of topics to be deleted: %s; ineligible for deletion: %s",
+            sorted(to_delete),
+            sorted(ineligible),
+        )
+        return to_delete, ineligible
+
+    def on_controller_resignation(self) -> None:
+        epoch = self.controller_context.epoch
+        if epoch == 0:  # never became controller (or already resigned): nothing worth a record
+            self._on_controller_resignation()
+            return
+        with self.audit.timed("resigned", lambda: f"epoch {epoch}"):
+            self._on_controller_resignation()
+
+    def _on_controller_resignation(self) -> None:
+        """Spec §8.4, in order. Only local bookkeeping: it works with the store unreachable."""
+        log.debug("Resigning")
+        ctx = self.controller_context
+        store = self.store
+        for path in (
+            ISR_CHANGE_NOTIFICATION_PATH,
+            REASSIGN_PARTITIONS_PATH,
+            PREFERRED_REPLICA_ELECTION_PATH,
+            LOG_DIR_EVENT_NOTIFICATION_PATH,
+        ):
+            store.unwatch(path)
+        self.unregister_broker_modifications_handlers(self._watched_brokers)
+        self.kafka_scheduler.shutdown()
+        if not self.config.is_alter_isr_enabled:
+            for tp in ctx.partitions_being_reassigned:
+                store.unwatch(partition_state_path(tp))
+        self.partition_state_machine.shutdown()
+        store.unwatch(BROKER_TOPICS_PATH)
+        for topic in ctx.all_topics:
+            store.unwatch(topic_path(topic))
+        store.unwatch(DELETE_TOPICS_PATH)
+        self.replica_state_machine.shutdown()
+        store.unwatch(BROKER_IDS_PATH)
+        self.channel_manager.shutdown()
+        ctx.reset_context()
+        self.update_metrics()
+        log.info("Resigned")
