@@ -31,10 +31,10 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.ports import AuditSink
+from kafka_controller.testing.clock import ManualClock
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 from kafka_controller.testing.recording_channel import RecordingBrokerChannel
-from kafka_controller.testing.clock import ManualClock
 
 DEADLINE_S = 10.0
 
