@@ -9,15 +9,35 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from kafka_controller.domain.errors import KafkaControllerError
 
 #: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
-COMMAND_MODULES: tuple[str, ...] = ("demo_cmd", "zookeeper_cmd", "audit_cmd", "broker_cmd")
+COMMAND_MODULES: tuple[str, ...] = (
+    "demo_cmd",
+    "cluster_cmd",
+    "zookeeper_cmd",
+    "broker_cmd",
+    "topics_cmd",
+    "describe_cmd",
+    "reassign_cmd",
+    "elect_cmd",
+    "shutdown_cmd",
+    "audit_cmd",
+)
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Usage errors are one line naming what is wrong (and exit 2), like every other CLI error;
+    ``--help`` still prints the full usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="kafka-controller",
         description="Kafka 2.8's ZooKeeper-mode controller, re-implemented in Python.",
     )

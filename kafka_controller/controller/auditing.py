@@ -103,9 +103,16 @@ class ControllerAuditSink:
         self.record([ControllerEventRecord(kind, self.controller_id, epoch, started_ms, duration_ms, detail)])
 
     @contextmanager
-    def timed(self, kind: str, detail: Callable[[], str | None] = lambda: None) -> Iterator[None]:
+    def timed(
+        self,
+        kind: str,
+        detail: Callable[[], str | None] = lambda: None,
+        controller_epoch: int | None = None,
+    ) -> Iterator[None]:
         """Record ``kind`` with its duration once the block ends (even if it raised: the detail
-        then says so). The epoch is read at the end, so a failover records its new epoch."""
+        then says so). Unless ``controller_epoch`` is given, the epoch is read at the end, so a
+        failover records its new epoch; a resignation passes the epoch it is giving up, because
+        resigning resets the context's epoch to 0."""
         started_ms = self._clock.time_ms()
         start = self._clock.monotonic()
         failed: BaseException | None = None
@@ -123,4 +130,4 @@ class ControllerAuditSink:
                     if text
                     else (f"failed: {type(failed).__name__}: {failed}")
                 )
-            self.record_controller_event(kind, started_ms, duration_ms, text)
+            self.record_controller_event(kind, started_ms, duration_ms, text, controller_epoch)

@@ -9,6 +9,7 @@ reads or writes one partition at a time.
 from __future__ import annotations
 
 import base64
+import gc
 import uuid
 from collections.abc import Iterable, Mapping
 
@@ -60,6 +61,10 @@ class ControllerFailover(ControllerBase):
     def on_controller_failover(self) -> None:
         with self.audit.timed("failover", lambda: f"{len(self.controller_context.all_topics)} topics"):
             self._on_controller_failover()
+        # The context just loaded (~10 objects per partition) lives until resignation and holds no
+        # cycles: moved out of the collector's generations, later full collections no longer walk
+        # it (each walk of a 100,000-partition context costs ~0.2 s). Resignation unfreezes.
+        gc.freeze()
 
     def _on_controller_failover(self) -> None:
         ctx = self.controller_context
@@ -215,7 +220,7 @@ class ControllerFailover(ControllerBase):
         if epoch == 0:  # never became controller (or already resigned): nothing worth a record
             self._on_controller_resignation()
             return
-        with self.audit.timed("resigned", lambda: f"epoch {epoch}"):
+        with self.audit.timed("resigned", lambda: f"epoch {epoch}", controller_epoch=epoch):
             self._on_controller_resignation()
 
     def _on_controller_resignation(self) -> None:
@@ -244,5 +249,6 @@ class ControllerFailover(ControllerBase):
         store.unwatch(BROKER_IDS_PATH)
         self.channel_manager.shutdown()
         ctx.reset_context()
+        gc.unfreeze()  # what the context held is garbage now: let the collector see it again
         self.update_metrics()
         log.info("Resigned")

@@ -195,6 +195,8 @@ def test_session_expiry_resigns_and_reelects() -> None:
         kinds = [r.kind for r in audit.records if isinstance(r, ControllerEventRecord)]
         assert kinds[:2] == ["elected", "failover"]
         assert kinds[2:] == ["resigned", "elected", "failover"]
+        epochs = [r.controller_epoch for r in audit.records if isinstance(r, ControllerEventRecord)]
+        assert epochs == [1, 1, 1, 2, 2]  # the resignation records the epoch it gave up, not 0
         state = cluster.wait_state(TopicPartition("t", 0), 1, 0, 0, "the partition survived untouched")
         assert state.leader_and_isr.isr == (0,)
     finally:

@@ -1,0 +1,205 @@
+"""APIs every broker answers from its own state: Fetch (followers), DescribeReplicas, Metadata and
+ShutdownBroker (operators and the admin client). Bodies and codecs.
+
+Fetch is columnar, like the control requests: one array per field, in request order, topic names
+dictionary-encoded, so a fetch for thousands of partitions is a handful of flat arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka_controller.broker.wire import (
+    DESCRIBE_REPLICAS,
+    FETCH,
+    METADATA,
+    SHUTDOWN_BROKER,
+    Json,
+    enc_tps,
+    int_,
+    str_,
+    tps_or_none,
+)
+from kafka_controller.domain.requests import UpdateMetadataPartitionState
+from kafka_controller.domain.values import Broker
+from kafka_controller.transport.codec import ApiCodec, decode_broker, encode_broker
+
+
+# -- Fetch (columnar: one array per field, in request order) ----------------------------------------
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    replica_id: int
+    topics: tuple[str, ...]  # one entry per partition (repeated names share one str)
+    partitions: tuple[int, ...]
+    fetch_offsets: tuple[int, ...]
+    leader_epochs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    """Per partition, in request order: error name, the leader's high watermark and log-end offset."""
+
+    error: str
+    errors: tuple[str, ...] = ()
+    high_watermarks: tuple[int, ...] = ()
+    log_end_offsets: tuple[int, ...] = ()
+
+
+def _encode_fetch_request(r: FetchRequest) -> Json:
+    index: dict[str, int] = {}
+    topic_col = [index.setdefault(t, len(index)) for t in r.topics]
+    return {
+        "replica_id": r.replica_id,
+        "topics": list(index),
+        "topic": topic_col,
+        "partition": list(r.partitions),
+        "fetch_offset": list(r.fetch_offsets),
+        "leader_epoch": list(r.leader_epochs),
+    }
+
+
+def _decode_fetch_request(b: Json) -> FetchRequest:
+    names = [str_(t) for t in b["topics"]]
+    cols = [b["topic"], b["partition"], b["fetch_offset"], b["leader_epoch"]]
+    n = len(cols[0])
+    if any(type(c) is not list or len(c) != n for c in cols) or not all(
+        set(map(type, c)) <= {int} for c in cols
+    ):
+        raise ValueError("fetch columns must be integer lists of equal length")
+    topics = tuple(map(names.__getitem__, cols[0]))
+    return FetchRequest(int_(b["replica_id"]), topics, tuple(cols[1]), tuple(cols[2]), tuple(cols[3]))
+
+
+def _encode_fetch_response(r: FetchResponse) -> Json:
+    return {
+        "error": str(r.error),
+        "errors": list(r.errors),
+        "high_watermark": list(r.high_watermarks),
+        "log_end_offset": list(r.log_end_offsets),
+    }
+
+
+def _decode_fetch_response(b: Json) -> FetchResponse:
+    return FetchResponse(
+        str_(b["error"]), tuple(b["errors"]), tuple(b["high_watermark"]), tuple(b["log_end_offset"])
+    )
+
+
+# -- DescribeReplicas, Metadata, ShutdownBroker -----------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ReplicaInfo:
+    """One local replica as its broker sees it (the simulated log included)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    replicas: tuple[int, ...]
+    is_leader: bool
+    log_end_offset: int
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeReplicasResponse:
+    error: str
+    broker_id: int
+    broker_epoch: int
+    controller_epoch: int
+    replicas: tuple[ReplicaInfo, ...] = ()
+
+
+_REPLICA_FIELDS = ReplicaInfo.__slots__
+
+
+def _encode_describe_response(r: DescribeReplicasResponse) -> Json:
+    return {
+        "error": str(r.error),
+        "broker_id": r.broker_id,
+        "broker_epoch": r.broker_epoch,
+        "controller_epoch": r.controller_epoch,
+        "replicas": [[getattr(x, f) for f in _REPLICA_FIELDS] for x in r.replicas],
+        "fields": list(_REPLICA_FIELDS),
+    }
+
+
+def _decode_describe_response(b: Json) -> DescribeReplicasResponse:
+    fields = tuple(b["fields"])
+    if fields != _REPLICA_FIELDS:
+        raise ValueError(f"unexpected replica fields {fields}")
+    replicas = tuple(
+        ReplicaInfo(t, p, ld, le, tuple(isr), zv, tuple(rs), bool(il), leo, hw)
+        for t, p, ld, le, isr, zv, rs, il, leo, hw in b["replicas"]
+    )
+    return DescribeReplicasResponse(
+        str_(b["error"]), int_(b["broker_id"]), int_(b["broker_epoch"]), int_(b["controller_epoch"]), replicas
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataResponse:
+    """The broker's metadata cache: what the last UpdateMetadata told it."""
+
+    error: str
+    controller_id: int
+    brokers: tuple[Broker, ...]
+    partitions: tuple[UpdateMetadataPartitionState, ...]
+
+
+_UM_FIELDS = UpdateMetadataPartitionState.__slots__
+
+
+def _encode_metadata_response(r: MetadataResponse) -> Json:
+    return {
+        "error": str(r.error),
+        "controller_id": r.controller_id,
+        "brokers": [encode_broker(b) for b in r.brokers],
+        "fields": list(_UM_FIELDS),
+        "partitions": [[getattr(s, f) for f in _UM_FIELDS] for s in r.partitions],
+    }
+
+
+def _decode_metadata_response(b: Json) -> MetadataResponse:
+    if tuple(b["fields"]) != _UM_FIELDS:
+        raise ValueError("unexpected partition fields")
+    states = tuple(
+        UpdateMetadataPartitionState(t, p, ce, ld, le, tuple(isr), zv, tuple(rs), tuple(off))
+        for t, p, ce, ld, le, isr, zv, rs, off in b["partitions"]
+    )
+    return MetadataResponse(
+        str_(b["error"]), int_(b["controller_id"]), tuple(map(decode_broker, b["brokers"])), states
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleResponse:
+    """A response that is only an error (``ShutdownBroker``) or a top-level failure."""
+
+    error: str
+    message: str | None = None
+
+
+def _simple(b: Json) -> SimpleResponse:
+    return SimpleResponse(str_(b["error"]), b.get("message"))
+
+
+def _enc_simple(r: SimpleResponse) -> Json:
+    return {"error": str(r.error), "message": r.message}
+
+
+LOCAL_API_CODECS: tuple[ApiCodec, ...] = (
+    ApiCodec(
+        FETCH, _encode_fetch_request, _decode_fetch_request, _encode_fetch_response, _decode_fetch_response
+    ),
+    ApiCodec(
+        DESCRIBE_REPLICAS,
+        lambda tps: {"partitions": enc_tps(tps)},
+        lambda b: tps_or_none(b.get("partitions")),
+        _encode_describe_response,
+        _decode_describe_response,
+    ),
+    ApiCodec(METADATA, lambda _r: {}, lambda _b: None, _encode_metadata_response, _decode_metadata_response),
+    ApiCodec(SHUTDOWN_BROKER, lambda _r: {}, lambda _b: None, _enc_simple, _simple),
+)

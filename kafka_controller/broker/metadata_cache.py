@@ -1,0 +1,85 @@
+"""The broker's metadata cache (Kafka's ``ZkMetadataCache``): what the last UpdateMetadata said.
+
+It answers "who is the controller", "which brokers are alive and where do they listen", and
+"what is the state of partition X" without a ZooKeeper read. Kafka's update rules: the live broker
+list and the controller id are replaced on every request; partition states are merged in (a
+request without partitions keeps them all); a partition sent with leader -2 (its topic is being
+deleted) is dropped. Thread-safe: one lock, readers get copies.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from kafka_controller.domain.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
+from kafka_controller.domain.values import LEADER_DURING_DELETE, Broker, EndPoint, TopicPartition
+
+
+class MetadataCache:
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self._lock = threading.Lock()
+        self._controller_id = -1
+        self._brokers: dict[int, Broker] = {}
+        self._partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        self._topic_ids: dict[str, str] = {}
+
+    def update_metadata(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
+        """Apply an UpdateMetadata; returns the partitions deleted by it (leader -2)."""
+        deleted: list[TopicPartition] = []
+        with self._lock:
+            self._controller_id = request.controller_id if request.controller_id >= 0 else -1
+            self._brokers = {b.id: b for b in request.live_brokers}
+            self._topic_ids.update(request.topic_ids)
+            parts = self._partitions
+            for s in request.partition_states:
+                tp = TopicPartition(s.topic, s.partition)
+                if s.leader == LEADER_DURING_DELETE:
+                    if parts.pop(tp, None) is not None:
+                        deleted.append(tp)
+                else:
+                    parts[tp] = s
+            if deleted:
+                gone = {tp.topic for tp in deleted}
+                remaining = {tp.topic for tp in parts if tp.topic in gone}
+                for topic in gone - remaining:
+                    self._topic_ids.pop(topic, None)
+        return deleted
+
+    @property
+    def controller_id(self) -> int:
+        """The controller named by the last UpdateMetadata, or -1."""
+        return self._controller_id
+
+    def alive_brokers(self) -> list[Broker]:
+        with self._lock:
+            return list(self._brokers.values())
+
+    def get_alive_broker(self, broker_id: int) -> Broker | None:
+        with self._lock:
+            return self._brokers.get(broker_id)
+
+    def endpoint(self, broker_id: int, listener_name: str = "PLAINTEXT") -> EndPoint | None:
+        broker = self.get_alive_broker(broker_id)
+        return None if broker is None else broker.endpoint(listener_name)
+
+    def get_partition_info(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
+        with self._lock:
+            return self._partitions.get(tp)
+
+    def all_partitions(self) -> list[TopicPartition]:
+        with self._lock:
+            return list(self._partitions)
+
+    def partition_states(
+        self, tps: Iterable[TopicPartition] | None = None
+    ) -> list[UpdateMetadataPartitionState]:
+        with self._lock:
+            if tps is None:
+                return list(self._partitions.values())
+            return [s for s in map(self._partitions.get, tps) if s is not None]
+
+    def topic_id(self, topic: str) -> str | None:
+        with self._lock:
+            return self._topic_ids.get(topic)

@@ -1,0 +1,219 @@
+"""One local replica: its leadership state and its simulated log (Kafka's ``Partition``).
+
+The log holds no messages, only offsets. A leader's log-end offset grows at the produce rate and is
+computed when read (``base + rate * elapsed``), so ten thousand idle leaders cost nothing between
+reads. A follower's log-end offset is whatever its last fetch returned from the leader. The high
+watermark is the smallest log-end offset over the ISR, as Kafka's; on the leader it never goes
+down. All times are milliseconds from the caller's (injected) clock, so this module is pure and
+every rule is unit-testable on a fake clock.
+
+Follower bookkeeping on the leader follows Kafka 2.8's ``Replica.updateFetchState``: a follower is
+caught up at the time of a fetch that reached the leader's log end, or at the time of its previous
+fetch if this one reached where the log ended back then. A follower not caught up for
+``replica.lag.time.max.ms`` is out of sync. A follower outside the ISR may join it once it has
+reached the start of the current leader epoch and the high watermark — the one the leader told it
+at its previous fetch: Kafka compares with the current one, which a continuously growing simulated
+log (an ISR of the leader alone has its high watermark at the log end *now*) would never let a
+follower reach.
+
+Not thread-safe on its own: the replica manager's lock guards every partition.
+"""
+
+from __future__ import annotations
+
+from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
+
+
+class FollowerState:
+    """What a leader knows about one follower (Kafka's remote ``Replica``)."""
+
+    __slots__ = (
+        "last_caught_up_ms",
+        "last_fetch_hw",
+        "last_fetch_leader_leo",
+        "last_fetch_ms",
+        "log_end_offset",
+    )
+
+    def __init__(self, caught_up_ms: int) -> None:
+        self.log_end_offset = -1  # unknown until the first fetch
+        self.last_caught_up_ms = caught_up_ms
+        self.last_fetch_leader_leo = -1
+        self.last_fetch_hw = -1  # the high watermark this follower was told at its last fetch
+        self.last_fetch_ms = caught_up_ms
+
+
+class Partition:
+    """A replica of ``tp`` on ``broker_id``: the LeaderAndIsr it last accepted, and its log."""
+
+    __slots__ = (
+        "_base_leo",
+        "_base_ms",
+        "_hw",
+        "broker_id",
+        "controller_epoch",
+        "followers",
+        "is_leader",
+        "isr",
+        "leader",
+        "leader_epoch",
+        "leader_epoch_start_offset",
+        "pending_isr",
+        "rate_per_ms",
+        "replicas",
+        "tp",
+        "zk_version",
+    )
+
+    def __init__(self, tp: TopicPartition, broker_id: int, rate_per_s: float) -> None:
+        self.tp = tp
+        self.broker_id = broker_id
+        self.rate_per_ms = rate_per_s / 1000.0
+        self.leader = -1
+        self.leader_epoch = -1  # Kafka's "no epoch yet": the first LeaderAndIsr (epoch 0) is newer
+        self.isr: tuple[int, ...] = ()
+        self.zk_version = 0
+        self.replicas: tuple[int, ...] = ()
+        self.controller_epoch = -1
+        self.is_leader = False
+        self.followers: dict[int, FollowerState] = {}
+        #: An ISR change sent to the controller and not answered yet (Kafka's pending ISR state).
+        self.pending_isr: tuple[int, ...] | None = None
+        self.leader_epoch_start_offset = 0
+        self._base_leo = 0
+        self._base_ms = 0
+        self._hw = 0
+
+    # -- the log ---------------------------------------------------------------------------------
+    def log_end_offset(self, now_ms: int) -> int:
+        if self.is_leader:
+            return self._base_leo + int((now_ms - self._base_ms) * self.rate_per_ms)
+        return self._base_leo
+
+    def high_watermark(self, now_ms: int) -> int:
+        """The leader recomputes it (monotonic); a follower reports what its leader last said."""
+        if self.is_leader:
+            hw = self.log_end_offset(now_ms)
+            for r in self.maximal_isr():
+                if r != self.broker_id:
+                    follower = self.followers.get(r)
+                    if follower is not None and follower.log_end_offset < hw:
+                        hw = follower.log_end_offset
+            if hw > self._hw:
+                self._hw = hw
+        return self._hw
+
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR the high watermark must respect: the current one plus a pending expansion."""
+        pending = self.pending_isr
+        if pending is None:
+            return self.isr
+        return self.isr + tuple(r for r in pending if r not in self.isr)
+
+    # -- leadership (from LeaderAndIsr) ------------------------------------------------------------
+    def apply_state(
+        self,
+        state_leader: int,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        zk_version: int,
+        replicas: tuple[int, ...],
+        controller_epoch: int,
+        now_ms: int,
+    ) -> bool:
+        """Take a newer LeaderAndIsr; True if this broker became leader or stayed leader."""
+        becomes_leader = state_leader == self.broker_id
+        if becomes_leader and not self.is_leader:
+            self._base_leo = self.log_end_offset(now_ms)
+            self._base_ms = now_ms
+            self.leader_epoch_start_offset = self._base_leo
+            self.followers = {}
+        elif not becomes_leader and self.is_leader:
+            self._base_leo = self.log_end_offset(now_ms)  # stop producing; keep what we have
+            self._hw = min(self._hw, self._base_leo)
+            self.followers = {}
+        self.is_leader = becomes_leader
+        self.leader = state_leader
+        self.leader_epoch = leader_epoch
+        self.isr = isr
+        self.zk_version = zk_version
+        self.replicas = replicas
+        self.controller_epoch = controller_epoch
+        self.pending_isr = None
+        if becomes_leader:
+            known = self.followers
+            self.followers = {
+                r: known.get(r) or FollowerState(now_ms if r in isr else 0)
+                for r in replicas
+                if r != self.broker_id
+            }
+            for r in isr:  # Kafka resets the ISR members' caught-up time on every leader change
+                f = self.followers.get(r)
+                if f is not None:
+                    f.last_caught_up_ms = max(f.last_caught_up_ms, now_ms)
+        return becomes_leader
+
+    def apply_isr_update(self, new: LeaderAndIsr) -> bool:
+        """The controller's answer to our AlterIsr; ignored when the leader epoch moved on."""
+        self.pending_isr = None
+        if not self.is_leader or new.leader_epoch != self.leader_epoch or new.leader != self.broker_id:
+            return False
+        self.isr = tuple(new.isr)
+        self.zk_version = new.zk_version
+        return True
+
+    # -- leader side of a fetch ----------------------------------------------------------------------
+    def on_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> tuple[int, int, bool]:
+        """Record a follower's fetch; returns ``(high_watermark, log_end_offset, may_join_isr)``."""
+        leo = self.log_end_offset(now_ms)
+        f = self.followers.get(replica)
+        if f is None:
+            f = self.followers[replica] = FollowerState(0)
+        offset = min(fetch_offset, leo)
+        if fetch_offset >= leo:
+            f.last_caught_up_ms = now_ms
+        elif fetch_offset >= f.last_fetch_leader_leo >= 0:
+            f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
+        f.log_end_offset = offset
+        f.last_fetch_leader_leo = leo
+        f.last_fetch_ms = now_ms
+        previous_hw, hw = f.last_fetch_hw, self.high_watermark(now_ms)
+        f.last_fetch_hw = hw
+        may_join = (
+            self.pending_isr is None
+            and replica not in self.isr
+            and replica in self.replicas
+            and 0 <= previous_hw <= offset
+            and offset >= self.leader_epoch_start_offset
+        )
+        return hw, leo, may_join
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
+        """ISR followers not caught up within ``max_lag_ms`` (none while an ISR change is pending)."""
+        if not self.is_leader or self.pending_isr is not None or len(self.isr) <= 1:
+            return ()
+        out = []
+        for r in self.isr:
+            if r == self.broker_id:
+                continue
+            f = self.followers.get(r)
+            if f is None or now_ms - f.last_caught_up_ms > max_lag_ms:
+                out.append(r)
+        return tuple(out)
+
+    def propose_isr(self, isr: tuple[int, ...]) -> LeaderAndIsr:
+        """Mark an ISR change as pending and return the AlterIsr proposal for it."""
+        self.pending_isr = isr
+        return LeaderAndIsr(self.broker_id, self.leader_epoch, isr, self.zk_version)
+
+    # -- follower side of a fetch --------------------------------------------------------------------
+    def on_fetch_response(self, leader_log_end_offset: int, leader_high_watermark: int) -> None:
+        """Fetch everything the leader has (truncating first if we are ahead of it)."""
+        if self.is_leader:
+            return
+        self._base_leo = leader_log_end_offset
+        self._hw = min(leader_high_watermark, leader_log_end_offset)
+
+    def __repr__(self) -> str:
+        role = "leader" if self.is_leader else f"follower of {self.leader}"
+        return f"Partition({self.tp}, {role}, epoch {self.leader_epoch}, isr {list(self.isr)})"

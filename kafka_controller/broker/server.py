@@ -1,0 +1,380 @@
+"""``BrokerServer``: one broker process (Kafka's ``KafkaServer`` in ZooKeeper mode, data plane simulated).
+
+Start-up, in Kafka's order where it matters: connect to ZooKeeper (creating the chroot and Kafka's
+top-level paths), build the replica manager, metadata cache and data plane, **serve the listener
+before registering** (the controller may send LeaderAndIsr the moment ``/brokers/ids/<id>``
+appears), register (version 5 JSON; the znode's czxid is the broker epoch), then start this
+broker's controller candidate, its channel manager and, with ``audit_url``, its audit writer.
+
+After a ZooKeeper session expiry the broker registers again and so gets a new, larger broker epoch
+(KIP-380); the store's session listener only enqueues that work for the broker's own thread.
+
+``shutdown()`` is Kafka's controlled shutdown: ask the active controller to move this broker's
+leadership away, retrying up to ``controlled.shutdown.max.retries`` times, ``controlled.shutdown.
+retry.backoff.ms`` apart, while the answer still lists partitions this broker leads (or no
+controller answered); then stop serving, stop the controller candidate, and close the session,
+which deregisters the broker. When every attempt fails it goes on anyway, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafka_controller.broker import apis as A
+from kafka_controller.broker.admin_client import AdminClient, zk_locator
+from kafka_controller.broker.alter_isr import AlterIsrManager
+from kafka_controller.broker.config import BrokerConfig
+from kafka_controller.broker.data_plane import DataPlane
+from kafka_controller.broker.metadata_cache import MetadataCache
+from kafka_controller.broker.replica_manager import ReplicaManager
+from kafka_controller.broker.request_handler import BrokerRequestHandler
+from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
+from kafka_controller.domain.requests import Errors
+from kafka_controller.domain.values import Broker, EndPoint
+from kafka_controller.ports import AuditSink, Clock, MetadataStore, SessionEvent, SystemClock
+
+log = logging.getLogger(__name__)
+
+_RM = "kafka.server:type=ReplicaManager,name="
+LEADER_COUNT = _RM + "LeaderCount"
+PARTITION_COUNT = _RM + "PartitionCount"
+UNDER_REPLICATED_PARTITIONS = _RM + "UnderReplicatedPartitions"
+
+
+def _kazoo_store(connect: str, config: BrokerConfig, clock: Clock) -> MetadataStore:
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+    from kafka_controller.zk.security import ZkClientConfig
+
+    session_ms = config.kafka.zookeeper_session_timeout_ms
+    return KazooMetadataStore(
+        ZkClientConfig(connect, session_timeout_ms=session_ms, connection_timeout_ms=max(session_ms, 10_000)),
+        clock=clock,
+    )
+
+
+class BrokerServer:
+    """One broker; ``startup()`` then, later, ``shutdown()`` (both from the same thread).
+
+    ``zookeeper`` is a connect string, or a ``MetadataStore`` the server then owns (it closes it on
+    shutdown, which ends the session and so deregisters the broker).
+    """
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        zookeeper: str | MetadataStore,
+        *,
+        listener: tuple[str, int] = ("127.0.0.1", 0),
+        rack: str | None = None,
+        audit_url: str | None = None,
+        audit_spool_dir: str | Path | None = None,
+        metrics_port: int | None = None,
+        metrics_host: str = "127.0.0.1",
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.clock: Clock = clock or SystemClock()
+        self._zookeeper = zookeeper
+        self._listener = listener
+        self.rack = rack
+        self.audit_url = audit_url
+        self.audit_spool_dir = audit_spool_dir
+        self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
+        self.broker_epoch = -1
+        self.broker_info: Broker | None = None
+        #: Set by SIGTERM handlers and the ShutdownBroker API; whoever runs the server watches it
+        #: and then calls ``shutdown()`` (the CLI's main thread does).
+        self.shutdown_requested = threading.Event()
+        self._halted = threading.Event()  # set once everything is being stopped
+        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._session_expired = False
+        self._started = False
+        self._stopped = False
+        self._cleanup: list[tuple[str, Callable[[], Any]]] = []  # undone in reverse on shutdown
+        self.store: MetadataStore | None = None
+        self.controller: Any = None
+        self.transport: Any = None
+        self.metrics_server: Any = None
+        self.audit: AuditSink | None = None
+
+    # -- start-up ------------------------------------------------------------------------------------
+    def startup(self) -> BrokerServer:
+        """Start everything; on failure undo what was started and re-raise."""
+        try:
+            self._startup()
+        except BaseException:
+            self._stop_all()
+            raise
+        self._started = True
+        return self
+
+    def _startup(self) -> None:
+        from kafka_controller.controller.kafka_controller import KafkaController
+        from kafka_controller.controller.metrics import MetricsRegistry, serve_metrics
+        from kafka_controller.transport.channel_manager import ControllerChannelManager
+        from kafka_controller.transport.server import TransportServer
+
+        cfg = self.config
+        clock = self.clock
+        now_ms = clock.time_ms
+        if self.audit_url:  # first: a bad URL fails before anything is registered; closed last
+            self.audit = self._open_audit(self.audit_url)
+        store = (
+            self._zookeeper
+            if not isinstance(self._zookeeper, str)
+            else _kazoo_store(self._zookeeper, cfg, clock)
+        )
+        self.store = store
+        self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
+        store.add_session_listener(self._on_session_event)
+
+        self.metrics = MetricsRegistry(clock)
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, now_ms, produce_rate_per_s=cfg.produce_rate_per_s
+        )
+        self.link = AdminClient(
+            store,
+            locator=self._locate_controller,
+            timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
+        )
+        self._cleanup.append(("controller link", self.link.close))
+        self.alter_isr = AlterIsrManager(
+            self.replica_manager,
+            lambda: self.broker_epoch,
+            lambda request, fresh: self.link.send_to_controller_once(A.ALTER_ISR, request, fresh=fresh),
+            retry_backoff_s=cfg.alter_isr_retry_backoff_ms / 1000.0,
+        )
+        self.data_plane = DataPlane(
+            self.replica_manager,
+            self.alter_isr,
+            fetch_interval_ms=cfg.fetch_interval_ms,
+            replica_lag_time_max_ms=cfg.kafka.replica_lag_time_max_ms,
+            timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
+        )
+        self.handler = BrokerRequestHandler(
+            self.broker_id,
+            lambda: self.broker_epoch,
+            self.replica_manager,
+            self.metadata_cache,
+            self.data_plane,
+            controller_timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
+            on_shutdown_requested=self.shutdown_requested.set,
+        )
+        self._register_metrics()
+
+        host, port = self._listener
+        self.transport = TransportServer(
+            host, port, self.handler.handle, name=f"broker-{self.broker_id}"
+        ).start()
+        self._cleanup.append(("listener", self.transport.stop))
+        advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
+        self.broker_info = Broker(self.broker_id, (EndPoint(advertised, self.transport.port),), self.rack)
+
+        lifecycle = threading.Thread(
+            target=self._run_tasks, name=f"broker-{self.broker_id}-lifecycle", daemon=True
+        )
+        lifecycle.start()
+        self._cleanup.append(("lifecycle thread", lambda: self._tasks.put(None)))
+
+        self.broker_epoch = store.register_broker(self.broker_info)
+        log.info(
+            "Registered broker %d at %s with broker epoch %d",
+            self.broker_id,
+            self.broker_info.endpoints[0].connection_string(),
+            self.broker_epoch,
+        )
+
+        self.alter_isr.start()
+        self._cleanup.append(("AlterIsr sender", self.alter_isr.stop))
+        self.data_plane.start()
+        self._cleanup.append(("data plane", self.data_plane.stop))
+
+        channel_manager = ControllerChannelManager(
+            self.broker_id, clock=clock, timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0
+        )
+        self._cleanup.append(("channel manager", channel_manager.shutdown))
+        self.controller = KafkaController(
+            cfg.kafka,
+            store,
+            channel_manager,
+            clock=clock,
+            audit=self.audit,
+            metrics=self.metrics,
+            broker_info=self.broker_info,
+        )
+        self.controller.startup()
+        self._cleanup.append(("controller", self.controller.shutdown))
+        self.handler.controller = self.controller
+
+        if self.metrics_port is not None:
+            self.metrics_server = serve_metrics(self.metrics, self.metrics_host, self.metrics_port)
+            self._cleanup.append(("metrics endpoint", self.metrics_server.close))
+            log.info("Metrics on http://%s:%d/metrics", self.metrics_host, self.metrics_server.port)
+
+    def _open_audit(self, url: str) -> AuditSink:
+        from kafka_controller.audit.writer import AuditWriter
+
+        spool = Path(
+            self.audit_spool_dir or Path(tempfile.gettempdir()) / f"kafka-controller-audit-{self.broker_id}"
+        )
+        writer = AuditWriter(url, spool_dir=spool, clock=self.clock)
+        self._cleanup.append(("audit writer", writer.close))
+        return writer
+
+    def _register_metrics(self) -> None:
+        rm = self.replica_manager
+
+        def counts() -> tuple[int, int, int]:
+            with rm.lock:
+                parts = list(rm.partitions.values())
+            leaders = [p for p in parts if p.is_leader]
+            return len(leaders), len(parts), sum(1 for p in leaders if len(p.isr) < len(p.replicas))
+
+        self.metrics.gauge(LEADER_COUNT, lambda: counts()[0], "Partitions this broker leads")
+        self.metrics.gauge(PARTITION_COUNT, lambda: counts()[1], "Replicas on this broker")
+        self.metrics.gauge(
+            UNDER_REPLICATED_PARTITIONS, lambda: counts()[2], "Led partitions with ISR < replicas"
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self.transport.port) if self.transport is not None else -1
+
+    # -- controller discovery -------------------------------------------------------------------------
+    def _locate_controller(self, fresh: bool) -> tuple[int, str, int] | None:
+        """The metadata cache first (no ZooKeeper round trip), ZooKeeper when told it was wrong."""
+        if not fresh:
+            cid = self.metadata_cache.controller_id
+            endpoint = self.metadata_cache.endpoint(cid) if cid >= 0 else None
+            if endpoint is not None:
+                return cid, endpoint.host, endpoint.port
+        assert self.store is not None
+        return zk_locator(self.store)(fresh)
+
+    # -- session expiry ---------------------------------------------------------------------------------
+    def _on_session_event(self, event: SessionEvent) -> None:
+        """A store thread: only remember and enqueue."""
+        if event is SessionEvent.EXPIRED:
+            self._session_expired = True
+        elif event is SessionEvent.CONNECTED and self._session_expired:
+            self._session_expired = False
+            self._tasks.put(self._reregister)
+
+    def _reregister(self) -> None:
+        assert self.store is not None and self.broker_info is not None
+        for attempt in range(1, 31):
+            if self._stopped:
+                return
+            try:
+                epoch = self.store.register_broker(self.broker_info)
+            except MetadataStoreError as e:
+                log.warning("Re-registering broker %d failed (attempt %d): %s", self.broker_id, attempt, e)
+                if self._halted.wait(min(5.0, 0.2 * attempt)):
+                    return
+                continue
+            log.info(
+                "Re-registered broker %d after session expiry: broker epoch %d -> %d",
+                self.broker_id,
+                self.broker_epoch,
+                epoch,
+            )
+            self.broker_epoch = epoch
+            return
+        log.error("Broker %d could not re-register; the controller will treat it as dead", self.broker_id)
+
+    def _run_tasks(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("Broker %d: background task failed", self.broker_id)
+
+    # -- shutdown ---------------------------------------------------------------------------------------
+    def controlled_shutdown(self) -> bool:
+        """Kafka's broker side: True once the controller says this broker leads nothing."""
+        cfg = self.config.kafka
+        backoff_s = cfg.controlled_shutdown_retry_backoff_ms / 1000.0
+        remaining = cfg.controlled_shutdown_max_retries
+        fresh = False
+        while remaining > 0:
+            remaining -= 1
+            request = A.ControlledShutdownRequest(self.broker_id, self.broker_epoch)
+            try:
+                response = self.link.send_to_controller_once(A.CONTROLLED_SHUTDOWN, request, fresh=fresh)
+                if response.error == Errors.NONE and not response.partitions_remaining:
+                    log.info("Controlled shutdown of broker %d succeeded", self.broker_id)
+                    return True
+                if response.error == Errors.NONE:
+                    still = response.partitions_remaining
+                    log.info(
+                        "Remaining partitions to move off broker %d: %d (e.g. %s)",
+                        self.broker_id,
+                        len(still),
+                        ", ".join(map(str, still[:5])),
+                    )
+                else:
+                    log.info(
+                        "Controlled shutdown of broker %d refused: %s %s",
+                        self.broker_id,
+                        response.error,
+                        response.message or "",
+                    )
+                    fresh = True
+            except KafkaControllerError as e:
+                log.warning("Controlled shutdown request of broker %d failed: %s", self.broker_id, e)
+                fresh = True
+            if remaining > 0:
+                log.warning(
+                    "Retrying controlled shutdown of broker %d in %.1fs (%d attempts left)",
+                    self.broker_id,
+                    backoff_s,
+                    remaining,
+                )
+                self.clock.sleep(backoff_s)
+        log.warning(
+            "Proceeding to an unclean shutdown of broker %d: every controlled-shutdown attempt failed",
+            self.broker_id,
+        )
+        return False
+
+    def shutdown(self) -> bool:
+        """Controlled shutdown (when enabled), then stop everything; returns whether it was clean."""
+        if self._stopped:
+            return True
+        clean = True
+        if self._started and self.config.kafka.controlled_shutdown_enable:
+            self.data_plane.stop_fetching()  # so that no leader adds this broker back to an ISR
+            clean = self.controlled_shutdown()
+        self._stop_all()
+        return clean
+
+    def crash(self) -> None:
+        """Stop at once, without controlled shutdown (a hard failure, for tests): the session is
+        closed, so the controller sees the broker die as it would after a SIGKILL."""
+        self._stop_all()
+
+    def _stop_all(self) -> None:
+        self._stopped = True
+        self._halted.set()
+        if self.store is not None:
+            self.store.remove_session_listener(self._on_session_event)
+        for name, undo in reversed(self._cleanup):
+            try:
+                undo()
+            except Exception:
+                log.exception("Broker %d: stopping the %s failed", self.broker_id, name)
+        self._cleanup.clear()
+        log.info("Broker %d stopped", self.broker_id)

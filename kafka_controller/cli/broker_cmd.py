@@ -1,0 +1,149 @@
+"""``kafka-controller broker``: one broker of a cluster, in the foreground (CONTRACT §2.2).
+
+It registers ``/brokers/ids/N``, runs a controller candidate, serves controller, broker and admin
+requests on its listener, and simulates its replicas' logs. Logs go to stderr; one line
+``kafka-controller broker: broker N ready on HOST:PORT (broker epoch E)`` says it is serving.
+SIGTERM or SIGINT: controlled shutdown, deregistration, exit 0. A bad ``--config`` (unknown key,
+bad value, no ``=``) or a bad ``--listener`` is refused before anything starts: one line, exit 2.
+A start-up failure (ZooKeeper unreachable, port taken): one line, exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+PROG = "kafka-controller broker"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "broker",
+        help="run one broker (controller candidate, request handling, simulated replicas)",
+        description=(
+            "Run one broker of a Kafka 2.8 ZooKeeper-mode cluster: it registers /brokers/ids/N, takes part "
+            "in controller election and serves LeaderAndIsr, UpdateMetadata, StopReplica, fetch and admin "
+            "requests on its listener. Its data plane is simulated (log-end offsets and high watermarks, no "
+            "messages). SIGTERM/SIGINT: controlled shutdown, then exit 0."
+        ),
+        epilog=(
+            "Simulation keys for --config: sim.produce.rate.per.sec (100), sim.fetch.interval.ms (200), "
+            "sim.alter.isr.retry.backoff.ms (200)."
+        ),
+    )
+    p.add_argument("--broker-id", type=int, required=True, help="this broker's id (>= 0)")
+    p.add_argument(
+        "--zookeeper", required=True, metavar="CONNECT", help="ZooKeeper connect string, chroot allowed"
+    )
+    p.add_argument(
+        "--listener",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where to listen (port 0: any free port)",
+    )
+    p.add_argument("--rack", default=None, help="broker.rack")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka broker setting or a sim.* setting; repeat once per setting",
+    )
+    p.add_argument("--audit-url", default=None, metavar="SQLALCHEMY_URL", help="audit every transition here")
+    p.add_argument(
+        "--audit-spool-dir", default=None, help="local spool of the audit writer (default: in $TMPDIR)"
+    )
+    p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+    p.add_argument("--metrics-host", default="127.0.0.1", help="host of the metrics endpoint")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.set_defaults(func=run)
+
+
+def parse_listener(text: str) -> tuple[str, int]:
+    from kafka_controller.domain.errors import InvalidArgumentError
+
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise InvalidArgumentError(f"invalid --listener {text!r}: expected HOST:PORT with a port 0-65535")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafka_controller.broker.config import BrokerConfig, parse_assignments
+    from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+
+    try:
+        config = BrokerConfig.of(args.broker_id, parse_assignments(args.config))
+        listener = parse_listener(args.listener)
+        if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+            raise InvalidArgumentError(f"invalid --metrics-port {args.metrics_port}: expected 0-65535")
+    except InvalidArgumentError as e:
+        _say(f"error: {e}")
+        return 2
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        stream=sys.stderr,
+        format=f"%(asctime)s %(levelname)s [broker {args.broker_id}] %(name)s: %(message)s",
+    )
+    logging.getLogger("kazoo").setLevel(max(logging.WARNING, logging.getLogger().level))
+
+    from kafka_controller.broker.server import BrokerServer
+
+    server = BrokerServer(
+        config,
+        args.zookeeper,
+        listener=listener,
+        rack=args.rack,
+        audit_url=args.audit_url,
+        audit_spool_dir=args.audit_spool_dir,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+    )
+    previous = _install_handlers(server.shutdown_requested)
+    try:
+        try:
+            server.startup()
+        except InvalidArgumentError as e:
+            _say(f"error: {e}")
+            return 2
+        except (KafkaControllerError, OSError) as e:
+            _say(f"error: cannot start broker {args.broker_id}: {e}")
+            return 1
+        _say(
+            f"broker {args.broker_id} ready on {server.broker_info.endpoints[0].host}:{server.port} "  # type: ignore[union-attr]
+            f"(broker epoch {server.broker_epoch})"
+        )
+        while not server.shutdown_requested.wait(0.5):
+            pass
+        _say(f"broker {args.broker_id} shutting down")
+        clean = server.shutdown()
+        _say(f"broker {args.broker_id} stopped ({'controlled' if clean else 'controlled shutdown failed'})")
+        return 0
+    finally:
+        _restore_handlers(previous)
+
+
+def _say(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+
+def _install_handlers(event: threading.Event) -> dict[int, Any]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        event.set()
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def _restore_handlers(previous: dict[int, Any]) -> None:
+    for sig, old in previous.items():
+        signal.signal(sig, old)

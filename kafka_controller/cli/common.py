@@ -1,0 +1,159 @@
+"""What every admin subcommand shares: ``--zookeeper`` and ``--json`` options, a read-mostly
+ZooKeeper connection, input files, JSON output and one-line errors.
+
+Errors are raised as ``InvalidArgumentError`` (bad input) or the adapters' own errors (ZooKeeper
+unreachable, controller not answering); ``cli.main`` prints them as one line and exits 1. The
+connection never creates paths (no chroot, no top-level znodes), so a refused command leaves
+ZooKeeper exactly as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+
+if TYPE_CHECKING:
+    from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.zk.store import ZkMetadataStore
+
+ZOOKEEPER_ENV = "KAFKA_CONTROLLER_ZOOKEEPER"
+#: Exit codes beyond 0 (success) and 1 (error, printed by ``cli.main``).
+EXIT_IN_PROGRESS = 3
+
+
+class CommandFailedError(KafkaControllerError):
+    """The command ran but did not achieve what it was asked (e.g. some partitions failed)."""
+
+
+def add_zookeeper_option(p: argparse.ArgumentParser) -> None:
+    default = os.environ.get(ZOOKEEPER_ENV)
+    p.add_argument(
+        "--zookeeper",
+        metavar="CONNECT",
+        default=default,
+        required=default is None,
+        help=f"ZooKeeper connect string, host:port[,host:port][/chroot] (default: ${ZOOKEEPER_ENV})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to wait for ZooKeeper, the controller, or the operation (default: %(default)s)",
+    )
+
+
+def add_json_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def check_timeout(args: argparse.Namespace) -> float:
+    timeout = float(args.timeout)
+    if not timeout > 0:
+        raise InvalidArgumentError(f"--timeout must be positive, got {args.timeout}")
+    return timeout
+
+
+def _quiet_kazoo() -> None:
+    """kazoo logs every failed connection attempt; a CLI reports one line instead."""
+    for name in ("kazoo", "kazoo.client", "kazoo.protocol.connection"):
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.CRITICAL)
+
+
+@contextmanager
+def open_store(args: argparse.Namespace) -> Iterator[ZkMetadataStore]:
+    """A ZooKeeper session for the command (closed on exit); it creates no paths."""
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+    from kafka_controller.zk.security import ZkClientConfig
+
+    timeout_ms = max(1000, int(check_timeout(args) * 1000))
+    config = ZkClientConfig(
+        args.zookeeper,
+        session_timeout_ms=max(6000, min(timeout_ms, 30000)),
+        connection_timeout_ms=min(timeout_ms, 15000),
+        create_paths=False,
+    )
+    _quiet_kazoo()
+    store = KazooMetadataStore(config)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def open_admin_client(args: argparse.Namespace, store: ZkMetadataStore) -> Iterator[AdminClient]:
+    """A client for the controller's admin APIs, found through ``store``."""
+    from kafka_controller.broker.admin_client import AdminClient
+
+    client = AdminClient(store, timeout_s=check_timeout(args))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def read_text_file(path: str | Path, what: str) -> str:
+    """The whole file as text; a missing or unreadable file is one line naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidArgumentError(f"{what} file {path} does not exist") from None
+    except IsADirectoryError:
+        raise InvalidArgumentError(f"{what} file {path} is a directory") from None
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"{what} file {path} is not UTF-8 text") from None
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot read {what} file {path}: {e.strerror or e}") from None
+
+
+def write_text_file_atomically(path: str | Path, text: str, what: str) -> None:
+    """Write all or nothing: a reader never sees half a file, a failure leaves no file."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise InvalidArgumentError(
+            f"cannot write {what} file {target}: directory {target.parent} does not exist"
+        )
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise InvalidArgumentError(f"cannot write {what} file {target}: {e.strerror or e}") from None
+
+
+def print_json(value: Any, *, one_line: bool = False) -> None:
+    """Indented JSON on stdout, or one line (for a stream a script reads line by line)."""
+    import orjson
+
+    option = orjson.OPT_NON_STR_KEYS | (0 if one_line else orjson.OPT_INDENT_2)
+    sys.stdout.write(orjson.dumps(value, option=option).decode() + "\n")
+    sys.stdout.flush()
+
+
+def say(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def warn(prog: str, message: str) -> None:
+    print(f"{prog}: warning: {message}", file=sys.stderr, flush=True)
+
+
+def format_table(rows: list[list[str]], header: list[str]) -> list[str]:
+    """Left-aligned columns, two spaces apart."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]
+    ]

@@ -1,0 +1,93 @@
+"""``kafka-controller elect``: Kafka's ``kafka-leader-election.sh`` over the ElectLeaders admin API.
+
+``preferred`` moves leadership back to each partition's first replica when it is live and in the
+ISR; ``unclean`` elects a live replica outside the ISR for partitions without a live leader (a
+guarded manual recovery step: it may lose committed data). Results are printed per partition with
+Kafka's error names; exit 0 when every partition was elected or needed no election, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kafka_controller.cli import common
+
+PROG = "kafka-controller elect"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "elect",
+        help="preferred or unclean leader election",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common.add_zookeeper_option(p)
+    p.add_argument(
+        "--election-type", required=True, choices=("preferred", "unclean"), help="kind of election"
+    )
+    p.add_argument("--topic", help="the topic of the one partition to elect (with --partition)")
+    p.add_argument("--partition", type=int, help="the partition to elect (with --topic)")
+    p.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
+    p.add_argument(
+        "--path-to-json-file",
+        type=Path,
+        metavar="FILE",
+        help='partitions from Kafka\'s JSON: {"partitions":[{"topic":"t","partition":0}]}',
+    )
+    common.add_json_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafka_controller.admin.election import (
+        election_targets,
+        group_election_results,
+        parse_election_json,
+        render_election,
+    )
+
+    common.check_timeout(args)
+    json_partitions = (
+        None
+        if args.path_to_json_file is None
+        else parse_election_json(common.read_text_file(args.path_to_json_file, "election JSON"))
+    )
+    targets = election_targets(
+        topic=args.topic,
+        partition=args.partition,
+        all_topic_partitions=args.all_topic_partitions,
+        json_partitions=json_partitions,
+    )
+    with common.open_store(args) as store, common.open_admin_client(args, store) as admin:
+        response = admin.elect_leaders(args.election_type, targets)
+    outcome = group_election_results(
+        {tp: (r.error, r.leader, r.message) for tp, r in response.results.items()}
+    )
+    if args.json:
+        common.print_json(
+            {
+                "election_type": args.election_type,
+                "results": [
+                    {
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "error": r.error,
+                        "leader": r.leader,
+                        "message": r.message,
+                    }
+                    for tp, r in sorted(response.results.items())
+                ],
+            }
+        )
+    else:
+        for line in render_election(outcome, args.election_type):
+            common.say(line)
+    if not outcome.ok:
+        tp, (error, _message) = next(iter(outcome.failed.items()))
+        raise common.CommandFailedError(
+            f"election failed for {len(outcome.failed)} partition(s), e.g. {tp}: {error}"
+        )
+    return 0

@@ -1,0 +1,309 @@
+"""``kafka-controller reassign``: Kafka's ``kafka-reassign-partitions.sh`` lifecycle
+(generate -> review -> execute -> verify -> cancel) over the controller's admin API.
+
+* ``--generate`` proposes a placement of ``--topics-to-move-json-file``'s topics over
+  ``--broker-list`` (Kafka's round-robin) and prints the current assignment next to it; with
+  ``--reassignment-json-file`` the proposal is also written there (a new file only).
+* ``--execute`` starts the plan with AlterPartitionReassignments (``--legacy-znode``: by creating
+  ``/admin/reassign_partitions`` instead, as pre-2.4 tools did). It refuses while other
+  reassignments run unless ``--additional``; it prints the current assignment to roll back to.
+* ``--verify`` compares the plan with the topic znodes (RS/AR/RR) and the legacy znode: exit 0 when
+  every partition is done, 3 while any is in progress, 1 when one ended elsewhere or is missing.
+* ``--cancel`` cancels the plan's partitions that are still moving (AlterPartitionReassignments
+  with no target), reverting them to their original replicas.
+
+The file is parsed and checked against the cluster (topics, partitions, registered brokers) before
+anything is sent, so a bad plan changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_controller.cli import common
+from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError, NodeExistsError
+
+if TYPE_CHECKING:
+    from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+    from kafka_controller.zk.store import ZkMetadataStore
+
+PROG = "kafka-controller reassign"
+FILE = "reassignment JSON"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "reassign",
+        help="generate, execute, verify or cancel partition reassignments",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common.add_zookeeper_option(p)
+    p.add_argument("--reassignment-json-file", metavar="FILE", type=Path, help="Kafka's reassignment JSON")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--generate", action="store_true", help="propose a reassignment")
+    mode.add_argument("--execute", action="store_true", help="start the reassignment in the file")
+    mode.add_argument("--verify", action="store_true", help="check the reassignment in the file")
+    mode.add_argument(
+        "--cancel", action="store_true", help="cancel the file's reassignments still in progress"
+    )
+    p.add_argument(
+        "--topics-to-move-json-file", metavar="FILE", type=Path, help='generate: {"topics":[{"topic":"t"}]}'
+    )
+    p.add_argument("--broker-list", metavar="IDS", help="generate: target brokers, e.g. 1,2,3")
+    p.add_argument("--additional", action="store_true", help="execute: start even if others are in progress")
+    p.add_argument(
+        "--legacy-znode",
+        action="store_true",
+        help="execute: create /admin/reassign_partitions instead of calling the admin API",
+    )
+    p.add_argument("--wait", action="store_true", help="execute: wait (up to --timeout) until it completes")
+    common.add_json_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    common.check_timeout(args)
+    if args.generate:
+        return _generate(args)
+    if args.reassignment_json_file is None:
+        raise InvalidArgumentError(
+            "--reassignment-json-file is required with --execute, --verify and --cancel"
+        )
+    for name in ("topics_to_move_json_file", "broker_list"):
+        if getattr(args, name) is not None:
+            raise InvalidArgumentError(f"--{name.replace('_', '-')} is only for --generate")
+    if not args.execute and (args.additional or args.legacy_znode or args.wait):
+        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
+    from kafka_controller.admin.reassignment import parse_reassignment_json
+
+    plan = parse_reassignment_json(common.read_text_file(args.reassignment_json_file, FILE))
+    if args.execute:
+        return _execute(args, plan)
+    if args.verify:
+        return _verify(args, plan)
+    return _cancel(args, plan)
+
+
+def _assignments(store: ZkMetadataStore, topics: Collection[str]) -> dict[TopicPartition, ReplicaAssignment]:
+    """Full assignments (RS/AR/RR) of ``topics`` in one batched read; corrupt topics are errors."""
+    out: dict[TopicPartition, ReplicaAssignment] = {}
+    for topic, read in store.get_replica_assignment_and_topic_ids(sorted(set(topics))).items():
+        if isinstance(read, MetadataStoreError):
+            raise InvalidArgumentError(f"cannot read topic {topic!r}: {read}")
+        out.update(read.assignment)
+    return out
+
+
+def _by_topic(assignments: Mapping[TopicPartition, ReplicaAssignment]) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for tp in assignments:
+        out.setdefault(tp.topic, set()).add(tp.partition)
+    return out
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from kafka_controller.admin.reassignment import (
+        encode_reassignment_json,
+        generate_reassignment,
+        parse_broker_list,
+        parse_topics_to_move_json,
+    )
+
+    if args.topics_to_move_json_file is None or args.broker_list is None:
+        raise InvalidArgumentError("--generate needs --topics-to-move-json-file and --broker-list")
+    if args.additional or args.legacy_znode or args.wait:
+        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
+    out_file: Path | None = args.reassignment_json_file
+    if out_file is not None and out_file.exists():
+        raise InvalidArgumentError(
+            f"{FILE} file {out_file} already exists; --generate writes a new file only"
+        )
+    topics = parse_topics_to_move_json(
+        common.read_text_file(args.topics_to_move_json_file, "topics-to-move JSON")
+    )
+    parse_broker_list(args.broker_list)  # syntax first, before connecting
+    with common.open_store(args) as store:
+        brokers = parse_broker_list(args.broker_list, set(store.get_sorted_broker_list()))
+        current_all = _assignments(store, topics)
+    missing = [t for t in topics if t not in _by_topic(current_all)]
+    if missing:
+        raise InvalidArgumentError(f"topics-to-move JSON: unknown topic {missing[0]!r}")
+    current, proposed = generate_reassignment(
+        {tp: ra.replicas for tp, ra in current_all.items()}, topics, brokers
+    )
+    proposed_text = encode_reassignment_json(proposed)
+    if out_file is not None:
+        common.write_text_file_atomically(out_file, proposed_text + "\n", FILE)
+    if args.json:
+        import orjson
+
+        common.print_json(
+            {
+                "current": orjson.loads(encode_reassignment_json(current)),
+                "proposed": orjson.loads(proposed_text),
+            }
+        )
+    else:
+        common.say("Current partition replica assignment")
+        common.say(encode_reassignment_json(current))
+        common.say()
+        common.say("Proposed partition reassignment configuration")
+        common.say(proposed_text)
+        if out_file is not None:
+            common.say(f"(written to {out_file})")
+    return 0
+
+
+def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
+    from kafka_controller.admin.reassignment import encode_reassignment_json, validate_reassignment
+
+    with common.open_store(args) as store:
+        current = _assignments(store, {tp.topic for tp in plan})
+        validate_reassignment(plan, _by_topic(current), set(store.get_sorted_broker_list()))
+        rollback = encode_reassignment_json({tp: current[tp].replicas for tp in plan})
+        if args.legacy_znode:
+            try:
+                store.create_partition_reassignment(plan)
+            except NodeExistsError:
+                raise InvalidArgumentError(
+                    "a reassignment is already in progress (/admin/reassign_partitions exists)"
+                ) from None
+        else:
+            with common.open_admin_client(args, store) as admin:
+                ongoing = sorted(admin.list_partition_reassignments(None).reassignments)
+                if ongoing and not args.additional:
+                    names = ", ".join(map(str, ongoing[:5])) + (" ..." if len(ongoing) > 5 else "")
+                    raise InvalidArgumentError(
+                        f"reassignments are in progress ({names}); pass --additional to start more"
+                    )
+                response = admin.alter_partition_reassignments(plan)
+            failed = {tp: r for tp, r in response.results.items() if r.error != "NONE"}
+            if failed:
+                tp, r = sorted(failed.items())[0]
+                detail = f" ({r.message})" if r.message else ""
+                raise common.CommandFailedError(
+                    f"{len(failed)} of {len(plan)} reassignments were refused, e.g. {tp}: {r.error}{detail}"
+                )
+        outcome = _wait_complete(store, plan, common.check_timeout(args)) if args.wait else None
+    started = ",".join(map(str, sorted(plan)))
+    if args.json:
+        import orjson
+
+        doc: dict[str, Any] = {
+            "started": [str(tp) for tp in sorted(plan)],
+            "via": "znode" if args.legacy_znode else "api",
+            "rollback": orjson.loads(rollback),
+        }
+        if outcome is not None:
+            doc["verification"] = [_verification_json(v) for v in outcome]
+        common.print_json(doc)
+    else:
+        common.say("Current partition replica assignment")
+        common.say()
+        common.say(rollback)
+        common.say()
+        common.say("Save this to use as the --reassignment-json-file option during rollback")
+        common.say(f"Successfully started partition reassignments for {started}")
+        for v in outcome or ():
+            common.say(v.describe())
+    if outcome is not None:
+        return _exit_code(outcome)
+    return 0
+
+
+def _wait_complete(
+    store: ZkMetadataStore, plan: Mapping[TopicPartition, Sequence[int]], timeout: float
+) -> list[Any]:
+    from kafka_controller.admin.reassignment import IN_PROGRESS
+
+    deadline = time.monotonic() + timeout
+    while True:
+        outcome = _check(store, plan)
+        if all(v.status != IN_PROGRESS for v in outcome) or time.monotonic() >= deadline:
+            return outcome
+        time.sleep(0.1)
+
+
+def _check(store: ZkMetadataStore, plan: Mapping[TopicPartition, Sequence[int]]) -> list[Any]:
+    from kafka_controller.admin.reassignment import verify_reassignment
+
+    current = _assignments(store, {tp.topic for tp in plan})
+    try:
+        legacy = store.get_partition_reassignment()
+    except MetadataStoreError:  # a corrupt legacy znode is ignored by the controller too
+        legacy = {}
+    return verify_reassignment(plan, current, set(legacy))
+
+
+def _exit_code(outcome: Sequence[Any]) -> int:
+    from kafka_controller.admin.reassignment import COMPLETE, IN_PROGRESS
+
+    bad = [v for v in outcome if v.status not in (COMPLETE, IN_PROGRESS)]
+    if bad:
+        raise common.CommandFailedError(
+            f"{len(bad)} partition(s) did not reach their target, e.g. {bad[0].describe()}"
+        )
+    if any(v.status == IN_PROGRESS for v in outcome):
+        return common.EXIT_IN_PROGRESS
+    return 0
+
+
+def _verification_json(v: Any) -> dict[str, Any]:
+    return {
+        "topic": v.topic_partition.topic,
+        "partition": v.topic_partition.partition,
+        "status": v.status,
+        "target": list(v.target),
+        "replicas": list(v.current),
+        "adding_replicas": list(v.adding),
+        "removing_replicas": list(v.removing),
+    }
+
+
+def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
+    from kafka_controller.admin.reassignment import validate_reassignment
+
+    with common.open_store(args) as store:
+        validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
+        outcome = _check(store, plan)
+    if args.json:
+        common.print_json([_verification_json(v) for v in outcome])
+    else:
+        common.say("Status of partition reassignment:")
+        for v in outcome:
+            common.say(v.describe())
+    return _exit_code(outcome)
+
+
+def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
+    from kafka_controller.admin.reassignment import validate_reassignment
+
+    with common.open_store(args) as store:
+        validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
+        with common.open_admin_client(args, store) as admin:
+            ongoing = sorted(admin.list_partition_reassignments(list(plan)).reassignments)
+            results = admin.alter_partition_reassignments(dict.fromkeys(ongoing)).results if ongoing else {}
+    failed = {tp: r for tp, r in results.items() if r.error != "NONE"}
+    cancelled = [tp for tp in ongoing if tp not in failed]
+    if args.json:
+        common.print_json(
+            {
+                "cancelled": [str(tp) for tp in cancelled],
+                "failed": {str(tp): r.error for tp, r in sorted(failed.items())},
+            }
+        )
+    elif not ongoing:
+        common.say("None of the specified partition reassignments are active.")
+    elif cancelled:
+        common.say(f"Successfully cancelled partition reassignments for: {','.join(map(str, cancelled))}")
+    if failed:
+        tp, r = sorted(failed.items())[0]
+        raise common.CommandFailedError(
+            f"could not cancel {len(failed)} reassignment(s), e.g. {tp}: {r.error}"
+        )
+    return 0

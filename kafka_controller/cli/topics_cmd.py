@@ -1,0 +1,233 @@
+"""``kafka-controller topics create|delete|list|describe``: Kafka's ``kafka-topics.sh --zookeeper``.
+
+``create`` writes what Kafka's ``AdminZkClient`` writes: ``/config/topics/<t>`` and the topic znode
+(version 3, with a new topic id) in one atomic multi, after every check has passed (name, collision,
+partitions, replication factor against the live brokers, the assignment syntax, each ``--config``).
+The controller then sees the new topic through its watch and elects leaders. ``delete`` creates
+``/admin/delete_topics/<t>``; the controller does the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from typing import Any
+
+from kafka_controller.cli import common
+from kafka_controller.domain.errors import InvalidArgumentError, NodeExistsError, NoNodeError
+
+PROG = "kafka-controller topics"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "topics",
+        help="create, delete, list and describe topics",
+        description="Create, delete, list and describe topics, writing ZooKeeper as Kafka's tools do.",
+    )
+    sub = p.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
+
+    c = sub.add_parser("create", help="create a topic", description=_CREATE_HELP)
+    common.add_zookeeper_option(c)
+    c.add_argument("--topic", required=True, help="topic name")
+    c.add_argument("--partitions", type=int, help="number of partitions")
+    c.add_argument("--replication-factor", type=int, help="replicas per partition (at most the live brokers)")
+    c.add_argument(
+        "--replica-assignment",
+        metavar="LIST",
+        help="explicit placement instead of --partitions/--replication-factor: partitions split by ',', "
+        "replicas by ':', e.g. 1:2,2:3 (partition 0 on brokers 1 and 2, partition 1 on 2 and 3)",
+    )
+    c.add_argument(
+        "--config",
+        action="append",
+        metavar="K=V",
+        help="a topic config override, repeated per key, e.g. --config min.insync.replicas=2",
+    )
+    c.add_argument("--if-not-exists", action="store_true", help="succeed without change if the topic exists")
+    common.add_json_option(c)
+    c.set_defaults(func=run_create)
+
+    d = sub.add_parser("delete", help="mark a topic for deletion")
+    common.add_zookeeper_option(d)
+    d.add_argument("--topic", required=True, help="topic name")
+    d.add_argument("--wait", action="store_true", help="wait (up to --timeout) until the topic is gone")
+    common.add_json_option(d)
+    d.set_defaults(func=run_delete)
+
+    ls = sub.add_parser("list", help="list topics")
+    common.add_zookeeper_option(ls)
+    common.add_json_option(ls)
+    ls.set_defaults(func=run_list)
+
+    ds = sub.add_parser("describe", help="partitions of one or all topics, with leader and ISR")
+    common.add_zookeeper_option(ds)
+    ds.add_argument("--topic", help="only this topic")
+    ds.add_argument(
+        "--under-replicated-partitions", action="store_true", help="only under-replicated partitions"
+    )
+    ds.add_argument(
+        "--unavailable-partitions", action="store_true", help="only partitions without a live leader"
+    )
+    ds.add_argument("--under-min-isr-partitions", action="store_true", help="only partitions below min ISR")
+    common.add_json_option(ds)
+    ds.set_defaults(func=run_describe)
+
+
+_CREATE_HELP = (
+    "Create a topic: either --partitions with --replication-factor (placed round-robin over the live "
+    "brokers, Kafka's algorithm) or --replica-assignment. Every check runs before anything is written."
+)
+
+
+def run_create(args: argparse.Namespace) -> int:
+    from kafka_controller.admin.topics import plan_topic_creation
+    from kafka_controller.domain.values import ReplicaAssignment
+    from kafka_controller.zk.codecs import new_topic_id
+
+    with common.open_store(args) as store:
+        existing = store.get_all_topics()
+        if args.if_not_exists and args.topic in existing:
+            common.say(f"Topic {args.topic} already exists.")
+            return 0
+        if store.is_topic_marked_for_deletion(args.topic):
+            raise InvalidArgumentError(f"topic {args.topic!r} is marked for deletion; wait until it is gone")
+        plan = plan_topic_creation(
+            args.topic,
+            partitions=args.partitions,
+            replication_factor=args.replication_factor,
+            replica_assignment=args.replica_assignment,
+            config_pairs=args.config,
+            live_brokers=store.get_sorted_broker_list(),
+            existing_topics=existing,
+            rng=random.Random(),
+        )
+        topic_id = new_topic_id()
+        assignment = {p: ReplicaAssignment.of(rs) for p, rs in plan.assignment.items()}
+        try:
+            store.create_topic(plan.topic, assignment, plan.config, topic_id=topic_id)
+        except NodeExistsError:
+            if args.if_not_exists:
+                common.say(f"Topic {args.topic} already exists.")
+                return 0
+            raise InvalidArgumentError(f"topic {args.topic!r} already exists") from None
+    if args.json:
+        common.print_json(
+            {
+                "topic": plan.topic,
+                "topic_id": topic_id,
+                "partitions": {str(p): list(rs) for p, rs in plan.assignment.items()},
+                "config": plan.config,
+            }
+        )
+    else:
+        common.say(f"Created topic {plan.topic}.")
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    timeout = common.check_timeout(args)
+    with common.open_store(args) as store:
+        try:
+            store.create_delete_topic_path(args.topic)
+        except NoNodeError:
+            raise InvalidArgumentError(f"topic {args.topic!r} does not exist") from None
+        except NodeExistsError:
+            raise InvalidArgumentError(f"topic {args.topic!r} is already marked for deletion") from None
+        gone = False
+        if args.wait:
+            deadline = time.monotonic() + timeout
+            while not (gone := not store.topic_exists(args.topic)):
+                if time.monotonic() >= deadline:
+                    raise common.CommandFailedError(
+                        f"topic {args.topic!r} is marked for deletion but still exists after {timeout:g}s"
+                        f"{_deletion_hint(store, args.topic)}"
+                    )
+                time.sleep(0.1)
+    if args.json:
+        common.print_json({"topic": args.topic, "marked_for_deletion": True, "deleted": gone})
+    else:
+        common.say(f"Topic {args.topic} is marked for deletion.")
+        if gone:
+            common.say(f"Topic {args.topic} is deleted.")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with common.open_store(args) as store:
+        topics = sorted(store.get_all_topics())
+        marked = set(store.get_topic_deletions())
+    if args.json:
+        common.print_json([{"name": t, "marked_for_deletion": t in marked} for t in topics])
+    else:
+        for t in topics:
+            common.say(f"{t} - marked for deletion" if t in marked else t)
+    return 0
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    from kafka_controller.admin.describe import read_cluster_view
+
+    with common.open_store(args) as store:
+        if args.topic is not None and not store.topic_exists(args.topic):
+            raise InvalidArgumentError(f"topic {args.topic!r} does not exist")
+        view = read_cluster_view(store, None if args.topic is None else [args.topic])
+    wanted = [
+        p
+        for p in view.partitions
+        if (not args.under_replicated_partitions or p.under_replicated)
+        and (not args.unavailable_partitions or p.offline)
+        and (not args.under_min_isr_partitions or p.under_min_isr)
+    ]
+    filtered = (
+        args.under_replicated_partitions or args.unavailable_partitions or args.under_min_isr_partitions
+    )
+    if args.json:
+        doc = view.to_json()
+        common.print_json(
+            {
+                "topics": doc["topics"],
+                "partitions": [
+                    d for d, p in zip(doc["partitions"], view.partitions, strict=True) if p in wanted
+                ],
+            }
+        )
+        return 0
+    for t in view.topics:
+        if not filtered:
+            configs = ",".join(f"{k}={v}" for k, v in sorted(t.config.items()))
+            tid = t.topic_id or "none"
+            mark = "\tMarkedForDeletion: true" if t.marked_for_deletion else ""
+            common.say(
+                f"Topic: {t.name}\tTopicId: {tid}\tPartitionCount: {t.partitions}\t"
+                f"ReplicationFactor: {t.replication_factor}\tConfigs: {configs}{mark}"
+            )
+        for p in wanted:
+            if p.topic != t.name:
+                continue
+            extra = ""
+            if p.adding_replicas:
+                extra += f"\tAdding Replicas: {_ids(p.adding_replicas)}"
+            if p.removing_replicas:
+                extra += f"\tRemoving Replicas: {_ids(p.removing_replicas)}"
+            leader = "none" if p.leader < 0 else str(p.leader)
+            common.say(
+                f"\tTopic: {p.topic}\tPartition: {p.partition}\tLeader: {leader}\t"
+                f"Replicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}{extra}"
+            )
+    return 0
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    return ",".join(map(str, ids))
+
+
+def _deletion_hint(store: Any, topic: str) -> str:
+    """Kafka deletes a topic only once every replica's broker is up: say which are not."""
+    read = store.get_replica_assignment_and_topic_ids([topic]).get(topic)
+    if read is None or isinstance(read, Exception):
+        return ""
+    live = set(store.get_sorted_broker_list())
+    down = sorted({r for ra in read.assignment.values() for r in ra.replicas} - live)
+    return f" (it waits for its replicas on brokers {down}, which are down)" if down else ""

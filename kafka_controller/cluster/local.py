@@ -1,0 +1,347 @@
+"""``LocalCluster``: an embedded ZooKeeper plus N ``kafka-controller broker`` processes on this host.
+
+Used by ``cluster up``, the demo, the integration tests and the benchmarks. Brokers are real
+processes so that failures are real: SIGKILL lets the ZooKeeper session lapse, SIGTERM runs the
+broker's controlled shutdown, SIGSTOP freezes a controller past its session timeout. Every wait
+polls ZooKeeper (or a broker's Metadata API) against a deadline and fails with a message naming
+what was not reached and the broker's log tail.
+
+Defaults differ from Kafka's in two places, both to keep failure drills short on a laptop:
+``zookeeper.session.timeout.ms=6000`` (a killed broker is noticed in ~6 s, not 18 s) and
+``controlled.shutdown.retry.backoff.ms=1000``. ``broker_config`` overrides them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_controller.cluster.process import BrokerProcess, broker_command, wait_all_exited
+from kafka_controller.cluster.waits import ClusterError, ClusterWaits
+from kafka_controller.cluster.watch import LeadershipWatch, ShutdownReport, partitions_of
+from kafka_controller.domain.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.zk.embedded import EmbeddedZooKeeper
+    from kafka_controller.zk.store import ZkMetadataStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BROKER_CONFIG: dict[str, str] = {
+    "zookeeper.session.timeout.ms": "6000",
+    "controlled.shutdown.retry.backoff.ms": "1000",
+}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class LocalCluster(ClusterWaits):
+    """ZooKeeper (embedded, or ``zookeeper=`` an existing connect string) and brokers
+    ``first_broker_id .. first_broker_id + brokers - 1``. Use as a context manager, or
+    ``start()`` then ``close()``."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        *,
+        first_broker_id: int = 1,
+        zk_port: int = 0,
+        zookeeper: str | None = None,
+        chroot: str = "",
+        data_dir: str | Path | None = None,
+        audit_url: str | None = None,
+        broker_config: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+        python: str | None = None,
+        log_level: str = "INFO",
+    ) -> None:
+        if not 1 <= brokers <= 64:
+            raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
+        if first_broker_id < 0:
+            raise InvalidArgumentError(f"first broker id must be >= 0, got {first_broker_id}")
+        if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
+            raise InvalidArgumentError(f"chroot {chroot!r} must start with '/' and not end with '/'")
+        self.broker_ids: tuple[int, ...] = tuple(range(first_broker_id, first_broker_id + brokers))
+        self.zk_port = zk_port
+        self.external_zookeeper = zookeeper
+        self.chroot = chroot
+        self.audit_url = audit_url
+        self.broker_config = {**DEFAULT_BROKER_CONFIG, **dict(broker_config or {})}
+        self.host = host
+        self.python = python
+        self.log_level = log_level
+        self._owns_dir = data_dir is None
+        self.data_dir = (
+            Path(data_dir).absolute()
+            if data_dir is not None
+            else Path(tempfile.mkdtemp(prefix="kc-cluster-"))
+        )
+        self.zk: EmbeddedZooKeeper | None = None
+        self.processes: dict[int, BrokerProcess] = {}
+        self.ports: dict[int, int] = {}
+        self._store: ZkMetadataStore | None = None
+        self._admin: AdminClient | None = None
+        self._closed = False
+
+    # -- addresses -----------------------------------------------------------------------------------
+    @property
+    def zookeeper_connect(self) -> str:
+        """The server's host:port (no chroot)."""
+        if self.external_zookeeper is not None:
+            return self.external_zookeeper
+        if self.zk is None:
+            raise ClusterError("the cluster is not started")
+        return self.zk.connect_string
+
+    @property
+    def connect_string(self) -> str:
+        """What brokers and admin commands use: host:port plus the chroot."""
+        return self.zookeeper_connect + self.chroot
+
+    def listener(self, broker_id: int) -> str:
+        return f"{self.host}:{self.ports[self._known(broker_id)]}"
+
+    @property
+    def store(self) -> ZkMetadataStore:
+        if self._store is None:
+            raise ClusterError("the cluster is not started")
+        return self._store
+
+    def admin(self) -> AdminClient:
+        """An admin client that finds the controller through ZooKeeper (shared, closed with the cluster)."""
+        if self._admin is None:
+            from kafka_controller.broker.admin_client import AdminClient
+
+            self._admin = AdminClient(self.store, timeout_s=30.0)
+        return self._admin
+
+    def running_broker_ids(self) -> list[int]:
+        return [b for b in self.broker_ids if b in self.processes and self.processes[b].is_running()]
+
+    def _known(self, broker_id: int) -> int:
+        if broker_id not in self.broker_ids:
+            raise InvalidArgumentError(
+                f"broker {broker_id} is not part of this cluster {list(self.broker_ids)}"
+            )
+        return broker_id
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def start(self, timeout: float = 90.0) -> LocalCluster:
+        """ZooKeeper, then every broker at once; returns when all are registered, a controller is
+        elected and every broker's metadata lists every broker."""
+        deadline = time.monotonic() + timeout
+        try:
+            if self.external_zookeeper is None and self.zk is None:
+                from kafka_controller.zk.embedded import EmbeddedZooKeeper
+
+                self.zk = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper")
+                self.zk.start(timeout=max(1.0, deadline - time.monotonic()))
+            self._open_store()
+            if self.audit_url:
+                from kafka_controller.audit.migrate import upgrade_database
+
+                upgrade_database(self.audit_url)  # once here, not raced by every broker's writer
+            self._start_brokers(self.broker_ids, deadline)
+            self.wait_for_controller(timeout=self._left(deadline))
+            self.wait_metadata(timeout=self._left(deadline))
+        except BaseException:
+            self.close(graceful=False)
+            raise
+        return self
+
+    def _open_store(self) -> None:
+        if self._store is not None:
+            return
+        from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+        from kafka_controller.zk.security import ZkClientConfig
+
+        logging.getLogger("kazoo").setLevel(logging.WARNING)
+        self._store = KazooMetadataStore(
+            ZkClientConfig(self.connect_string, session_timeout_ms=30_000, connection_timeout_ms=30_000)
+        )
+
+    def _start_brokers(self, broker_ids: Sequence[int], deadline: float) -> dict[int, int]:
+        """Spawn, then wait for the registrations. A broker whose port was taken meanwhile (other
+        programs pick free ports too) is started again on a new port, up to three times."""
+        pending = list(broker_ids)
+        epochs: dict[int, int] = {}
+        for attempt in range(3):
+            for b in pending:
+                self._spawn(b)
+            try:
+                epochs.update(self.wait_registered(pending, timeout=self._left(deadline)))
+                return epochs
+            except ClusterError:
+                lost = [b for b in pending if self._port_was_taken(b)]
+                if not lost or attempt == 2:
+                    raise
+                registered = self.registered()
+                epochs.update({b: registered[b] for b in pending if b in registered})
+                for b in lost:
+                    self.ports.pop(b, None)
+                pending = lost
+        return epochs
+
+    def _port_was_taken(self, broker_id: int) -> bool:
+        proc = self.processes.get(broker_id)
+        return proc is not None and not proc.is_running() and "cannot listen on" in proc.log_tail(5)
+
+    def _spawn(self, broker_id: int) -> BrokerProcess:
+        port = self.ports.get(broker_id, 0)
+        taken = set(self.ports.values())
+        while not port or (port in taken and self.ports.get(broker_id) != port):
+            port = free_port(self.host)
+        self.ports[broker_id] = port
+        command = broker_command(
+            broker_id,
+            self.connect_string,
+            self.host,
+            port,
+            self.broker_config,
+            audit_url=self.audit_url,
+            audit_spool_dir=self.data_dir / "spool" / f"broker-{broker_id}",
+            python=self.python,
+            log_level=self.log_level,
+        )
+        proc = self.processes.get(broker_id)
+        if proc is None or proc.command != command:
+            proc = BrokerProcess(broker_id, command, self.data_dir / "logs" / f"broker-{broker_id}.log")
+            self.processes[broker_id] = proc
+        proc.start()
+        return proc
+
+    def start_broker(self, broker_id: int, timeout: float = 60.0) -> int:
+        """Start (or restart after a stop or kill) one broker; returns its new broker epoch.
+
+        A registration left by a killed incarnation must lapse first (ZooKeeper refuses a second
+        ephemeral), so this waits for it to go before starting."""
+        self._known(broker_id)
+        deadline = time.monotonic() + timeout
+        proc = self.processes.get(broker_id)
+        if proc is not None and proc.is_running():
+            raise ClusterError(f"broker {broker_id} is already running (pid {proc.pid})")
+        self.wait_deregistered(broker_id, timeout=self._left(deadline))
+        return self._start_brokers([broker_id], deadline)[broker_id]
+
+    def stop_broker(self, broker_id: int, timeout: float = 60.0) -> int | None:
+        """SIGTERM (controlled shutdown) and wait for exit and deregistration; the exit code."""
+        proc = self.processes.get(self._known(broker_id))
+        if proc is None or not proc.is_running():
+            return None if proc is None else proc.returncode
+        deadline = time.monotonic() + timeout
+        code = proc.stop(timeout)
+        if code is None:
+            raise ClusterError(
+                f"broker {broker_id} did not exit within {timeout:g}s of SIGTERM and was killed"
+            )
+        self.wait_deregistered(broker_id, timeout=self._left(deadline))
+        return code
+
+    def controlled_shutdown(self, broker_id: int, timeout: float = 60.0) -> ShutdownReport:
+        """SIGTERM, watching the broker's leadership until it deregisters; what it led before and
+        at exit (the last look while still registered), how long it took, its exit code."""
+        proc = self.processes.get(self._known(broker_id))
+        if proc is None or not proc.is_running():
+            raise ClusterError(f"broker {broker_id} is not running")
+        deadline = time.monotonic() + timeout
+        watch = LeadershipWatch(self.store, broker_id, partitions_of(self.store, broker_id))
+        led_before = watch.led
+        started = time.monotonic()
+        proc.terminate()
+        led_at_exit = watch.wait_deregistered(deadline)
+        seconds = time.monotonic() - started
+        code = proc.wait(self._left(deadline))
+        if code is None:
+            proc.kill()
+            raise ClusterError(f"broker {broker_id} deregistered but did not exit in time; it was killed")
+        return ShutdownReport(broker_id, tuple(led_before), tuple(led_at_exit), seconds, code)
+
+    def kill_broker(self, broker_id: int, *, wait_deregistered: bool = False, timeout: float = 60.0) -> None:
+        """SIGKILL: a hard failure. With ``wait_deregistered``, return once its session has lapsed."""
+        proc = self.processes.get(self._known(broker_id))
+        if proc is not None:
+            proc.kill()
+        if wait_deregistered:
+            self.wait_deregistered(broker_id, timeout=timeout)
+
+    def restart_broker(self, broker_id: int, timeout: float = 90.0) -> int:
+        """A bounce: controlled shutdown, then start again; returns the new broker epoch."""
+        deadline = time.monotonic() + timeout
+        self.stop_broker(broker_id, timeout=self._left(deadline))
+        return self.start_broker(broker_id, timeout=self._left(deadline))
+
+    def pause_broker(self, broker_id: int) -> None:
+        """SIGSTOP: the process and its ZooKeeper client freeze."""
+        proc = self.processes.get(self._known(broker_id))
+        if proc is None or not proc.is_running():
+            raise ClusterError(f"broker {broker_id} is not running")
+        proc.pause()
+
+    def resume_broker(self, broker_id: int) -> None:
+        proc = self.processes.get(self._known(broker_id))
+        if proc is not None:
+            proc.resume()
+
+    def close(self, *, graceful: bool = True, timeout: float = 60.0) -> None:
+        """Stop the brokers (controlled shutdown one at a time, the controller last; or SIGKILL
+        when not ``graceful``), then ZooKeeper; remove the data dir if it is a temporary one."""
+        if self._closed:
+            return
+        self._closed = True
+        deadline = time.monotonic() + timeout
+        procs = [p for p in self.processes.values() if p.is_running()]
+        try:
+            if graceful and procs:
+                controller = self._controller_or_none()
+                order = sorted(procs, key=lambda p: p.broker_id == controller)
+                for p in order:
+                    per_broker = max(1.0, self._left(deadline) / max(1, len(order)))
+                    p.stop(per_broker)
+        finally:
+            for p in self.processes.values():
+                p.kill()
+            wait_all_exited(list(self.processes.values()), time.monotonic() + 5.0)
+            if self._admin is not None:
+                self._admin.close()
+            if self._store is not None:
+                with contextlib.suppress(Exception):
+                    self._store.close()
+            if self.zk is not None:
+                self.zk.close()
+            if self._owns_dir:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(graceful=False)
+
+    def info(self) -> dict[str, Any]:
+        """Addresses, pids and log files, for printing."""
+        return {
+            "zookeeper": self.connect_string,
+            "data_dir": str(self.data_dir),
+            "audit_url": self.audit_url,
+            "brokers": [
+                {
+                    "id": b,
+                    "listener": self.listener(b) if b in self.ports else None,
+                    "pid": p.pid if (p := self.processes.get(b)) is not None and p.is_running() else None,
+                    "log": str(self.data_dir / "logs" / f"broker-{b}.log"),
+                }
+                for b in self.broker_ids
+            ],
+        }

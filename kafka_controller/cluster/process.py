@@ -1,0 +1,224 @@
+"""One ``kafka-controller broker`` child process: start, SIGTERM, SIGKILL, SIGSTOP/SIGCONT, reap.
+
+The child runs in its own session (a terminal's Ctrl-C goes to the owner, which then stops the
+brokers in order), appends its stderr to a log file that survives restarts, and, on Linux when
+started from the main thread, is killed if its owner dies (``PR_SET_PDEATHSIG``). An ``atexit``
+hook kills whatever is still running, so a crashed test or demo leaves no broker behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+#: Processes started and not yet reaped; ``_kill_all`` ends them at interpreter exit.
+_live: set[BrokerProcess] = set()
+_live_lock = threading.Lock()
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie counts as dead (containers may not reap orphans)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def _die_with_parent() -> None:
+    assert _libc is not None
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def broker_command(
+    broker_id: int,
+    zookeeper: str,
+    host: str,
+    port: int,
+    config: Mapping[str, str],
+    *,
+    audit_url: str | None = None,
+    audit_spool_dir: Path | None = None,
+    python: str | None = None,
+    log_level: str = "INFO",
+) -> list[str]:
+    """The command line of one broker (``python -m kafka_controller.cli.main broker ...``)."""
+    argv = [
+        python or sys.executable,
+        "-m",
+        "kafka_controller.cli.main",
+        "broker",
+        "--broker-id",
+        str(broker_id),
+        "--zookeeper",
+        zookeeper,
+        "--listener",
+        f"{host}:{port}",
+        "--log-level",
+        log_level,
+    ]
+    for key, value in config.items():
+        argv += ["--config", f"{key}={value}"]
+    if audit_url:
+        argv += ["--audit-url", audit_url]
+        if audit_spool_dir is not None:
+            argv += ["--audit-spool-dir", str(audit_spool_dir)]
+    return argv
+
+
+class BrokerProcess:
+    """A broker child process; ``start`` may be called again after it stopped (a bounce)."""
+
+    def __init__(
+        self, broker_id: int, command: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None
+    ):
+        self.broker_id = broker_id
+        self.command = list(command)
+        self.log_path = log_path
+        self._env = dict(env) if env is not None else None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self.paused = False
+        self.starts = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        if self.is_running():
+            return
+        self._close_log()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed when the process is reaped
+        can_pdeathsig = _libc is not None and threading.current_thread() is threading.main_thread()
+        self._proc = subprocess.Popen(
+            self.command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self._env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if can_pdeathsig else None,
+        )
+        self.paused = False
+        self.starts += 1
+        with _live_lock:
+            _live.add(self)
+
+    def signal(self, sig: int) -> None:
+        if self.is_running():
+            assert self._proc is not None
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.send_signal(sig)
+
+    def terminate(self) -> None:
+        """SIGTERM: the broker's controlled shutdown (a paused broker is resumed first)."""
+        self.resume()
+        self.signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL and reap: a hard failure."""
+        self.signal(signal.SIGKILL)
+        self.paused = False
+        if self._proc is not None:
+            self._proc.wait()
+        self._reaped()
+
+    def pause(self) -> None:
+        """SIGSTOP: the process freezes (its ZooKeeper session lapses after the session timeout)."""
+        self.signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        if self.paused:
+            self.signal(signal.SIGCONT)
+            self.paused = False
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` for exit; the exit code, or None if still running."""
+        if self._proc is None:
+            return None
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reaped()
+        return code
+
+    def stop(self, timeout: float) -> int | None:
+        """SIGTERM, wait up to ``timeout``, then SIGKILL; the exit code (None if killed)."""
+        if not self.is_running():
+            self._reaped()
+            return self.returncode
+        self.terminate()
+        code = self.wait(timeout)
+        if code is None:
+            self.kill()
+        return code
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+    def last_log_line(self) -> str:
+        """The log's last non-empty line, for one-line error messages."""
+        lines = [line for line in self.log_tail(5).splitlines() if line.strip()]
+        return lines[-1].strip() if lines else "(empty log)"
+
+    def _reaped(self) -> None:
+        self._close_log()
+        with _live_lock:
+            _live.discard(self)
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def wait_all_exited(processes: Sequence[BrokerProcess], deadline: float) -> list[BrokerProcess]:
+    """Wait for every process until ``deadline``; returns those still running."""
+    pending = [p for p in processes if p.is_running()]
+    while pending and time.monotonic() < deadline:
+        pending = [p for p in pending if p.wait(0.05) is None]
+    return pending
+
+
+@atexit.register
+def _kill_all() -> None:
+    with _live_lock:
+        procs = list(_live)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.kill()

@@ -1,0 +1,195 @@
+"""Reads and readiness waits of a ``LocalCluster`` (a mixin, apart so that each file stays small).
+
+Every wait polls ZooKeeper (or a broker's Metadata API) against a deadline. ZooKeeper and
+transport errors count as "not yet"; a broker process that died ends the wait at once. A timeout
+raises ``ClusterError`` naming what was not reached and, when a broker crashed, its log tail.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from kafka_controller.cluster.process import BrokerProcess
+from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
+from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+
+if TYPE_CHECKING:
+    from kafka_controller.admin.describe import ClusterView
+    from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.zk.store import ZkMetadataStore
+
+T = TypeVar("T")
+POLL_S = 0.05
+
+
+class ClusterError(KafkaControllerError):
+    """A cluster operation did not reach its goal in time; the message says what and where to look."""
+
+
+class ClusterWaits:
+    """Needs ``store``, ``processes``, ``admin()``, ``running_broker_ids()`` and ``_known()``."""
+
+    processes: dict[int, BrokerProcess]
+    _store: ZkMetadataStore | None
+
+    @property
+    def store(self) -> ZkMetadataStore:
+        raise NotImplementedError
+
+    def admin(self) -> AdminClient:
+        raise NotImplementedError
+
+    def running_broker_ids(self) -> list[int]:
+        raise NotImplementedError
+
+    def _known(self, broker_id: int) -> int:
+        raise NotImplementedError
+
+    # -- reads -----------------------------------------------------------------------------------------
+    def controller(self) -> tuple[int | None, int | None]:
+        """``(controller id or None, controller epoch or None)`` from ZooKeeper."""
+        cid = self.store.get_controller_id()
+        epoch = self.store.get_controller_epoch()
+        return cid, None if epoch is None else epoch[0]
+
+    def _controller_or_none(self) -> int | None:
+        try:
+            return self.controller()[0] if self._store is not None else None
+        except KafkaControllerError:
+            return None
+
+    def registered(self) -> dict[int, int]:
+        """Registered broker id -> broker epoch (czxid), one batched read."""
+        return {b.id: epoch for b, epoch in self.store.get_all_brokers_and_epochs().items()}
+
+    def partition_state(self, topic: str, partition: int) -> LeaderIsrAndControllerEpoch | None:
+        tp = TopicPartition(topic, partition)
+        read = self.store.get_partition_states([tp])[tp]
+        return read if isinstance(read, LeaderIsrAndControllerEpoch) else None
+
+    def describe(self, topics: Iterable[str] | None = None) -> ClusterView:
+        from kafka_controller.admin.describe import read_cluster_view
+
+        return read_cluster_view(self.store, None if topics is None else list(topics))
+
+    def create_topic(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        config: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create a topic as ``topics create`` does (config + version-3 znode with a new id)."""
+        from kafka_controller.zk.codecs import new_topic_id
+
+        topic_id = new_topic_id()
+        self.store.create_topic(
+            topic, {p: ReplicaAssignment.of(rs) for p, rs in assignment.items()}, config, topic_id=topic_id
+        )
+        return topic_id
+
+    # -- waits -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _left(deadline: float) -> float:
+        return max(0.0, deadline - time.monotonic())
+
+    def wait_until(
+        self, probe: Callable[[], T | None], timeout: float, what: str, *, interval: float = POLL_S
+    ) -> T:
+        """Poll ``probe`` until it returns something truthy (returned), or raise ``ClusterError``.
+        ZooKeeper and transport errors count as "not yet"; a ``ClusterError`` from the probe (a
+        broker died) ends the wait at once."""
+        deadline = time.monotonic() + timeout
+        last_error = ""
+        while True:
+            try:
+                value = probe()
+                if value:
+                    return value
+            except ClusterError:
+                raise
+            except (MetadataStoreError, KafkaControllerError) as e:
+                last_error = f" (last error: {e})"
+            if time.monotonic() >= deadline:
+                raise ClusterError(
+                    f"timed out after {timeout:g}s waiting for {what}{last_error}{self._crash_note()}"
+                )
+            time.sleep(interval)
+
+    def _crash_note(self) -> str:
+        dead = [
+            p for p in self.processes.values() if p.returncode not in (None, 0, -9) and not p.is_running()
+        ]
+        if not dead:
+            return ""
+        p = dead[0]
+        return f"; broker {p.broker_id} exited with {p.returncode} ({p.last_log_line()}; see {p.log_path})"
+
+    def wait_registered(self, broker_ids: Iterable[int], timeout: float = 60.0) -> dict[int, int]:
+        """Until every broker is registered; returns their broker epochs."""
+        wanted = [self._known(b) for b in broker_ids]
+
+        def probe() -> dict[int, int] | None:
+            self._fail_if_exited(wanted)
+            reg = self.registered()
+            return {b: reg[b] for b in wanted} if all(b in reg for b in wanted) else None
+
+        return self.wait_until(probe, timeout, f"brokers {wanted} to register")
+
+    def _fail_if_exited(self, broker_ids: Iterable[int]) -> None:
+        for b in broker_ids:
+            p = self.processes.get(b)
+            if p is not None and not p.is_running() and p.returncode is not None:
+                raise ClusterError(
+                    f"broker {b} exited with code {p.returncode} while starting; "
+                    f"{p.last_log_line()} (see {p.log_path})"
+                )
+
+    def wait_deregistered(self, broker_id: int, timeout: float = 60.0) -> None:
+        self.wait_until(
+            lambda: broker_id not in self.registered(), timeout, f"broker {broker_id}'s registration to go"
+        )
+
+    def wait_for_controller(
+        self, timeout: float = 60.0, *, exclude: Iterable[int] = (), min_epoch: int = 1
+    ) -> tuple[int, int]:
+        """Until a controller other than ``exclude`` holds an epoch >= ``min_epoch``."""
+        excluded = set(exclude)
+
+        def probe() -> tuple[int, int] | None:
+            cid, epoch = self.controller()
+            if cid is None or epoch is None or cid in excluded or epoch < min_epoch:
+                return None
+            return cid, epoch
+
+        return self.wait_until(probe, timeout, f"a controller (not {sorted(excluded)}, epoch >= {min_epoch})")
+
+    def wait_metadata(self, broker_ids: Iterable[int] | None = None, timeout: float = 60.0) -> None:
+        """Until each running broker's metadata cache names the controller and every running broker."""
+        targets = list(self.running_broker_ids() if broker_ids is None else broker_ids)
+
+        def probe() -> bool:
+            running = set(self.running_broker_ids())
+            cid = self.controller()[0]
+            admin = self.admin()
+            for b in targets:
+                md = admin.metadata(b)
+                if md.controller_id != cid or {x.id for x in md.brokers} != running:
+                    return False
+            return True
+
+        self.wait_until(probe, timeout, f"brokers {targets} to learn the controller and live brokers")
+
+    def wait_topic_healthy(self, topic: str, timeout: float = 60.0) -> ClusterView:
+        """Until every partition of ``topic`` has a live leader and a full ISR."""
+
+        def probe() -> ClusterView | None:
+            view = self.describe([topic])
+            parts = view.partitions
+            ok = parts and all(not p.offline and not p.under_replicated for p in parts)
+            return view if ok else None
+
+        return self.wait_until(
+            probe, timeout, f"every partition of {topic!r} to have a live leader and full ISR"
+        )

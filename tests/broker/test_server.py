@@ -1,0 +1,117 @@
+"""``BrokerServer`` features on one broker: audit, metrics, and session expiry on a real ZooKeeper."""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafka_controller.broker.config import BrokerConfig
+from kafka_controller.broker.server import LEADER_COUNT, BrokerServer
+from kafka_controller.controller.metrics import prometheus_name
+from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+from kafka_controller.ports import MetadataStore
+from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from tests.broker.helpers import wait_until
+
+TPS = [TopicPartition("audited", p) for p in range(4)]
+SETTINGS = {"auto.leader.rebalance.enable": "false", "controlled.shutdown.retry.backoff.ms": "100"}
+
+
+def led(store: MetadataStore, broker_id: int) -> int:
+    states = store.get_partition_states(TPS).values()
+    return sum(
+        1
+        for s in states
+        if s is not None and not isinstance(s, Exception) and s.leader_and_isr.leader == broker_id
+    )
+
+
+@pytest.fixture
+def tree() -> Iterator[InMemoryZooKeeper]:
+    yield InMemoryZooKeeper()
+
+
+def test_audit_url_records_the_controllers_transitions(tree: InMemoryZooKeeper, tmp_path: Path) -> None:
+    db = tmp_path / "audit.db"
+
+    def count(table: str) -> int:
+        try:
+            with sqlite3.connect(db) as conn:
+                return int(conn.execute(f"select count(*) from {table}").fetchone()[0])
+        except sqlite3.OperationalError:  # the writer has not created the schema yet
+            return 0
+
+    admin = InMemoryMetadataStore(tree)
+    server = BrokerServer(
+        BrokerConfig.of(1, SETTINGS),
+        InMemoryMetadataStore(tree),
+        audit_url=f"sqlite:///{db}",
+        audit_spool_dir=tmp_path / "spool",
+    ).startup()
+    try:
+        wait_until(lambda: admin.get_controller_id() == 1, "broker 1 to become controller")
+        admin.create_topic("audited", {p: ReplicaAssignment.of([1]) for p in range(4)})
+        wait_until(lambda: led(admin, 1) == 4, "the topic's partitions led by broker 1")
+        # Every partition: NonExistent -> New -> Online (the rows follow the ZooKeeper writes).
+        wait_until(lambda: count("partition_transitions") >= 8, "8 partition transitions in the audit store")
+        assert count("controller_events") >= 1  # at least the election
+    finally:
+        assert server.shutdown() is True
+
+
+def test_metrics_endpoint_serves_broker_and_controller_gauges(tree: InMemoryZooKeeper) -> None:
+    admin = InMemoryMetadataStore(tree)
+    server = BrokerServer(BrokerConfig.of(1, SETTINGS), InMemoryMetadataStore(tree), metrics_port=0).startup()
+    try:
+        wait_until(lambda: admin.get_controller_id() == 1, "broker 1 to become controller")
+        admin.create_topic("audited", {p: ReplicaAssignment.of([1]) for p in range(4)})
+        wait_until(lambda: led(admin, 1) == 4, "the topic's partitions led by broker 1")
+        url = f"http://127.0.0.1:{server.metrics_server.port}/metrics"
+
+        def scrape() -> str:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return str(response.read().decode())
+
+        wait_until(lambda: f"{prometheus_name(LEADER_COUNT)} 4" in scrape(), "LeaderCount 4 in the scrape")
+        assert "kafka_controller_kafkacontroller_activecontrollercount 1" in scrape()
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.zk
+def test_session_expiry_on_real_zookeeper_gives_a_new_broker_epoch(
+    zk_connect: str, zk_server: object
+) -> None:
+    from kafka_controller.testing.zk_harness import expire_session
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+
+    admin = KazooMetadataStore(zk_connect)
+    server = BrokerServer(
+        BrokerConfig.of(1, {**SETTINGS, "zookeeper.session.timeout.ms": "4000"}), zk_connect
+    ).startup()
+    try:
+        wait_until(lambda: admin.get_controller_id() == 1, "broker 1 to become controller")
+        admin.create_topic("audited", {p: ReplicaAssignment.of([1]) for p in range(4)})
+        wait_until(lambda: led(admin, 1) == 4, "the topic's partitions led by broker 1")
+        old_epoch = server.broker_epoch
+        assert isinstance(server.store, KazooMetadataStore)
+        expire_session(server.store.backend.client, zk_server, wait_reconnected=True)  # type: ignore[arg-type]
+        wait_until(lambda: server.broker_epoch > old_epoch, "re-registration with a new broker epoch", 30)
+        epochs = {b.id: e for b, e in admin.get_all_brokers_and_epochs().items()}
+        assert epochs == {1: server.broker_epoch}
+        wait_until(lambda: admin.get_controller_id() == 1, "broker 1 controller again", 30)
+        # The new controller's requests carry the new broker epoch, and the broker accepts them.
+        admin.create_topic("after", {0: ReplicaAssignment.of([1])})
+        wait_until(
+            lambda: server.replica_manager.get(TopicPartition("after", 0)) is not None,
+            "a LeaderAndIsr accepted after the bounce",
+            30,
+        )
+    finally:
+        server.shutdown()
+        admin.close()
