@@ -370,6 +370,13 @@ class MetadataStore(PartitionStateStore, Protocol):
         """Sequential ``/config/changes/config_change_<seq>``; returns its path. Not fenced."""
         ...
 
+    def get_config_change_entity_paths(
+        self, notifications: Sequence[str]
+    ) -> list[str | MetadataStoreError | None]:
+        """Entity paths (``topics/<t>``) of the named ``/config/changes`` children, one batched read:
+        None when already purged, a ``ZNodeDecodeError`` when corrupt. Best effort, not fenced."""
+        ...
+
     def delete_topic_configs(
         self, topics: Collection[str], expected_controller_epoch_zk_version: int
     ) -> None:

@@ -31,6 +31,7 @@ from kafka_controller.broker import apis as A
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig
+from kafka_controller.broker.config_changes import TopicConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
@@ -215,6 +216,13 @@ class BrokerServer:
         self.controller.startup()
         self._cleanup.append(("controller", self.controller.shutdown))
         self.handler.controller = self.controller
+
+        controller = self.controller
+        self.config_changes = TopicConfigChangeListener(
+            store, self._tasks.put, controller.enable_topic_unclean_leader_election
+        )
+        self.config_changes.start()
+        self._cleanup.append(("config change listener", self.config_changes.stop))
 
         if self.metrics_port is not None:
             self.metrics_server = serve_metrics(self.metrics, self.metrics_host, self.metrics_port)

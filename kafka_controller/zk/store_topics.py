@@ -10,6 +10,7 @@ from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
 from kafka_controller.ports import TopicIdReplicaAssignment, WatchHandler
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.admin_codecs import (
+    decode_config_change_notification,
     decode_entity_config,
     encode_config_change_notification,
     encode_entity_config,
@@ -185,6 +186,16 @@ class TopicZNodes(StoreCore):
         return self._backend.create(
             f"{P.CONFIG_CHANGES_PATH}/{P.CONFIG_CHANGE_PREFIX}", data, PERSISTENT_SEQUENTIAL
         )[0]
+
+    def get_config_change_entity_paths(
+        self, notifications: Sequence[str]
+    ) -> list[str | MetadataStoreError | None]:
+        """Entity paths (``topics/<t>``) of ``/config/changes/<name>`` notifications, one batched
+        read; None for a notification already purged, the decode error for a corrupt one."""
+        paths = [f"{P.CONFIG_CHANGES_PATH}/{n}" for n in notifications]
+        return self._decode_many(
+            paths, lambda data, _stat, path: decode_config_change_notification(data, path)
+        )
 
     def change_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
         """Kafka's ``AdminZkClient.changeTopicConfig``: write the overrides, then notify brokers."""

@@ -141,11 +141,6 @@ def test_a_partition_whose_whole_isr_died_stays_offline(cluster: LocalCluster) -
         assert (leader, isr) == (-1, (x,))  # still offline: unclean election is off by default
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the broker does not yet process /config/changes notifications, so a topic's "
-    "unclean.leader.election.enable never reaches the controller (spec §8.13)",
-)
 def test_enabling_unclean_election_in_the_topic_config_elects_an_out_of_sync_replica(
     cluster: LocalCluster,
 ) -> None:
