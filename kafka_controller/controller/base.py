@@ -49,6 +49,7 @@ from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.values import (
     Broker,
     LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
@@ -157,14 +158,15 @@ class ControllerBase(abc.ABC):
         tps = ctx.all_partitions if partitions is None else list(dict.fromkeys(partitions))
         if not tps:
             return
-        put = ctx.put_partition_leadership_info
+        loaded: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]] = []
         for tp, read in self.store.get_partition_states(tps).items():
             if read is None:
                 continue
             if isinstance(read, Exception):
                 log.error("Cannot read the leader and ISR of %s: %s", tp, read)
                 continue
-            put(tp, read)
+            loaded.append((tp, read))
+        ctx.put_partition_leadership_infos(loaded)
 
     def register_broker_modifications_handlers(self, broker_ids: Iterable[int]) -> None:
         for b in broker_ids:

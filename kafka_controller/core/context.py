@@ -194,11 +194,17 @@ class ControllerContext:
         ]
 
     def online_and_offline_replicas(self) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+        """Every replica, split by ``is_replica_online`` (inlined: a failover splits them all)."""
         online: list[PartitionAndReplica] = []
         offline: list[PartitionAndReplica] = []
-        for tp, a in self.iter_assignments():
-            for r in a.replicas:
-                (online if self.is_replica_online(r, tp) else offline).append(PartitionAndReplica(tp, r))
+        live = self.live_broker_ids
+        offline_dirs = self.replicas_on_offline_dirs
+        for t, parts in self.partition_assignments.items():
+            for p, a in parts.items():
+                tp = TopicPartition(t, p)
+                for r in a.replicas:
+                    is_online = r in live and (not offline_dirs or tp not in offline_dirs.get(r, ()))
+                    (online if is_online else offline).append(PartitionAndReplica(tp, r))
         return online, offline
 
     # ----------------------------------------------------------------------------- states
@@ -300,6 +306,30 @@ class ControllerContext:
         self._partition_leadership_info[tp] = leadership
         assignment = self.partition_full_replica_assignment(tp)
         self._update_preferred_replica_imbalance_metric(tp, assignment, old, assignment, leadership)
+
+    def put_partition_leadership_infos(
+        self, items: Iterable[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]
+    ) -> None:
+        """``put_partition_leadership_info`` for many partitions at once (a failover caches all of
+        them): the same cache and imbalance count, without a method call per partition."""
+        infos = self._partition_leadership_info
+        assignments = self.partition_assignments
+        deleting = self.topics_to_be_deleted
+        delta = 0
+        for tp, leadership in items:
+            old = infos.get(tp)
+            infos[tp] = leadership
+            if tp.topic in deleting:
+                continue
+            per_topic = assignments.get(tp.topic)
+            assignment = (
+                EMPTY_ASSIGNMENT if per_topic is None else per_topic.get(tp.partition, EMPTY_ASSIGNMENT)
+            )
+            if old is not None and not has_preferred_leader(assignment, old):
+                delta -= 1
+            if not has_preferred_leader(assignment, leadership):
+                delta += 1
+        self.preferred_replica_imbalance_count += delta
 
     def clear_partition_leadership_info(self) -> None:
         self._partition_leadership_info.clear()

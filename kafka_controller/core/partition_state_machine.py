@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -26,6 +26,7 @@ from kafka_controller.core.election import (
     leader_for_reassign,
     offline_election_decisions,
 )
+from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.core.strategies import (
     ControlledShutdownPartitionLeaderElectionStrategy,
     OfflinePartitionLeaderElectionStrategy,
@@ -159,6 +160,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         self._batch = batch
         self._broker_config: dict[str, str] = dict(broker_config or {})
         self._audit = None if audit is None or isinstance(audit, NullAuditSink) else audit
+        self._failure_lines = LogBudget()
 
     # ------------------------------------------------------------------------- entry point
     def handle_state_changes(
@@ -171,6 +173,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
             return {}
         ctx = self.controller_context
         records: Records = [] if self._audit is not None else None
+        self._failure_lines.reset()
         try:
             self._batch.new_batch()
             result = self._do_handle_state_changes(partitions, target, strategy, records)
@@ -184,6 +187,10 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
             self._deliver_audit(records, partitions, target, e)
             failed: dict[TopicPartition, LeaderAndIsr | Exception] = dict.fromkeys(partitions, e)
             return failed
+        finally:
+            self._failure_lines.summarize(
+                state_change_log, logging.ERROR, f"partitions failed to move to {target}"
+            )
         self._deliver_audit(records, partitions, target, None)
         return result
 
@@ -539,6 +546,8 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
     def _log_failed(
         self, tp: TopicPartition, current: PartitionState, target: PartitionState, error: object
     ) -> None:
+        if not self._failure_lines.take():
+            return
         state_change_log.error(
             "Controller %d epoch %d failed to change state for partition %s from %s to %s: %s",
             self.controller_id,
@@ -649,19 +658,42 @@ def _record(
     unclean: bool = False,
     error: str | None = None,
 ) -> PartitionTransition:
+    """Positional, in ``PartitionTransition``'s field order: one per partition of a failover."""
     return PartitionTransition(
-        topic=tp.topic,
-        partition=tp.partition,
-        from_state=current.kafka_name,
-        to_state=target.kafka_name,
-        outcome=outcome,
-        leader_before=before.leader if before is not None else None,
-        leader_after=after.leader if after is not None else None,
-        isr_before=before.isr if before is not None else None,
-        isr_after=after.isr if after is not None else None,
-        leader_epoch_before=before.leader_epoch if before is not None else None,
-        leader_epoch_after=after.leader_epoch if after is not None else None,
-        election_strategy=strategy,
-        unclean=unclean,
-        error=error,
+        tp.topic,
+        tp.partition,
+        _KAFKA_NAME[current],
+        _KAFKA_NAME[target],
+        outcome,
+        before.leader if before is not None else None,
+        after.leader if after is not None else None,
+        before.isr if before is not None else None,
+        after.isr if after is not None else None,
+        before.leader_epoch if before is not None else None,
+        after.leader_epoch if after is not None else None,
+        strategy,
+        unclean,
+        error,
     )
+
+
+_KAFKA_NAME: dict[PartitionState, str] = {s: s.kafka_name for s in PartitionState}
+# ``_record`` is positional: refuse to import if ``PartitionTransition``'s leading fields move.
+_RECORD_FIELDS = [
+    "topic",
+    "partition",
+    "from_state",
+    "to_state",
+    "outcome",
+    "leader_before",
+    "leader_after",
+    "isr_before",
+    "isr_after",
+    "leader_epoch_before",
+    "leader_epoch_after",
+    "election_strategy",
+    "unclean",
+    "error",
+]
+if [f.name for f in fields(PartitionTransition)][: len(_RECORD_FIELDS)] != _RECORD_FIELDS:
+    raise ImportError("PartitionTransition's fields changed order; update partition_state_machine._record")

@@ -12,9 +12,11 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Sequence
+from dataclasses import fields
 
 from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     OUTCOME_INVALID,
@@ -53,6 +55,26 @@ _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 _DROPPED = "state znode missing and the topic is queued for deletion: change dropped"
 
 _Leadership = LeaderIsrAndControllerEpoch | None
+_KAFKA_NAME: dict[ReplicaState, str] = {s: s.kafka_name for s in ReplicaState}
+# ``_audit_record`` builds records positionally (one per replica in a failover): refuse to import
+# if ``ReplicaTransition``'s leading fields ever change order.
+_RECORD_FIELDS = [
+    "topic",
+    "partition",
+    "replica",
+    "from_state",
+    "to_state",
+    "outcome",
+    "leader_before",
+    "leader_after",
+    "isr_before",
+    "isr_after",
+    "leader_epoch_before",
+    "leader_epoch_after",
+    "error",
+]
+if [f.name for f in fields(ReplicaTransition)][: len(_RECORD_FIELDS)] != _RECORD_FIELDS:
+    raise ImportError("ReplicaTransition's fields changed order; update ReplicaStateMachine._audit_record")
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
 
 
@@ -125,6 +147,9 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         self._records: list[AuditRecord] | None = None
         # Whether per-replica successes are logged or audited at all in the call in progress.
         self._tracking = False
+        self._debug = False
+        self._failure_lines = LogBudget()
+        self._isr_lines = LogBudget()
 
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
         """Spec §4.2: one batch for the whole call, grouped by replica id.
@@ -135,7 +160,8 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         if not replicas:
             return
         self._records = [] if self._auditing else None
-        self._tracking = self._auditing or _STATE_CHANGE_LOG.isEnabledFor(logging.DEBUG)
+        self._debug = _STATE_CHANGE_LOG.isEnabledFor(logging.DEBUG)
+        self._tracking = self._auditing or self._debug
         try:
             self._batch.new_batch()
             groups: dict[int, list[PartitionAndReplica]] = {}
@@ -159,6 +185,12 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
             records, self._records = self._records, None
             if records:
                 self._audit.record(records)
+            self._failure_lines.summarize(
+                _STATE_CHANGE_LOG, logging.ERROR, f"replicas failed to move to {target}"
+            )
+            self._isr_lines.summarize(
+                _STATE_CHANGE_LOG, logging.INFO, "partitions had a replica removed from the ISR"
+            )
 
     def _do_handle_state_changes(
         self, replica_id: int, replicas: list[PartitionAndReplica], target: ReplicaState
@@ -286,7 +318,7 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
                         replica, state, _OFFLINE, OUTCOME_FAILED, before, None, error or _DROPPED
                     )
                     continue
-                if log_info:
+                if log_info and self._isr_lines.take():
                     _STATE_CHANGE_LOG.info(
                         "Partition %s state changed to %s after removing replica %s from the ISR as part "
                         "of transition to OfflineReplica",
@@ -436,7 +468,7 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         before: _Leadership = None,
         after: _Leadership = None,
     ) -> None:
-        if _STATE_CHANGE_LOG.isEnabledFor(logging.DEBUG):  # the caller checked self._tracking
+        if self._debug:  # the caller checked self._tracking
             _STATE_CHANGE_LOG.debug(
                 "Changed state of replica %s for partition %s from %s to %s",
                 replica.replica,
@@ -463,6 +495,8 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
     def _log_failed(
         self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState, error: Exception
     ) -> None:
+        if not self._failure_lines.take():
+            return
         _STATE_CHANGE_LOG.error(
             "Controller %s epoch %s initiated state change of replica %s for partition %s from %s to %s "
             "failed: %s",
@@ -498,26 +532,38 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         after: _Leadership,
         error: Exception | str | None = None,
     ) -> None:
+        """One record; built positionally (field order of ``ReplicaTransition``) since a failover
+        builds one per replica."""
         if self._records is None:
             return
         tp = replica.topic_partition
-        b = before.leader_and_isr if before is not None else None
-        a = after.leader_and_isr if after is not None else None
+        if before is None:
+            lb = ib = eb = None
+        else:
+            b = before.leader_and_isr
+            lb, ib, eb = b.leader, b.isr, b.leader_epoch
+        if after is None:
+            la = ia = ea = None
+        elif after is before:
+            la, ia, ea = lb, ib, eb
+        else:
+            a = after.leader_and_isr
+            la, ia, ea = a.leader, a.isr, a.leader_epoch
         self._records.append(
             ReplicaTransition(
-                topic=tp.topic,
-                partition=tp.partition,
-                replica=replica.replica,
-                from_state=state.kafka_name,
-                to_state=target.kafka_name,
-                outcome=outcome,
-                leader_before=None if b is None else b.leader,
-                leader_after=None if a is None else a.leader,
-                isr_before=None if b is None else b.isr,
-                isr_after=None if a is None else a.isr,
-                leader_epoch_before=None if b is None else b.leader_epoch,
-                leader_epoch_after=None if a is None else a.leader_epoch,
-                error=None if error is None else (str(error) or type(error).__name__),
+                tp.topic,
+                tp.partition,
+                replica.replica,
+                _KAFKA_NAME[state],
+                _KAFKA_NAME[target],
+                outcome,
+                lb,
+                la,
+                ib,
+                ia,
+                eb,
+                ea,
+                None if error is None else (str(error) or type(error).__name__),
             )
         )
 

@@ -34,6 +34,8 @@ from kafka_controller.domain.requests import (
     StopReplicaRequest,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
+    build_leader_and_isr_partition_state,
+    build_update_metadata_partition_state,
 )
 from kafka_controller.domain.values import (
     EPOCH_DURING_DELETE,
@@ -430,7 +432,7 @@ def _leader_and_isr_state(
     is_new: bool,
 ) -> LeaderAndIsrPartitionState:
     lai = leader_isr_and_controller_epoch.leader_and_isr
-    return LeaderAndIsrPartitionState(
+    return build_leader_and_isr_partition_state(
         tp.topic,
         tp.partition,
         leader_isr_and_controller_epoch.controller_epoch,
@@ -457,7 +459,7 @@ def _update_metadata_state(
         leader, epoch, version = LEADER_DURING_DELETE, 0, 0
     else:
         leader, epoch, version = lai.leader, lai.leader_epoch, lai.zk_version
-    return UpdateMetadataPartitionState(
+    return build_update_metadata_partition_state(
         tp.topic, tp.partition, info.controller_epoch, leader, epoch, lai.isr, version, replicas, offline
     )
 

@@ -6,10 +6,11 @@ transport encodes them. Field names follow Kafka's request schemas in Python spe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kafka_controller.domain.values import Broker, TopicPartition
+from kafka_controller.domain.values import Broker, TopicPartition, fast_constructor
 
 
 class Errors(StrEnum):
@@ -71,6 +72,19 @@ class StopReplicaPartitionState:
     partition: int
     leader_epoch: int
     delete_partition: bool
+
+
+#: Positional constructors for the hot paths (the request batch, the transport's decoder): the
+#: same objects, ~40% cheaper to build (see ``fast_constructor``).
+build_leader_and_isr_partition_state: Callable[..., LeaderAndIsrPartitionState] = fast_constructor(
+    LeaderAndIsrPartitionState
+)
+build_update_metadata_partition_state: Callable[..., UpdateMetadataPartitionState] = fast_constructor(
+    UpdateMetadataPartitionState
+)
+build_stop_replica_partition_state: Callable[[int, int, bool], StopReplicaPartitionState] = fast_constructor(
+    StopReplicaPartitionState
+)
 
 
 @dataclass(frozen=True, slots=True)

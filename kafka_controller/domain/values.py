@@ -6,9 +6,9 @@ used as dict keys and compared structurally in tests, exactly as Kafka's case cl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple, TypeVar
 
 NO_LEADER = -1
 NO_EPOCH = -1
@@ -21,6 +21,33 @@ INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
 UNKNOWN_BROKER_EPOCH = -1
 MATCH_ANY_VERSION = -1
 UNKNOWN_VERSION = -2
+
+_T = TypeVar("_T")
+
+
+def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
+    """A positional constructor for a frozen, slotted dataclass that sets each slot directly.
+
+    A frozen dataclass's ``__init__`` assigns every field through ``object.__setattr__`` (frozen
+    classes forbid plain assignment), which makes it 2-3x slower than a plain class: 2 µs for an
+    11-field request state. Decoders and the request batch build hundreds of thousands per
+    failover, so they use this instead (~40% cheaper). The object is the one ``cls(*values)``
+    builds; every field must be given, in declaration order, and the class must have no
+    ``__post_init__`` (nothing would call it).
+    """
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__slots__" not in cls.__dict__:
+        raise TypeError(f"{cls.__name__} is not a frozen, slotted dataclass")
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__} has a __post_init__ that a fast constructor would skip")
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    scope.update({f"_set{i}": getattr(cls, n).__set__ for i, n in enumerate(names)})
+    args = ", ".join(f"v{i}" for i in range(len(names)))
+    sets = "".join(f"    _set{i}(o, v{i})\n" for i in range(len(names)))
+    exec(f"def new_{cls.__name__}({args}):\n    o = _new(_cls)\n{sets}    return o\n", scope)
+    constructor: Callable[..., _T] = scope[f"new_{cls.__name__}"]
+    return constructor
 
 
 class TopicPartition(NamedTuple):
@@ -75,16 +102,16 @@ class LeaderAndIsr:
         return LeaderAndIsr(LEADER_DURING_DELETE, INITIAL_LEADER_EPOCH, tuple(isr), INITIAL_ZK_VERSION)
 
     def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> LeaderAndIsr:
-        return LeaderAndIsr(leader, self.leader_epoch + 1, tuple(isr), self.zk_version)
+        return build_leader_and_isr(leader, self.leader_epoch + 1, tuple(isr), self.zk_version)
 
     def new_leader(self, leader: int) -> LeaderAndIsr:
-        return LeaderAndIsr(leader, self.leader_epoch + 1, self.isr, self.zk_version)
+        return build_leader_and_isr(leader, self.leader_epoch + 1, self.isr, self.zk_version)
 
     def new_epoch_and_zk_version(self) -> LeaderAndIsr:
-        return LeaderAndIsr(self.leader, self.leader_epoch + 1, self.isr, self.zk_version)
+        return build_leader_and_isr(self.leader, self.leader_epoch + 1, self.isr, self.zk_version)
 
     def with_zk_version(self, zk_version: int) -> LeaderAndIsr:
-        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, zk_version)
+        return build_leader_and_isr(self.leader, self.leader_epoch, self.isr, zk_version)
 
     def equals_ignore_zk(self, other: LeaderAndIsr) -> bool:
         return (
@@ -105,6 +132,16 @@ class LeaderIsrAndControllerEpoch:
 
     def __str__(self) -> str:
         return f"{self.leader_and_isr},ControllerEpoch:{self.controller_epoch}"
+
+
+#: ``LeaderAndIsr(leader, leader_epoch, isr, zk_version)``, for hot paths (see ``fast_constructor``).
+build_leader_and_isr: Callable[[int, int, tuple[int, ...], int], LeaderAndIsr] = fast_constructor(
+    LeaderAndIsr
+)
+#: ``LeaderIsrAndControllerEpoch(leader_and_isr, controller_epoch)``, for hot paths.
+build_leader_isr_and_controller_epoch: Callable[[LeaderAndIsr, int], LeaderIsrAndControllerEpoch] = (
+    fast_constructor(LeaderIsrAndControllerEpoch)
+)
 
 
 def seq_diff(a: Sequence[int], b: Iterable[int]) -> tuple[int, ...]:

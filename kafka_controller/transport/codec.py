@@ -13,6 +13,7 @@ they are; ``register(ApiCodec(...))`` takes typed encoders and decoders.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import chain
@@ -27,12 +28,14 @@ from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
-    StopReplicaPartitionState,
     StopReplicaRequest,
     StopReplicaResponse,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
+    build_leader_and_isr_partition_state,
+    build_stop_replica_partition_state,
+    build_update_metadata_partition_state,
 )
 from kafka_controller.domain.values import Broker, EndPoint, TopicPartition
 from kafka_controller.transport.columns import (
@@ -131,6 +134,30 @@ def _encode_states(
     return {"topics": topics.values(), "replica_sets": replica_sets.values(), "partitions": cols}
 
 
+#: The last few state tuples encoded, with their columns (see ``_encode_shared_states``).
+_SHARED_STATES: list[tuple[tuple[UpdateMetadataPartitionState, ...], dict[str, Json]]] = []
+_SHARED_STATES_LOCK = threading.Lock()
+
+
+def _encode_shared_states(states: tuple[UpdateMetadataPartitionState, ...]) -> dict[str, Json]:
+    """UpdateMetadata partition states, encoded once however many brokers they go to.
+
+    The request batch gives every broker's UpdateMetadata the *same* tuple of states (100,000 of
+    them after a failover, to each of the live brokers), and each broker's send thread encodes its
+    own request: without this, the same columns are built once per broker. The entries hold their
+    tuple, so an identity match cannot be a recycled id; the columns are never mutated.
+    """
+    with _SHARED_STATES_LOCK:
+        for cached, columns in _SHARED_STATES:
+            if cached is states:
+                return columns
+    columns = _encode_states(states, ("isr", "replicas", "offline_replicas"))
+    with _SHARED_STATES_LOCK:
+        _SHARED_STATES.insert(0, (states, columns))
+        del _SHARED_STATES[2:]
+    return columns
+
+
 def _read_state_columns(body: dict[str, Json]) -> tuple[Columns, list[str], list[tuple[int, ...]]]:
     return Columns(body), read_table(body, "topics", str, STR), read_int_lists(body, "replica_sets")
 
@@ -154,7 +181,7 @@ def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
     with gc_paused(cols.n):
         states = tuple(
             map(
-                LeaderAndIsrPartitionState,
+                build_leader_and_isr_partition_state,
                 cols.lookup("topic", topics),
                 cols.ints("partition"),
                 cols.ints("controller_epoch"),
@@ -211,7 +238,11 @@ def encode_update_metadata_request(r: UpdateMetadataRequest) -> Json:
         **_header(r),
         "topic_ids": r.topic_ids,
         "live_brokers": [encode_broker(b) for b in r.live_brokers],
-        **_encode_states(r.partition_states, ("isr", "replicas", "offline_replicas")),
+        **(
+            _encode_shared_states(r.partition_states)
+            if type(r.partition_states) is tuple
+            else _encode_states(r.partition_states, ("isr", "replicas", "offline_replicas"))
+        ),
     }
 
 
@@ -220,7 +251,7 @@ def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
     with gc_paused(cols.n):
         states = tuple(
             map(
-                UpdateMetadataPartitionState,
+                build_update_metadata_partition_state,
                 cols.lookup("topic", topics),
                 cols.ints("partition"),
                 cols.ints("controller_epoch"),
@@ -275,7 +306,9 @@ def decode_stop_replica_request(body: Json) -> StopReplicaRequest:
     topics = read_table(body, "topics", str, STR)
     parts = cols.ints("partition")
     tps = map(TopicPartition, cols.lookup("topic", topics), parts)
-    states = map(StopReplicaPartitionState, parts, cols.ints("leader_epoch"), cols.bools("delete_partition"))
+    states = map(
+        build_stop_replica_partition_state, parts, cols.ints("leader_epoch"), cols.bools("delete_partition")
+    )
     with gc_paused(cols.n):
         partition_states = dict(zip(tps, states, strict=True))
     if type(body["delete_partitions"]) is not bool:

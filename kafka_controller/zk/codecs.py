@@ -21,10 +21,11 @@ from kafka_controller.domain.errors import InvalidArgumentError, ZNodeDecodeErro
 from kafka_controller.domain.values import (
     Broker,
     EndPoint,
-    LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
     TopicPartition,
+    build_leader_and_isr,
+    build_leader_isr_and_controller_epoch,
 )
 
 _loads = orjson.loads
@@ -177,8 +178,8 @@ def decode_partition_state(
     for r in isr:
         if type(r) is not int:
             raise ZNodeDecodeError(path, f"isr must be a list of integers, got {isr!r}")
-    return LeaderIsrAndControllerEpoch(
-        LeaderAndIsr(leader, leader_epoch, tuple(isr), zk_version), controller_epoch
+    return build_leader_isr_and_controller_epoch(
+        build_leader_and_isr(leader, leader_epoch, tuple(isr), zk_version), controller_epoch
     )
 
 
@@ -215,7 +216,11 @@ def _partition_of(key: object) -> int:
 def decode_topic(
     topic: str, data: bytes | None, path: str | None = None
 ) -> tuple[str | None, dict[TopicPartition, ReplicaAssignment]]:
-    """Kafka's ``TopicZNode.decode`` for versions 1-3: ``(topic_id or None, {tp: assignment})``."""
+    """Kafka's ``TopicZNode.decode`` for versions 1-3: ``(topic_id or None, {tp: assignment})``.
+
+    A failover decodes every topic znode, so this is a hot path: partitions that are not being
+    reassigned share one ``ReplicaAssignment`` per distinct replica list (values are immutable).
+    """
     path = path or f"/brokers/topics/{topic}"
     js = parse_json(path, data)
     if js is None:
@@ -227,11 +232,19 @@ def decode_topic(
     adding = _replica_map(path, obj.get("adding_replicas"), "adding_replicas")
     removing = _replica_map(path, obj.get("removing_replicas"), "removing_replicas")
     out: dict[TopicPartition, ReplicaAssignment] = {}
+    shared: dict[tuple[int, ...], ReplicaAssignment] = {}
     for key, replicas in _replica_map(path, obj.get("partitions"), "partitions").items():
-        out[TopicPartition(topic, key)] = ReplicaAssignment(
-            replicas, adding.get(key, ()), removing.get(key, ())
-        )
+        if key in adding or key in removing:
+            assignment = ReplicaAssignment(replicas, adding.get(key, ()), removing.get(key, ()))
+        else:
+            assignment = shared.get(replicas)  # type: ignore[assignment]
+            if assignment is None:
+                assignment = shared[replicas] = ReplicaAssignment(replicas)
+        out[TopicPartition(topic, key)] = assignment
     return topic_id, out
+
+
+_PARTITION_KEY = re.compile(r"-?[0-9]+")
 
 
 def _replica_map(path: str, value: Any, what: str) -> dict[int, tuple[int, ...]]:
@@ -239,10 +252,18 @@ def _replica_map(path: str, value: Any, what: str) -> dict[int, tuple[int, ...]]
         return {}
     obj = json_object(path, value, what)
     out: dict[int, tuple[int, ...]] = {}
+    key_match = _PARTITION_KEY.fullmatch
     for key, replicas in obj.items():
-        if not re.fullmatch(r"-?[0-9]+", key):
+        if not (key.isascii() and key.isdigit()) and key_match(key) is None:
             raise ZNodeDecodeError(path, f"{what} key {key!r} is not a partition number")
-        out[int(key)] = as_int_list(path, replicas, f"{what}[{key}]")
+        try:
+            partition = int(key)
+        except ValueError:  # more digits than int() takes from a string
+            raise ZNodeDecodeError(path, f"{what} key {key[:20]!r}... is not a partition number") from None
+        if type(replicas) is list and all(type(r) is int for r in replicas):
+            out[partition] = tuple(replicas)
+        else:  # ``as_int_list`` raises, with its message (built only here: the key is formatted lazily)
+            out[partition] = as_int_list(path, replicas, f"{what}[{key}]")
     return out
 
 

@@ -58,6 +58,7 @@ from kafka_controller.zk.multiread import (
     first_failure,
     serialize_acls,
 )
+from kafka_controller.zk.poll_handler import PollingHandler
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.store import ZkMetadataStore
 
@@ -98,7 +99,10 @@ class KazooBackend:
         self._timeout = config.request_timeout_s
         if self._chroot and config.create_paths:
             self._ensure_chroot()
-        self.client = self._factory(**config.kazoo_kwargs())
+        kwargs = config.kazoo_kwargs()
+        if client_factory is None:  # our handler only for kazoo's own client; factories choose theirs
+            kwargs["handler"] = PollingHandler()
+        self.client = self._factory(**kwargs)
         self.client.add_listener(self._on_state)
         self._start(self.client)
         if config.multi_read is None:

@@ -93,7 +93,7 @@ class MultiRead:
     def deserialize(self, buf: bytes, offset: int) -> list[Any]:
         out: list[Any] = []
         header_from, int_from, stat_from = _header.unpack_from, _int.unpack_from, _stat.unpack_from
-        make_stat = Stat._make
+        new_tuple, stat_type = tuple.__new__, Stat  # ``Stat._make`` minus its length check: 11 fields
         getting_data = self.op_type == GET_DATA
         while True:
             typ, done, _err = header_from(buf, offset)
@@ -110,7 +110,7 @@ class MultiRead:
                 if n >= 0:
                     data = buf[offset : offset + n]
                     offset += n
-                out.append((OK, data, make_stat(stat_from(buf, offset))))
+                out.append((OK, data, new_tuple(stat_type, stat_from(buf, offset))))
                 offset += _STAT_SIZE
             elif typ == GET_CHILDREN:
                 count = int_from(buf, offset)[0]
