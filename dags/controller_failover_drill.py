@@ -1,0 +1,38 @@
+"""Weekly controller-failover drill: the controller resigns (fenced delete of /controller); the run
+measures until a new epoch leads every partition that has a live in-sync replica.
+
+Dry run by default (the in-memory controller's failover on a copy of the metadata); set the
+``dry_run`` param default to false once the plan looks right.
+"""
+
+import pendulum
+from airflow.sdk import DAG, Param
+
+from kafka_controller.airflow.dag_ids import CONTROLLER_FAILOVER_DRILL
+from kafka_controller.airflow.operators import ControllerFailoverDrillOperator
+from kafka_controller.airflow.params import common_params
+
+with DAG(
+    CONTROLLER_FAILOVER_DRILL,
+    description="Make the controller resign and time the recovery",
+    schedule="@weekly",
+    start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["kafka-controller"],
+    render_template_as_native_obj=True,
+    params={
+        **common_params(),
+        "timeout_s": Param(
+            120, type="integer", minimum=1, maximum=3600, description="Deadline for recovery."
+        ),
+    },
+    doc_md=__doc__,
+):
+    ControllerFailoverDrillOperator(
+        task_id="failover_drill",
+        dry_run="{{ params.dry_run }}",
+        requester="{{ params.requester }}",
+        reason="{{ params.reason }}",
+        timeout_s="{{ params.timeout_s }}",
+    )

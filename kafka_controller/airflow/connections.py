@@ -1,0 +1,286 @@
+"""Airflow connection fields -> the project's own settings, with one clear error per mistake.
+
+Pure (no Airflow import): the hooks pass the connection's fields in, so the parsing rules are tested
+without an Airflow installation. Two connection types, declared in ``provider.get_provider_info``:
+
+``kafka_controller_cluster``
+    *host* ``zk1:2181,zk2:2181`` (or bare hosts with *port*), *schema* the chroot (``/kafka``),
+    *login*/*password* digest credentials, *extra* ``{"lifecycle": ..., "broker_defaults": {...},
+    "session_timeout_ms": ..., TLS options}``.
+``kafka_controller_audit``
+    *extra* ``{"url": "postgresql+psycopg://user@host/db"}`` with the password in *password*, or the
+    URL built from the fields: *host*, *port*, *login*, *password*, *schema* (database, or the SQLite
+    file when *extra* ``{"driver": "sqlite"}``).
+
+Secrets stay in these objects: ``describe()`` and ``redacted_url`` are what may be logged, put in
+XComs or written to the audit store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_controller.domain.errors import InvalidArgumentError
+
+CLUSTER_CONN_TYPE = "kafka_controller_cluster"
+AUDIT_CONN_TYPE = "kafka_controller_audit"
+DEFAULT_CLUSTER_CONN_ID = "kafka_controller_default"
+DEFAULT_AUDIT_CONN_ID = "kafka_controller_audit_default"
+
+_CLUSTER_EXTRAS = frozenset(
+    {
+        "session_timeout_ms",
+        "connection_timeout_ms",
+        "set_acl",
+        "use_ssl",
+        "certfile",
+        "keyfile",
+        "ca",
+        "verify_certs",
+        "lifecycle",
+        "broker_defaults",
+        "request_timeout_s",
+    }
+)
+_AUDIT_EXTRAS = frozenset({"url", "driver", "query"})
+
+
+def _extras(
+    conn_id: str, conn_type: str, extra: Mapping[str, Any] | None, allowed: frozenset[str]
+) -> dict[str, Any]:
+    """Extra fields, accepting the UI's ``extra__<type>__<name>`` spelling; unknown keys refused
+    (a typo in a setting that stops brokers should stop the task, not be ignored)."""
+    out: dict[str, Any] = {}
+    prefix = f"extra__{conn_type}__"
+    for key, value in dict(extra or {}).items():
+        name = key[len(prefix) :] if key.startswith(prefix) else key
+        if name not in allowed:
+            raise InvalidArgumentError(
+                f"connection {conn_id!r}: unknown extra field {key!r} (known: {', '.join(sorted(allowed))})"
+            )
+        if value is not None and value != "":
+            out[name] = value
+    return out
+
+
+def _int(conn_id: str, name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"connection {conn_id!r}: {name} must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"connection {conn_id!r}: {name} must be an integer, got {value!r}"
+        ) from None
+
+
+def _flag(conn_id: str, name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise InvalidArgumentError(f"connection {conn_id!r}: {name} must be true or false, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ClusterConnection:
+    """How to reach one cluster's ZooKeeper, and how to stop and start its brokers."""
+
+    conn_id: str
+    connect_string: str  #: hosts and chroot; never credentials
+    digest: tuple[str, str] | None = field(default=None, repr=False)
+    session_timeout_ms: int = 18_000
+    connection_timeout_ms: int = 15_000
+    set_acl: bool | None = None
+    use_ssl: bool = False
+    certfile: str | None = None
+    keyfile: str | None = None
+    ca: str | None = None
+    verify_certs: bool = True
+    request_timeout_s: float = 30.0
+    #: ``"local"``, ``{"type": "command", "stop": ..., "start": ...}``, or None (not configured).
+    lifecycle: Any = None
+    #: Broker settings the dry-run controller assumes (e.g. ``unclean.leader.election.enable``).
+    broker_defaults: dict[str, str] = field(default_factory=dict)
+
+    def zk_config(self) -> Any:
+        """A ``ZkClientConfig`` that never creates paths: operations read and act, they do not bootstrap."""
+        from kafka_controller.zk.security import ZkClientConfig
+
+        return ZkClientConfig(
+            self.connect_string,
+            session_timeout_ms=self.session_timeout_ms,
+            connection_timeout_ms=self.connection_timeout_ms,
+            digest=self.digest,
+            set_acl=self.set_acl,
+            use_ssl=self.use_ssl,
+            certfile=self.certfile,
+            keyfile=self.keyfile,
+            ca=self.ca,
+            verify_certs=self.verify_certs,
+            create_paths=False,
+            request_timeout_s=self.request_timeout_s,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What may be logged or recorded: no password, no key material."""
+        return {
+            "conn_id": self.conn_id,
+            "zookeeper": self.connect_string,
+            "digest_user": self.digest[0] if self.digest else None,
+            "tls": self.use_ssl,
+        }
+
+
+def cluster_connection(
+    conn_id: str,
+    *,
+    host: str | None,
+    port: int | None = None,
+    schema: str | None = None,
+    login: str | None = None,
+    password: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> ClusterConnection:
+    """Parse a ``kafka_controller_cluster`` connection; ``InvalidArgumentError`` names the connection
+    and the bad field."""
+    try:
+        return _cluster_connection(conn_id, host, port, schema, login, password, extra)
+    except InvalidArgumentError as e:
+        if str(e).startswith("connection "):
+            raise
+        raise InvalidArgumentError(f"connection {conn_id!r}: {e}") from None
+
+
+def _cluster_connection(
+    conn_id: str,
+    host: str | None,
+    port: int | None,
+    schema: str | None,
+    login: str | None,
+    password: str | None,
+    extra: Mapping[str, Any] | None,
+) -> ClusterConnection:
+    from kafka_controller.zk.paths import split_chroot
+
+    if not host or not host.strip():
+        raise InvalidArgumentError(f"connection {conn_id!r}: host is empty (expected zk1:2181,zk2:2181)")
+    hosts, chroot_in_host = split_chroot(host.strip())
+    items = [h.strip() for h in hosts.split(",")]
+    if any(not h for h in items):
+        raise InvalidArgumentError(f"connection {conn_id!r}: host {host!r} has an empty entry")
+    with_port = []
+    for h in items:
+        name, sep, p = h.rpartition(":")
+        if sep and name:
+            _int(conn_id, f"port of {h!r}", p)
+            with_port.append(h)
+        elif port:
+            with_port.append(f"{h}:{_int(conn_id, 'port', port)}")
+        else:
+            raise InvalidArgumentError(
+                f"connection {conn_id!r}: host {h!r} has no port and the port field is empty"
+            )
+    chroot = (schema or "").strip()
+    if chroot and chroot_in_host:
+        raise InvalidArgumentError(
+            f"connection {conn_id!r}: the chroot is given twice "
+            f"(in host {chroot_in_host!r} and schema {chroot!r})"
+        )
+    chroot = chroot or chroot_in_host
+    if chroot and not chroot.startswith("/"):
+        chroot = "/" + chroot
+    connect = ",".join(with_port) + chroot.rstrip("/")
+    split_chroot(connect)  # rejects '..', '//' and the like with its own message
+    if bool(login) != bool(password):
+        raise InvalidArgumentError(f"connection {conn_id!r}: digest credentials need both login and password")
+    ex = _extras(conn_id, CLUSTER_CONN_TYPE, extra, _CLUSTER_EXTRAS)
+    defaults = ex.get("broker_defaults", {})
+    if not isinstance(defaults, Mapping) or not all(isinstance(k, str) for k in defaults):
+        raise InvalidArgumentError(f"connection {conn_id!r}: broker_defaults must be an object of settings")
+    if defaults:
+        from kafka_controller.controller.config import KafkaConfig
+
+        KafkaConfig.of(0, dict(defaults))  # unknown keys and bad values refused here, one line
+    conn = ClusterConnection(
+        conn_id=conn_id,
+        connect_string=connect,
+        digest=(login, password) if login and password else None,
+        session_timeout_ms=_int(conn_id, "session_timeout_ms", ex.get("session_timeout_ms", 18_000)),
+        connection_timeout_ms=_int(conn_id, "connection_timeout_ms", ex.get("connection_timeout_ms", 15_000)),
+        set_acl=_flag(conn_id, "set_acl", ex["set_acl"]) if "set_acl" in ex else None,
+        use_ssl=_flag(conn_id, "use_ssl", ex.get("use_ssl", False)),
+        certfile=ex.get("certfile"),
+        keyfile=ex.get("keyfile"),
+        ca=ex.get("ca"),
+        verify_certs=_flag(conn_id, "verify_certs", ex.get("verify_certs", True)),
+        request_timeout_s=float(ex.get("request_timeout_s", 30.0)),
+        lifecycle=ex.get("lifecycle"),
+        broker_defaults={str(k): str(v) for k, v in defaults.items()},
+    )
+    conn.zk_config()  # every remaining rule (timeouts, TLS pairs, ACL needs digest)
+    return conn
+
+
+@dataclass(frozen=True)
+class AuditConnection:
+    """An audit store reached by a SQLAlchemy URL; ``url`` holds the password, ``redacted_url`` not."""
+
+    conn_id: str
+    url: str = field(repr=False)
+    redacted_url: str = ""
+
+
+def audit_connection(
+    conn_id: str,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    schema: str | None = None,
+    login: str | None = None,
+    password: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> AuditConnection:
+    """Parse a ``kafka_controller_audit`` connection into a checked SQLAlchemy URL."""
+    from sqlalchemy.engine import URL, make_url
+
+    from kafka_controller.audit.engine import parse_url, redacted
+
+    ex = _extras(conn_id, AUDIT_CONN_TYPE, extra, _AUDIT_EXTRAS)
+    try:
+        if "url" in ex:
+            url = make_url(str(ex["url"]))
+            if password and not url.password:
+                url = url.set(password=password)
+        else:
+            driver = str(ex.get("driver", "postgresql+psycopg"))
+            if driver.startswith("sqlite"):
+                if not schema:
+                    raise InvalidArgumentError(
+                        f"connection {conn_id!r}: a SQLite audit store needs the file path in schema"
+                    )
+                url = URL.create(driver, database=schema)
+            else:
+                if not host:
+                    raise InvalidArgumentError(f"connection {conn_id!r}: host is empty")
+                url = URL.create(
+                    driver,
+                    username=login or None,
+                    password=password or None,
+                    host=host,
+                    port=_int(conn_id, "port", port) if port else None,
+                    database=schema or None,
+                    query=dict(ex.get("query", {})),
+                )
+    except InvalidArgumentError:
+        raise
+    except Exception as e:  # SQLAlchemy's ArgumentError/ValueError: the URL text is at fault
+        raise InvalidArgumentError(f"connection {conn_id!r}: bad audit URL ({type(e).__name__})") from None
+    try:
+        parse_url(url)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"connection {conn_id!r}: {e}") from None
+    return AuditConnection(conn_id, url.render_as_string(hide_password=False), redacted(url))

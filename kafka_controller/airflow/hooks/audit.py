@@ -1,0 +1,146 @@
+"""``AuditStoreHook``: the audit store from an Airflow connection, for operators, listener and web app.
+
+Task code may not use Airflow's metadata database, so the hook opens its own engine (lazily, once
+per hook). The URL with its password never leaves the hook: ``redacted_url`` is for logs and rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from kafka_controller.airflow.connections import (
+    AUDIT_CONN_TYPE,
+    DEFAULT_AUDIT_CONN_ID,
+    AuditConnection,
+    audit_connection,
+)
+from kafka_controller.domain.audit_records import AuditRecord
+
+
+class AuditStoreHook(BaseHook):
+    """Operations rows, planned transitions and report queries on one audit store."""
+
+    conn_name_attr = "kafka_controller_audit_conn_id"
+    default_conn_name = DEFAULT_AUDIT_CONN_ID
+    conn_type = AUDIT_CONN_TYPE
+    hook_name = "Kafka controller audit store (SQLAlchemy)"
+
+    def __init__(self, kafka_controller_audit_conn_id: str = DEFAULT_AUDIT_CONN_ID) -> None:
+        super().__init__()
+        self.kafka_controller_audit_conn_id = kafka_controller_audit_conn_id
+        self._engine: Any = None
+        self._log: Any = None
+
+    @cached_property
+    def connection(self) -> AuditConnection:
+        c = self.get_connection(self.kafka_controller_audit_conn_id)
+        return audit_connection(
+            self.kafka_controller_audit_conn_id,
+            host=c.host,
+            port=c.port,
+            schema=c.schema,
+            login=c.login,
+            password=c.password,
+            extra=c.extra_dejson,
+        )
+
+    @property
+    def redacted_url(self) -> str:
+        return self.connection.redacted_url
+
+    def get_engine(self) -> Any:
+        if self._engine is None:
+            from kafka_controller.audit.engine import create_audit_engine
+
+            self._engine = create_audit_engine(self.connection.url)
+        return self._engine
+
+    def operation_log(self) -> Any:
+        """An ``OperationLog`` on this hook's engine (the schema is created or upgraded once)."""
+        if self._log is None:
+            from kafka_controller.audit.operations import OperationLog
+
+            self._log = OperationLog(self.get_engine())
+        return self._log
+
+    def start_operation(
+        self,
+        kind: str,
+        requester: str,
+        reason: str,
+        parameters: Mapping[str, Any] | None,
+        dry_run: bool,
+        *,
+        airflow_dag_id: str | None = None,
+        airflow_run_id: str | None = None,
+        airflow_task_id: str | None = None,
+    ) -> str:
+        return str(
+            self.operation_log().start_operation(
+                kind,
+                requester,
+                reason,
+                parameters,
+                dry_run,
+                airflow_dag_id=airflow_dag_id,
+                airflow_run_id=airflow_run_id,
+                airflow_task_id=airflow_task_id,
+            )
+        )
+
+    def finish_operation(self, operation_id: str, status: str, error: str | None = None) -> None:
+        self.operation_log().finish_operation(operation_id, status, error)
+
+    def get_operation(self, operation_id: str) -> dict[str, Any] | None:
+        from kafka_controller.airflow.audit_queries import get_operation
+
+        return get_operation(self.get_engine(), operation_id)
+
+    def record_transitions(self, records: Sequence[AuditRecord], timeout_s: float = 60.0) -> int:
+        """Write (planned) transition records now; raises unless every one reached the database."""
+        if not records:
+            return 0
+        import tempfile
+
+        from kafka_controller.audit.engine import AuditStoreError
+        from kafka_controller.audit.writer import AuditWriter
+
+        with tempfile.TemporaryDirectory(prefix="kc-audit-spool-") as spool:
+            writer = AuditWriter(self.connection.url, spool_dir=spool, flush_interval=0.05)
+            writer.record(list(records))
+            writer.flush(timeout_s)
+            stats = writer.close(timeout_s)
+        stored = stats.written + stats.replayed + stats.duplicates
+        if stored < len(records):
+            raise AuditStoreError(
+                f"only {stored} of {len(records)} transitions reached the audit store "
+                f"{self.redacted_url} ({stats.last_error or 'no error reported'})"
+            )
+        return stored
+
+    def report(self, **filters: Any) -> dict[str, Any]:
+        from kafka_controller.audit.reports import build_report
+
+        return build_report(self.get_engine(), **filters)
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def test_connection(self) -> tuple[bool, str]:
+        try:
+            with self.get_engine().connect():
+                pass
+        except Exception as e:
+            return False, f"{type(e).__name__}: {e}"
+        finally:
+            self.close()
+        return True, f"connected to {self.redacted_url}"

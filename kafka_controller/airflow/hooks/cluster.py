@@ -1,0 +1,278 @@
+"""``KafkaClusterHook``: one cluster's ZooKeeper session, admin client and broker lifecycle.
+
+The hook owns every piece of I/O the operators need and hands back plain values (``ClusterView``,
+``ClusterSnapshot``, per-partition results). Reads are the store's batched ones: a wait loop costs a
+handful of round trips per poll, whatever the number of partitions. Credentials stay inside the
+connection object; ``describe_connection`` is what may be logged or recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import cached_property
+from typing import Any, TypeVar
+
+from airflow.sdk import BaseHook
+
+from kafka_controller.airflow.connections import (
+    CLUSTER_CONN_TYPE,
+    DEFAULT_CLUSTER_CONN_ID,
+    ClusterConnection,
+    cluster_connection,
+)
+from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
+from kafka_controller.domain.values import TopicPartition
+from kafka_controller.ports import Clock, SystemClock
+
+T = TypeVar("T")
+DEFAULT_BROKER = "<default>"  # Kafka's entity name for the cluster-wide dynamic broker config
+AUTO_REBALANCE = "auto.leader.rebalance.enable"
+
+
+class OperationTimeoutError(KafkaControllerError):
+    """A wait did not reach its goal in time; the message says what was awaited and what was seen."""
+
+
+class KafkaClusterHook(BaseHook):
+    """ZooKeeper, the active controller's admin APIs and the brokers' lifecycle for one cluster."""
+
+    conn_name_attr = "kafka_controller_conn_id"
+    default_conn_name = DEFAULT_CLUSTER_CONN_ID
+    conn_type = CLUSTER_CONN_TYPE
+    hook_name = "Kafka cluster (ZooKeeper mode)"
+
+    def __init__(
+        self, kafka_controller_conn_id: str = DEFAULT_CLUSTER_CONN_ID, *, clock: Clock | None = None
+    ):
+        super().__init__()
+        self.kafka_controller_conn_id = kafka_controller_conn_id
+        self.clock: Clock = clock or SystemClock()
+        self._store: Any = None
+        self._admin: Any = None
+
+    # -- connection ---------------------------------------------------------------------------------
+    @cached_property
+    def connection(self) -> ClusterConnection:
+        c = self.get_connection(self.kafka_controller_conn_id)
+        return cluster_connection(
+            self.kafka_controller_conn_id,
+            host=c.host,
+            port=c.port,
+            schema=c.schema,
+            login=c.login,
+            password=c.password,
+            extra=c.extra_dejson,
+        )
+
+    def describe_connection(self) -> dict[str, Any]:
+        return self.connection.describe()
+
+    def get_store(self) -> Any:
+        """The kazoo metadata store (one session per hook, closed by ``close``)."""
+        if self._store is None:
+            import logging
+
+            from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+
+            logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+            self._store = KazooMetadataStore(self.connection.zk_config(), clock=self.clock)
+        return self._store
+
+    def get_admin_client(self) -> Any:
+        if self._admin is None:
+            from kafka_controller.broker.admin_client import AdminClient
+
+            self._admin = AdminClient(self.get_store(), timeout_s=self.connection.request_timeout_s)
+        return self._admin
+
+    def lifecycle(self) -> Any:
+        from kafka_controller.airflow.lifecycle import lifecycle_backend
+
+        return lifecycle_backend(self.connection.lifecycle, self.connection.connect_string)
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> KafkaClusterHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Airflow's "Test" button: connect and read the controller."""
+        try:
+            view = self.describe()
+        except Exception as e:
+            return False, f"{type(e).__name__}: {e}"
+        finally:
+            self.close()
+        return (
+            True,
+            f"controller {view.controller_id}, epoch {view.controller_epoch}, {len(view.brokers)} brokers",
+        )
+
+    # -- reads ----------------------------------------------------------------------------------------
+    def describe(self, topics: Collection[str] | None = None) -> Any:
+        from kafka_controller.admin.describe import read_cluster_view
+
+        return read_cluster_view(self.get_store(), None if topics is None else list(topics))
+
+    def snapshot(self) -> Any:
+        from kafka_controller.airflow.planner import ClusterSnapshot
+
+        return ClusterSnapshot.read(self.get_store())
+
+    def controller(self) -> tuple[int | None, int | None, int | None]:
+        """``(controller id, epoch, epoch zk version)``."""
+        store = self.get_store()
+        epoch = store.get_controller_epoch()
+        return store.get_controller_id(), *(epoch if epoch else (None, None))
+
+    def assignments(self, topics: Collection[str]) -> dict[TopicPartition, Any]:
+        """Full assignments (RS/AR/RR) of ``topics``, one batched read."""
+        out: dict[TopicPartition, Any] = {}
+        for t in self.get_store().get_replica_assignment_and_topic_ids(sorted(set(topics))).values():
+            if isinstance(t, MetadataStoreError):
+                raise t
+            out.update(t.assignment)
+        return out
+
+    def wait_for(
+        self, probe: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.25
+    ) -> T:
+        """Poll ``probe`` until truthy (returned) or raise ``OperationTimeoutError``; ZooKeeper or
+        controller errors along the way count as "not yet"."""
+        deadline = self.clock.monotonic() + timeout_s
+        last = ""
+        while True:
+            try:
+                value = probe()
+                if value:
+                    return value
+            except KafkaControllerError as e:
+                last = f" (last error: {e})"
+            if self.clock.monotonic() >= deadline:
+                raise OperationTimeoutError(f"timed out after {timeout_s:g}s waiting for {what}{last}")
+            self.clock.sleep(interval_s)
+
+    # -- controller ------------------------------------------------------------------------------------
+    def resign_controller(self) -> tuple[int, int]:
+        """Delete ``/controller``, fenced on the epoch just read: a controller elected meanwhile is
+        left alone (``ControllerMovedError``). Returns the resigned ``(controller id, epoch)``."""
+        from kafka_controller.domain.errors import InvalidArgumentError
+
+        cid, epoch, zk_version = self.controller()
+        if cid is None or epoch is None or zk_version is None:
+            raise InvalidArgumentError("there is no active controller to resign")
+        self.get_store().delete_controller(zk_version)
+        return cid, epoch
+
+    # -- admin requests ---------------------------------------------------------------------------------
+    def _admin_call(self, name: str, *args: Any, operation_id: str | None) -> Any:
+        """Pass the operation id to the controller when the admin API carries it (so the transitions
+        it causes are linked to the operations row); older clients take no id."""
+        method = getattr(self.get_admin_client(), name)
+        if operation_id is not None and "operation_id" in inspect.signature(method).parameters:
+            return method(*args, operation_id=operation_id)
+        return method(*args)
+
+    def elect_leaders(
+        self,
+        election_type: str,
+        partitions: Collection[TopicPartition] | None,
+        operation_id: str | None = None,
+    ) -> dict[TopicPartition, tuple[str, int, str | None]]:
+        """``{tp: (error name, leader, message)}`` for each partition the controller answered."""
+        response = self._admin_call(
+            "elect_leaders",
+            election_type,
+            None if partitions is None else list(partitions),
+            operation_id=operation_id,
+        )
+        return {tp: (str(r.error), r.leader, r.message) for tp, r in response.results.items()}
+
+    def alter_reassignments(
+        self, plan: Mapping[TopicPartition, Sequence[int] | None], operation_id: str | None = None
+    ) -> dict[TopicPartition, tuple[str, str | None]]:
+        response = self._admin_call("alter_partition_reassignments", dict(plan), operation_id=operation_id)
+        return {tp: (str(r.error), r.message) for tp, r in response.results.items()}
+
+    def controlled_shutdown(
+        self, broker_id: int, timeout_s: float, operation_id: str | None = None
+    ) -> list[str]:
+        """Ask the controller to move every leadership off ``broker_id``, retrying (as a Kafka broker
+        does) until nothing is left or time runs out; returns what it still leads."""
+        store = self.get_store()
+        epochs = {b.id: e for b, e in store.get_all_brokers_and_epochs().items()}
+        if broker_id not in epochs:
+            from kafka_controller.domain.errors import BrokerNotAvailableError
+
+            raise BrokerNotAvailableError(f"broker {broker_id} is not registered")
+        remaining: list[str] = []
+
+        def attempt() -> bool:
+            nonlocal remaining
+            response = self._admin_call(
+                "controlled_shutdown", broker_id, epochs[broker_id], operation_id=operation_id
+            )
+            remaining = sorted(map(str, response.partitions_remaining))
+            return not remaining
+
+        # the caller decides whether partitions still led after the deadline are acceptable
+        with contextlib.suppress(OperationTimeoutError):
+            self.wait_for(attempt, timeout_s, f"broker {broker_id} to lead nothing", interval_s=1.0)
+        return remaining
+
+    # -- dynamic configs (throttles, auto-rebalance pause) -----------------------------------------------
+    def _merge_entity_config(
+        self, entity_type: str, name: str, changes: Mapping[str, str | None]
+    ) -> dict[str, str]:
+        """Set (or with None, remove) keys of ``/config/<type>/<name>`` and notify, as kafka-configs.sh
+        does; returns the previous values of the keys touched."""
+        store = self.get_store()
+        current = store.get_entity_config(entity_type, name)
+        previous = {k: current[k] for k in changes if k in current}
+        updated = {k: v for k, v in current.items() if k not in changes}
+        updated.update({k: v for k, v in changes.items() if v is not None})
+        if updated != current:
+            store.set_or_create_entity_config(entity_type, name, updated)
+            store.create_config_change_notification(f"{entity_type}/{name}")
+        return previous
+
+    def pause_auto_rebalance(self) -> str | None:
+        """Cluster-wide dynamic broker config ``auto.leader.rebalance.enable=false``; returns the
+        value it replaced (None = unset), for ``resume_auto_rebalance``."""
+        return self._merge_entity_config("brokers", DEFAULT_BROKER, {AUTO_REBALANCE: "false"}).get(
+            AUTO_REBALANCE
+        )
+
+    def resume_auto_rebalance(self, previous: str | None) -> None:
+        self._merge_entity_config("brokers", DEFAULT_BROKER, {AUTO_REBALANCE: previous})
+
+    def auto_rebalance_paused(self) -> bool:
+        config: dict[str, str] = self.get_store().get_entity_config("brokers", DEFAULT_BROKER)
+        return config.get(AUTO_REBALANCE) == "false"
+
+    def set_throttles(
+        self, brokers: Mapping[int, Mapping[str, str]], topics: Mapping[str, Mapping[str, str]]
+    ) -> None:
+        for b, config in sorted(brokers.items()):
+            self._merge_entity_config("brokers", str(b), dict(config))
+        for t, config in sorted(topics.items()):
+            self._merge_entity_config("topics", t, dict(config))
+
+    def clear_throttles(self, brokers: Collection[int], topics: Collection[str]) -> None:
+        from kafka_controller.airflow.reassignment_plan import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+
+        for b in sorted(brokers):
+            self._merge_entity_config("brokers", str(b), dict.fromkeys(BROKER_THROTTLE_KEYS))
+        for t in sorted(topics):
+            self._merge_entity_config("topics", t, dict.fromkeys(TOPIC_THROTTLE_KEYS))

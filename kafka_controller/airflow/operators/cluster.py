@@ -1,0 +1,243 @@
+"""Operators on the controller and the brokers: failover drill, controlled shutdown, broker
+stop/start/kill, rolling restart. All mutate, so all default to a dry run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kafka_controller.airflow.operators.base import KafkaOperationOperator
+from kafka_controller.airflow.params import as_bool, as_int, as_int_list
+from kafka_controller.domain.errors import InvalidArgumentError
+
+RESTARTED_KEY = "kafka_controller_restarted_brokers"
+
+
+def _registered(op: KafkaOperationOperator, broker_id: int) -> None:
+    brokers = op.cluster.get_store().get_sorted_broker_list()
+    if broker_id not in brokers:
+        raise InvalidArgumentError(f"broker {broker_id} is not registered (registered: {brokers})")
+
+
+class ControllerFailoverDrillOperator(KafkaOperationOperator):
+    """Make the controller resign; measure until a new epoch leads every partition it can.
+
+    Dry run: the in-memory controller's failover on the snapshot (what the new controller would
+    change)."""
+
+    operation_kind = "controller_failover_drill"
+    template_fields: Sequence[str] = (*KafkaOperationOperator.template_fields, "timeout_s")
+
+    def __init__(self, *, timeout_s: float | str = 120.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.timeout_s = timeout_s
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        self._timeout = float(as_int("timeout_s", self.timeout_s, minimum=1))
+        return {"timeout_s": self._timeout}
+
+    def run(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.runbooks import failover_drill
+
+        if self.is_dry_run():
+            with self.dry_run_of() as plan:
+                return {"plan": self.record_plan([plan.baseline])}
+        return failover_drill(self.cluster, timeout_s=self._timeout)
+
+
+class ControlledShutdownOperator(KafkaOperationOperator):
+    """Move every leadership off one broker, then (``stop``) stop it through the lifecycle backend.
+
+    Refused when the stop would take a partition offline, unless ``allow_offline``."""
+
+    operation_kind = "controlled_shutdown"
+    template_fields: Sequence[str] = (
+        *KafkaOperationOperator.template_fields,
+        "broker_id",
+        "stop",
+        "allow_offline",
+    )
+
+    def __init__(
+        self,
+        *,
+        broker_id: int | str,
+        stop: bool | str = True,
+        allow_offline: bool | str = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.broker_id = broker_id
+        self.stop = stop
+        self.allow_offline = allow_offline
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        self._broker = as_int("broker_id", self.broker_id, minimum=0)
+        self._stop = as_bool("stop", self.stop)
+        self._allow_offline = as_bool("allow_offline", self.allow_offline)
+        _registered(self, self._broker)
+        return {"broker_id": self._broker, "stop": self._stop, "allow_offline": self._allow_offline}
+
+    def run(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.maintenance import check_stop
+        from kafka_controller.airflow.runbooks import RefusedError, Timeouts, stop_broker
+
+        if self.is_dry_run():
+            with self.dry_run_of() as plan:
+                return {
+                    "plan": self.record_plan([plan.controlled_shutdown(self._broker, then_stop=self._stop)])
+                }
+        check = check_stop(self.cluster.describe(), self._broker)
+        if not check.safe and not self._allow_offline:
+            raise RefusedError(check.reason)
+        if not self._stop:
+            remaining = self.cluster.controlled_shutdown(
+                self._broker, Timeouts().shutdown_s, self.operation_id
+            )
+            return {"broker_id": self._broker, "still_led": remaining}
+        lifecycle = self.cluster.lifecycle()
+        return {
+            "broker_id": self._broker,
+            **stop_broker(self.cluster, lifecycle, self._broker, Timeouts(), self.operation_id),
+        }
+
+
+class BrokerLifecycleOperator(KafkaOperationOperator):
+    """``start``, ``stop`` (controlled shutdown first) or ``kill`` one broker via the lifecycle backend."""
+
+    operation_kind = "broker_lifecycle"
+    template_fields: Sequence[str] = (*KafkaOperationOperator.template_fields, "broker_id", "action")
+    ACTIONS = ("start", "stop", "kill")
+
+    def __init__(self, *, broker_id: int | str, action: str, timeout_s: float = 120.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.broker_id = broker_id
+        self.action = action
+        self.timeout_s = timeout_s
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        self._broker = as_int("broker_id", self.broker_id, minimum=0)
+        self._action = str(self.action).strip().lower()
+        if self._action not in self.ACTIONS:
+            raise InvalidArgumentError(
+                f"parameter 'action' must be one of {', '.join(self.ACTIONS)}, got {self.action!r}"
+            )
+        if self._action != "start":
+            _registered(self, self._broker)
+        self.cluster.lifecycle()  # a missing or malformed backend fails here, before the row
+        return {"broker_id": self._broker, "action": self._action}
+
+    def run(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.runbooks import Timeouts, start_broker, stop_broker, wait_registered
+
+        b = self._broker
+        if self.is_dry_run():
+            if self._action == "start":
+                return {
+                    "plan": [{"action": "start", "note": "a starting broker changes no leadership by itself"}]
+                }
+            with self.dry_run_of() as plan:
+                change = plan.controlled_shutdown(b) if self._action == "stop" else plan.stop_broker(b)
+                return {"plan": self.record_plan([change])}
+        lifecycle = self.cluster.lifecycle()
+        timeouts = Timeouts(shutdown_s=self.timeout_s, start_s=self.timeout_s)
+        if self._action == "start":
+            return {"broker_id": b, **start_broker(self.cluster, lifecycle, b, timeouts)}
+        if self._action == "stop":
+            return {"broker_id": b, **stop_broker(self.cluster, lifecycle, b, timeouts, self.operation_id)}
+        lifecycle.kill(b, self.timeout_s)
+        wait_registered(self.cluster, b, False, self.timeout_s)
+        return {"broker_id": b, "killed": True}
+
+
+class RollingRestartOperator(KafkaOperationOperator):
+    """Restart brokers one at a time, the active controller last, with auto leader rebalance paused
+    for the window (see ``runbooks.rolling_restart`` for each step's guard and waits). A retried
+    task skips the brokers an earlier attempt restarted (kept in the task state store)."""
+
+    operation_kind = "rolling_restart"
+    template_fields: Sequence[str] = (
+        *KafkaOperationOperator.template_fields,
+        "brokers",
+        "catch_up_timeout_s",
+    )
+
+    def __init__(
+        self,
+        *,
+        brokers: Sequence[int] | str | None = None,
+        catch_up_timeout_s: float | str = 300.0,
+        pause_auto_rebalance: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.brokers = brokers
+        self.catch_up_timeout_s = catch_up_timeout_s
+        self.pause_auto_rebalance = pause_auto_rebalance
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.maintenance import restart_order
+
+        requested = as_int_list("brokers", self.brokers)
+        self._catch_up = float(as_int("catch_up_timeout_s", self.catch_up_timeout_s, minimum=1))
+        cid, _, _ = self.cluster.controller()
+        self._order = restart_order(self.cluster.get_store().get_sorted_broker_list(), cid, requested or None)
+        if not self.is_dry_run():
+            self.cluster.lifecycle()
+        return {
+            "brokers": requested,
+            "order": self._order,
+            "controller_id": cid,
+            "catch_up_timeout_s": self._catch_up,
+        }
+
+    def run(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.planner import plan_rolling_restart
+        from kafka_controller.airflow.runbooks import Timeouts, rolling_restart
+
+        if self.is_dry_run():
+            steps = plan_rolling_restart(
+                self.cluster.snapshot(),
+                self._order,
+                broker_defaults=self.cluster.connection.broker_defaults,
+                operation_id=self.operation_id,
+            )
+            summaries = self.record_plan(steps)
+            refused = [s["action"] for s in summaries if s["offline_after"]]
+            return {"order": self._order, "plan": summaries, "would_refuse": refused}
+        store = context.get("task_state_store")
+        done = set(store.get(RESTARTED_KEY) or []) if store is not None else set()
+
+        def remember(broker_id: int) -> None:
+            done.add(broker_id)
+            if store is not None:
+                store.set(RESTARTED_KEY, sorted(done))
+
+        if self.pause_auto_rebalance:
+            self._paused = (self.cluster.pause_auto_rebalance(),)
+        try:
+            result = rolling_restart(
+                self.cluster,
+                self.cluster.lifecycle(),
+                self._order,
+                timeouts=Timeouts(catch_up_s=self._catch_up),
+                operation_id=self.operation_id,
+                done=done,
+                on_broker_done=remember,
+            )
+        finally:
+            self._resume()
+        if store is not None:
+            store.delete(RESTARTED_KEY)
+        return {**result, "auto_rebalance_paused": self.pause_auto_rebalance}
+
+    _paused: tuple[str | None] | None = None
+
+    def _resume(self) -> None:
+        """Put back the auto-rebalance setting this task replaced (also when the task is killed)."""
+        if self._paused is not None:
+            previous, self._paused = self._paused[0], None
+            self.cluster.resume_auto_rebalance(previous)
+
+    def cancel(self) -> None:
+        self._resume()

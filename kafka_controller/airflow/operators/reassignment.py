@@ -1,0 +1,236 @@
+"""Reassignment lifecycle: generate (with movement caps) -> execute in batches (resumable, throttled,
+cancelled when killed) -> verify (``sensors.ReassignmentSensor``, deferrable)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import ResumableJobMixin
+
+from kafka_controller.airflow.operators.base import KafkaOperationOperator
+from kafka_controller.airflow.params import as_int, as_int_list, as_json, as_str_list
+from kafka_controller.airflow.reassignment_plan import (
+    DEFAULT_MAX_CLUSTER,
+    DEFAULT_MAX_PER_BROKER,
+    plan_batches,
+    plan_from_json,
+    plan_to_json,
+)
+from kafka_controller.domain.errors import InvalidArgumentError
+
+
+def _current(op: KafkaOperationOperator, topics: set[str]) -> dict[Any, tuple[int, ...]]:
+    return {tp: ra.replicas for tp, ra in op.cluster.assignments(topics).items()}
+
+
+class GenerateReassignmentOperator(KafkaOperationOperator):
+    """A reviewed plan and its batches. Either ``plan`` (Kafka's reassignment JSON, checked against
+    the cluster) or ``topics`` + ``broker_list`` (a minimal-movement plan, ``reassignment_plan``).
+    Batches respect ``max_movements_per_broker`` and ``max_cluster_movements``. Changes nothing."""
+
+    operation_kind = "reassignment_generate"
+    mutating = False
+    template_fields: Sequence[str] = (
+        *KafkaOperationOperator.template_fields,
+        "plan",
+        "topics",
+        "broker_list",
+        "max_movements_per_broker",
+        "max_cluster_movements",
+    )
+
+    def __init__(
+        self,
+        *,
+        plan: Any = None,
+        topics: Any = None,
+        broker_list: Any = None,
+        max_movements_per_broker: int | str = DEFAULT_MAX_PER_BROKER,
+        max_cluster_movements: int | str = DEFAULT_MAX_CLUSTER,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.topics = topics
+        self.broker_list = broker_list
+        self.max_movements_per_broker = max_movements_per_broker
+        self.max_cluster_movements = max_cluster_movements
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.admin.reassignment import validate_reassignment
+        from kafka_controller.airflow.reassignment_plan import generate_plan
+
+        self._per_broker = as_int("max_movements_per_broker", self.max_movements_per_broker, minimum=1)
+        self._cluster_cap = as_int("max_cluster_movements", self.max_cluster_movements, minimum=1)
+        given = self.plan not in (None, "", [], {})
+        topics = as_str_list("topics", self.topics)
+        brokers = as_int_list("broker_list", self.broker_list)
+        if given == bool(topics or brokers):
+            raise InvalidArgumentError("give either 'plan' or 'topics' with 'broker_list'")
+        registered = self.cluster.get_store().get_sorted_broker_list()
+        if given:
+            plan = plan_from_json(as_json("plan", self.plan), "parameter 'plan'")
+            self._current_map = _current(self, {tp.topic for tp in plan})
+            by_topic: dict[str, set[int]] = {}
+            for tp in self._current_map:
+                by_topic.setdefault(tp.topic, set()).add(tp.partition)
+            validate_reassignment(plan, by_topic, registered, "parameter 'plan'")
+        else:
+            if not topics or not brokers:
+                raise InvalidArgumentError("'topics' and 'broker_list' must both be given")
+            unknown = [b for b in brokers if b not in registered]
+            if unknown:
+                raise InvalidArgumentError(f"broker {unknown[0]} in 'broker_list' is not registered")
+            self._current_map = _current(self, set(topics))
+            plan = generate_plan(self._current_map, topics, brokers)
+        self._plan = {tp: rs for tp, rs in plan.items() if tuple(self._current_map.get(tp, ())) != tuple(rs)}
+        return {
+            "source": "plan" if given else "generated",
+            "topics": topics,
+            "broker_list": brokers,
+            "max_movements_per_broker": self._per_broker,
+            "max_cluster_movements": self._cluster_cap,
+            "partitions": len(self._plan),
+        }
+
+    def run(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.reassignment_plan import movements
+
+        batches = plan_batches(
+            self._plan, self._current_map, max_per_broker=self._per_broker, max_cluster=self._cluster_cap
+        )
+        moves = movements(self._current_map, self._plan)
+        return {
+            "plan": plan_to_json(self._plan),
+            "current": plan_to_json({tp: self._current_map[tp] for tp in self._plan}),
+            "batches": [[str(tp) for tp in b] for b in batches],
+            "replica_movements": sum(len(m.adding) for m in moves.values()),
+        }
+
+
+class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
+    """Execute a generated plan batch by batch (``runbooks.execute_reassignment``), with an optional
+    replication throttle. A retried task reconnects to the same reassignment (``ResumableJobMixin``):
+    done partitions are skipped and partitions in flight awaited, never resubmitted. Killing the
+    task cancels what is in flight. With ``wait_for_last_batch=False`` the last batch is left to the
+    deferrable ``ReassignmentSensor`` (no worker slot held while data moves)."""
+
+    operation_kind = "reassignment_execute"
+    external_id_key = "kafka_controller_reassignment"
+    template_fields: Sequence[str] = (*KafkaOperationOperator.template_fields, "plan", "batches", "throttle")
+
+    def __init__(
+        self,
+        *,
+        plan: Any,
+        batches: Any = None,
+        throttle: int | str | None = None,
+        batch_timeout_s: float = 3600.0,
+        wait_for_last_batch: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.batches = batches
+        self.throttle = throttle
+        self.batch_timeout_s = batch_timeout_s
+        self.wait_for_last_batch = wait_for_last_batch
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.params import as_partitions
+
+        self._plan = plan_from_json(as_json("plan", self.plan), "parameter 'plan'")
+        if not self._plan:
+            raise InvalidArgumentError("the reassignment plan is empty: nothing to execute")
+        raw = (
+            as_json("batches", self.batches)
+            if self.batches not in (None, "", [])
+            else [[str(tp) for tp in self._plan]]
+        )
+        self._batches = [as_partitions("batches", b) for b in raw]
+        planned = [tp for b in self._batches for tp in b]
+        if sorted(planned) != sorted(self._plan) or len(set(planned)) != len(planned):
+            raise InvalidArgumentError("'batches' must list every partition of the plan exactly once")
+        self._throttle = (
+            None if self.throttle in (None, "", 0, "0") else as_int("throttle", self.throttle, minimum=1)
+        )
+        return {
+            "partitions": len(self._plan),
+            "batches": len(self._batches),
+            "throttle_bytes_per_s": self._throttle,
+            "plan": plan_to_json(self._plan),
+        }
+
+    def run(self, context: Any) -> dict[str, Any]:
+        if self.is_dry_run():
+            with self.dry_run_of() as plan:
+                return {"plan": self.record_plan([plan.reassign(self._plan)])}
+        self.execute_resumable(context)  # on a reconnect the mixin returns poll's None, not the result
+        return self.get_job_result(None, context)
+
+    # -- ResumableJobMixin: the "job" is the plan's reassignment in ZooKeeper ----------------------------
+    def submit_job(self, context: Any) -> Any:
+        from kafka_controller.airflow.reassignment_plan import throttle_configs
+
+        if self._throttle is not None:
+            current = {
+                tp: ra.replicas
+                for tp, ra in self.cluster.assignments({tp.topic for tp in self._plan}).items()
+            }
+            brokers, topics = throttle_configs(self._plan, current, self._throttle)
+            self.cluster.set_throttles(brokers, topics)
+        return {"operation_id": self.operation_id, "partitions": len(self._plan)}
+
+    def get_job_status(self, external_id: Any, context: Any) -> str:
+        from kafka_controller.airflow.runbooks import reassignment_progress
+
+        first = external_id.get("operation_id") if isinstance(external_id, dict) else None
+        self._resumed_from = first if first != self.operation_id else None  # an earlier attempt's
+
+        progress = reassignment_progress(self.cluster.get_store(), self._plan)
+        if len(progress["complete"]) == len(self._plan):
+            return "SUCCEEDED"
+        return "RUNNING" if progress["in_progress"] or progress["complete"] else "NOT_STARTED"
+
+    def is_job_active(self, status: str) -> bool:
+        return status == "RUNNING"
+
+    def is_job_succeeded(self, status: str) -> bool:
+        return status == "SUCCEEDED"
+
+    def poll_until_complete(self, external_id: Any, context: Any) -> None:
+        from kafka_controller.airflow.runbooks import execute_reassignment
+
+        batches = self._batches if self.wait_for_last_batch else self._batches[:-1]
+        self._reports = execute_reassignment(
+            self.cluster,
+            self._plan,
+            batches,
+            operation_id=self.operation_id,
+            batch_timeout_s=self.batch_timeout_s,
+        )
+        if not self.wait_for_last_batch:
+            last = {tp: self._plan[tp] for tp in self._batches[-1]}
+            from kafka_controller.airflow.runbooks import reassignment_progress
+
+            pending = reassignment_progress(self.cluster.get_store(), last)["pending"]
+            if pending:
+                self.cluster.alter_reassignments({tp: last[tp] for tp in pending}, self.operation_id)
+            self._reports.append(
+                {"batch": len(self._batches), "partitions": len(last), "submitted": len(pending)}
+            )
+
+    def get_job_result(self, external_id: Any, context: Any) -> dict[str, Any]:
+        return {
+            "batches": getattr(self, "_reports", []),
+            "resumed_from_operation": getattr(self, "_resumed_from", None),
+            "throttle_bytes_per_s": self._throttle,
+        }
+
+    def cancel(self) -> None:
+        from kafka_controller.airflow.runbooks import cancel_reassignment
+
+        if not self.is_dry_run() and getattr(self, "_plan", None):
+            cancelled = cancel_reassignment(self.cluster, self._plan, self.operation_id)
+            self.log.warning("task killed: cancelled %d reassignment(s) in flight", len(cancelled))

@@ -1,0 +1,250 @@
+"""Read-only operators: the reconciliation snapshot, the PySpark reconciliation job, the audit report.
+
+The reconciliation job itself lives in ``kafka_controller.reconcile`` (no Airflow in it); this module
+only launches it with ``spark-submit``, so the same command runs on a real cluster with another
+``master``. The audit history goes to Spark as a Parquet copy next to the snapshot, so the job needs
+no JDBC driver; its results land in the audit store, linked to this task's operation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kafka_controller.airflow.operators.base import KafkaOperationOperator
+from kafka_controller.airflow.params import as_int, as_text
+from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+
+
+def _safe(run_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id)
+
+
+def data_dir(kind: str) -> Path:
+    """Where outputs go when a DAG names no directory: ``$AIRFLOW_HOME/kafka-controller/<kind>``."""
+    home = os.environ.get("AIRFLOW_HOME") or str(Path.home() / "airflow")
+    return Path(home) / "kafka-controller" / kind
+
+
+def _run_dir(base: Any, context: Any, kind: str) -> Path:
+    text = as_text("output_dir", base, required=False)
+    return (Path(text) if text else data_dir(kind)) / _safe(context["run_id"])
+
+
+class SnapshotExportOperator(KafkaOperationOperator):
+    """ZooKeeper (batched reads), each broker's own view of its replicas (DescribeReplicas), and a
+    Parquet copy of the audit history, under ``<output_dir>/<run id>/``."""
+
+    operation_kind = "snapshot_export"
+    mutating = False
+    template_fields: Sequence[str] = (*KafkaOperationOperator.template_fields, "output_dir")
+
+    def __init__(
+        self,
+        *,
+        output_dir: str | None = None,
+        broker_views: bool = True,
+        audit_history: bool = True,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.output_dir = output_dir
+        self.broker_views = broker_views
+        self.audit_history = audit_history
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        self._dir = _run_dir(self.output_dir, context, "snapshots")
+        if self._dir.exists() and any(self._dir.iterdir()):
+            raise InvalidArgumentError(f"snapshot directory {self._dir} already exists and is not empty")
+        return {
+            "output_dir": str(self._dir),
+            "broker_views": self.broker_views,
+            "audit_history": self.audit_history,
+        }
+
+    def run(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.reconcile.export import (
+            admin_broker_source,
+            export_audit_history,
+            export_snapshot,
+        )
+
+        self._dir.mkdir(parents=True, exist_ok=True)
+        source = admin_broker_source(self.cluster.get_admin_client()) if self.broker_views else None
+        result = export_snapshot(self.cluster.get_store(), self._dir / "snapshot", broker_source=source)
+        out: dict[str, Any] = {
+            "snapshot": str(result.path),
+            "snapshot_id": result.snapshot_id,
+            "rows": dict(result.rows),
+            "skipped_topics": dict(result.skipped_topics),
+        }
+        if self.audit_history:
+            out["audit_parquet"] = str(self._dir / "audit")
+            out["audit_rows"] = export_audit_history(self.audit.connection.url, self._dir / "audit")
+        return out
+
+
+def spark_submit_command(
+    job_args: Sequence[str],
+    *,
+    master: str,
+    conf: Mapping[str, str],
+    spark_submit: str | None = None,
+) -> list[str]:
+    """``spark-submit`` (the venv's, next to this interpreter) for ``reconcile/job.py``."""
+    from kafka_controller.reconcile import job
+
+    binary = spark_submit or str(Path(sys.executable).with_name("spark-submit"))
+    argv = [binary, "--master", master]
+    for key, value in sorted(conf.items()):
+        argv += ["--conf", f"{key}={value}"]
+    return [*argv, str(Path(job.__file__)), *job_args]
+
+
+def redact_args(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
+    return [next((a.replace(s, "***") for s in secrets if s and s in a), a) for a in argv]
+
+
+class SparkReconciliationOperator(KafkaOperationOperator):
+    """Launch the PySpark reconciliation job on a snapshot (``SnapshotExportOperator``'s XCom) and
+    return its JSON summary. Exit code 2 (bad input) and 1 (failure) fail the task with the job's
+    last stderr line; 3 (findings at ``fail_on``) fails it too when ``fail_on`` is set."""
+
+    operation_kind = "reconciliation"
+    mutating = False
+    template_fields: Sequence[str] = (
+        *KafkaOperationOperator.template_fields,
+        "snapshot",
+        "audit_parquet",
+        "output_dir",
+        "master",
+    )
+    DEFAULT_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}
+
+    def __init__(
+        self,
+        *,
+        snapshot: str,
+        output_dir: str | None = None,
+        audit_parquet: str | None = None,
+        master: str = "local[2]",
+        spark_conf: Mapping[str, str] | None = None,
+        fail_on: str | None = None,
+        timeout_s: float | str = 1800,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.snapshot = snapshot
+        self.audit_parquet = audit_parquet
+        self.output_dir = output_dir
+        self.master = master
+        self.spark_conf = dict(spark_conf or {})
+        self.fail_on = fail_on
+        self.timeout_s = timeout_s
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        self._snapshot = as_text("snapshot", self.snapshot)
+        self._audit_parquet = as_text("audit_parquet", self.audit_parquet, required=False)
+        self._out = as_text("output_dir", self.output_dir, required=False) or str(data_dir("reconciliation"))
+        self._timeout = as_int("timeout_s", self.timeout_s, minimum=1)
+        return {
+            "snapshot": self._snapshot,
+            "audit_parquet": self._audit_parquet,
+            "output_dir": self._out,
+            "master": self.master,
+            "fail_on": self.fail_on,
+        }
+
+    def run(self, context: Any) -> dict[str, Any]:
+        import orjson
+
+        url = self.audit.connection.url
+        args = [
+            "--snapshot",
+            str(self._snapshot),
+            "--out",
+            str(self._out),
+            "--results-url",
+            url,
+            "--operation-id",
+            str(self.operation_id),
+        ]
+        if self._audit_parquet:
+            args += ["--audit-parquet", self._audit_parquet]
+        if self.fail_on:
+            args += ["--fail-on", self.fail_on]
+        argv = spark_submit_command(args, master=self.master, conf={**self.DEFAULT_CONF, **self.spark_conf})
+        self.log.info("running %s", " ".join(redact_args(argv, [url])))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_")}
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, env=env, timeout=self._timeout, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired:
+            raise KafkaControllerError(f"the reconciliation job did not finish in {self._timeout}s") from None
+        stderr = done.stderr.decode(errors="replace").replace(url, "***")
+        if done.returncode not in (0, 3) or (done.returncode == 3 and self.fail_on):
+            lines = [ln for ln in stderr.splitlines() if ln.startswith("reconcile:")] or stderr.splitlines()[
+                -1:
+            ]
+            raise KafkaControllerError(
+                f"the reconciliation job exited {done.returncode}: {lines[-1] if lines else ''}"
+            )
+        out = done.stdout.decode(errors="replace").strip()
+        try:
+            summary = orjson.loads(out[out.index("{") :]) if "{" in out else {}
+        except orjson.JSONDecodeError:
+            raise KafkaControllerError("the reconciliation job printed no JSON summary") from None
+        return {"job": summary, "exit_code": done.returncode}
+
+
+class AuditReportOperator(KafkaOperationOperator):
+    """The audit report (``audit.reports``) as JSON and self-contained HTML under ``output_dir``."""
+
+    operation_kind = "audit_report"
+    mutating = False
+    template_fields: Sequence[str] = (*KafkaOperationOperator.template_fields, "output_dir", "since_hours")
+
+    def __init__(
+        self, *, output_dir: str | None = None, since_hours: int | str | None = 24, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.output_dir = output_dir
+        self.since_hours = since_hours
+
+    def prepare(self, context: Any) -> dict[str, Any]:
+        self._dir = _run_dir(self.output_dir, context, "reports")
+        self._hours = (
+            None
+            if self.since_hours in (None, "", "None")
+            else as_int("since_hours", self.since_hours, minimum=1)
+        )
+        return {"output_dir": str(self._dir), "since_hours": self._hours}
+
+    def run(self, context: Any) -> dict[str, Any]:
+        import time
+
+        import orjson
+
+        from kafka_controller.audit.html import render_html
+
+        since = None if self._hours is None else int(time.time() * 1000) - self._hours * 3_600_000
+        report = self.audit.report(since_ms=since)
+        self._dir.mkdir(parents=True, exist_ok=True)
+        (self._dir / "report.json").write_bytes(
+            orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+        )
+        (self._dir / "report.html").write_text(render_html(report), encoding="utf-8")
+        return {
+            "json": str(self._dir / "report.json"),
+            "html": str(self._dir / "report.html"),
+            "summary": report.get("summary", {}),
+            "empty": report.get("empty", True),
+        }

@@ -1,0 +1,286 @@
+"""The live procedures behind the mutating operators, as plain functions over a ``KafkaClusterHook``.
+
+Each one polls ZooKeeper (batched reads) against deadlines, refuses before acting when a guard
+fails, and returns a JSON-ready account of what happened. Waiting goes through ``hook.wait_for``,
+whose clock is injected, so the procedures hold no timing of their own.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_controller.admin.describe import ClusterView
+from kafka_controller.admin.reassignment import COMPLETE, IN_PROGRESS, verify_reassignment
+from kafka_controller.airflow.maintenance import (
+    broker_caught_up,
+    check_stop,
+    leaderless_with_live_isr,
+    preferred_partitions_of,
+)
+from kafka_controller.domain.errors import KafkaControllerError
+from kafka_controller.domain.values import TopicPartition
+
+
+def _caught_up(broker_id: int, view: ClusterView) -> bool:
+    return broker_caught_up(view, broker_id)
+
+
+class RefusedError(KafkaControllerError):
+    """A guard refused the operation before anything was changed."""
+
+
+class OperationFailedError(KafkaControllerError):
+    """The cluster refused or failed part of the work; the message says which partitions and why."""
+
+
+@dataclass
+class Timeouts:
+    shutdown_s: float = 120.0
+    start_s: float = 120.0
+    catch_up_s: float = 300.0
+    election_s: float = 60.0
+
+
+@dataclass
+class Watch:
+    """Samples the cluster while waiting: the most partitions seen offline at once, and which."""
+
+    hook: Any
+    max_offline: int = 0
+    offline_seen: set[str] = field(default_factory=set)
+
+    def view(self) -> ClusterView:
+        view: ClusterView = self.hook.describe()
+        offline = [str(p.topic_partition) for p in view.partitions if p.offline]
+        self.max_offline = max(self.max_offline, len(offline))
+        self.offline_seen.update(offline)
+        return view
+
+    def until(self, predicate: Callable[[ClusterView], bool], timeout_s: float, what: str) -> ClusterView:
+        def probe() -> ClusterView | None:
+            view = self.view()
+            return view if predicate(view) else None
+
+        result: ClusterView = self.hook.wait_for(probe, timeout_s, what)
+        return result
+
+
+# -- controller failover drill -----------------------------------------------------------------------
+
+
+def failover_drill(hook: Any, *, timeout_s: float = 120.0) -> dict[str, Any]:
+    """Make the controller resign (fenced delete of ``/controller``), wait for a new epoch, and for
+    every partition with a live ISR replica to have a live leader; the times are measured from the
+    deletion."""
+    watch = Watch(hook)
+    before = watch.view()
+    if before.controller_id is None or before.controller_epoch is None:
+        raise RefusedError("there is no active controller to resign")
+    stuck = leaderless_with_live_isr(before)
+    if stuck:
+        raise RefusedError(
+            f"{len(stuck)} partition(s) already lack a live leader, e.g. {stuck[0]}; not drilling now"
+        )
+    old_id, old_epoch = hook.resign_controller()
+    t0 = hook.clock.monotonic()
+
+    def elected() -> tuple[int, int] | None:
+        cid, epoch, _ = hook.controller()
+        return (cid, epoch) if cid is not None and epoch is not None and epoch > old_epoch else None
+
+    new_id, new_epoch = hook.wait_for(
+        elected, timeout_s, f"a controller epoch above {old_epoch}", interval_s=0.02
+    )
+    t_elected = hook.clock.monotonic()
+    after = watch.until(
+        lambda v: not leaderless_with_live_isr(v), timeout_s, "every partition to have a live leader"
+    )
+    t_recovered = hook.clock.monotonic()
+    return {
+        "resigned": {"broker_id": old_id, "epoch": old_epoch},
+        "elected": {"broker_id": new_id, "epoch": new_epoch},
+        "election_ms": round((t_elected - t0) * 1000, 1),
+        "recovery_ms": round((t_recovered - t0) * 1000, 1),
+        "partitions": len(after.partitions),
+        "offline_after": sum(p.offline for p in after.partitions),
+        "max_offline_seen": watch.max_offline,
+    }
+
+
+# -- brokers --------------------------------------------------------------------------------------------
+
+
+def wait_registered(hook: Any, broker_id: int, registered: bool, timeout_s: float) -> None:
+    what = f"broker {broker_id} to {'register' if registered else 'deregister'}"
+    hook.wait_for(
+        lambda: (broker_id in hook.get_store().get_sorted_broker_list()) == registered, timeout_s, what
+    )
+
+
+def stop_broker(
+    hook: Any, lifecycle: Any, broker_id: int, timeouts: Timeouts, operation_id: str | None
+) -> dict[str, Any]:
+    """Move leadership away (the controller's controlled shutdown), then stop the process."""
+    t0 = hook.clock.monotonic()
+    remaining = hook.controlled_shutdown(broker_id, timeouts.shutdown_s, operation_id)
+    t_demoted = hook.clock.monotonic()
+    lifecycle.stop(broker_id, timeouts.shutdown_s)
+    wait_registered(hook, broker_id, False, timeouts.shutdown_s)
+    return {
+        "still_led_at_stop": remaining,
+        "demote_ms": round((t_demoted - t0) * 1000, 1),
+        "stop_ms": round((hook.clock.monotonic() - t0) * 1000, 1),
+    }
+
+
+def start_broker(hook: Any, lifecycle: Any, broker_id: int, timeouts: Timeouts) -> dict[str, Any]:
+    t0 = hook.clock.monotonic()
+    lifecycle.start(broker_id, timeouts.start_s)
+    wait_registered(hook, broker_id, True, timeouts.start_s)
+    return {"start_ms": round((hook.clock.monotonic() - t0) * 1000, 1)}
+
+
+def rolling_restart(
+    hook: Any,
+    lifecycle: Any,
+    order: Sequence[int],
+    *,
+    timeouts: Timeouts,
+    operation_id: str | None,
+    done: Collection[int] = (),
+    on_broker_done: Callable[[int], None] = lambda _b: None,
+) -> dict[str, Any]:
+    """One broker at a time, in ``order`` (the active controller last): guard, controlled shutdown,
+    stop, start, wait until back in every ISR with nothing under-replicated, preferred election for
+    its partitions. Brokers in ``done`` (a retried task) are skipped."""
+    watch = Watch(hook)
+    steps: list[dict[str, Any]] = []
+    for broker_id in order:
+        if broker_id in done:
+            steps.append({"broker_id": broker_id, "skipped": "restarted by an earlier attempt"})
+            continue
+        view = watch.view()
+        check = check_stop(view, broker_id)
+        if not check.safe:
+            raise RefusedError(check.reason)
+        if any(p.offline or p.under_replicated for p in view.partitions):
+            raise RefusedError(
+                f"the cluster is not healthy before broker {broker_id}: "
+                f"{view.summary['offline']} offline, {view.summary['under_replicated']} under-replicated"
+            )
+        step: dict[str, Any] = {"broker_id": broker_id, "was_controller": view.controller_id == broker_id}
+        step.update(stop_broker(hook, lifecycle, broker_id, timeouts, operation_id))
+        step.update(start_broker(hook, lifecycle, broker_id, timeouts))
+        t0 = hook.clock.monotonic()
+        view = watch.until(
+            functools.partial(_caught_up, broker_id),
+            timeouts.catch_up_s,
+            f"broker {broker_id} to rejoin every ISR with nothing under-replicated",
+        )
+        step["catch_up_ms"] = round((hook.clock.monotonic() - t0) * 1000, 1)
+        step["preferred_election"] = preferred_election(
+            hook, preferred_partitions_of(view, broker_id), operation_id
+        )
+        steps.append(step)
+        on_broker_done(broker_id)
+    final = watch.view()
+    return {
+        "order": list(order),
+        "steps": steps,
+        "max_offline_seen": watch.max_offline,
+        "offline_seen": sorted(watch.offline_seen),
+        "not_preferred_leader_after": final.summary["not_preferred_leader"],
+    }
+
+
+def preferred_election(
+    hook: Any, partitions: Collection[TopicPartition] | None, operation_id: str | None
+) -> dict[str, Any]:
+    """Preferred election; ``partitions`` None = all. Grouped as Kafka's tool prints them."""
+    from kafka_controller.admin.election import group_election_results
+
+    if partitions is not None and not partitions:
+        return {"elected": {}, "not_needed": [], "failed": {}}
+    outcome = group_election_results(hook.elect_leaders("preferred", partitions, operation_id))
+    return {
+        "elected": {str(tp): leader for tp, leader in outcome.succeeded.items()},
+        "not_needed": [str(tp) for tp in outcome.not_needed],
+        "failed": {str(tp): f"{code}: {msg}" if msg else code for tp, (code, msg) in outcome.failed.items()},
+    }
+
+
+# -- reassignment ------------------------------------------------------------------------------------------
+
+
+def reassignment_progress(
+    store: Any, plan: Mapping[TopicPartition, Sequence[int]]
+) -> dict[str, list[TopicPartition]]:
+    """``{"complete": [...], "in_progress": [...], "pending": [...]}`` from the topic znodes and the
+    legacy request znode (two batched reads): what a retried task has left to do."""
+    from kafka_controller.domain.errors import MetadataStoreError
+
+    assignments: dict[TopicPartition, Any] = {}
+    for t in store.get_replica_assignment_and_topic_ids(sorted({tp.topic for tp in plan})).values():
+        if isinstance(t, MetadataStoreError):
+            raise t
+        assignments.update(t.assignment)
+    out: dict[str, list[TopicPartition]] = {"complete": [], "in_progress": [], "pending": []}
+    for v in verify_reassignment(plan, assignments, store.get_partition_reassignment()):
+        key = "complete" if v.status == COMPLETE else "in_progress" if v.status == IN_PROGRESS else "pending"
+        out[key].append(v.topic_partition)
+    return out
+
+
+def execute_reassignment(
+    hook: Any,
+    plan: Mapping[TopicPartition, Sequence[int]],
+    batches: Sequence[Sequence[TopicPartition]],
+    *,
+    operation_id: str | None,
+    batch_timeout_s: float,
+) -> list[dict[str, Any]]:
+    """Batch after batch: submit what is neither complete nor in flight, wait until the whole batch
+    is complete. Safe to call again after a crash: finished work is skipped, work in flight awaited."""
+    reports = []
+    for i, batch in enumerate(batches):
+        sub = {tp: tuple(plan[tp]) for tp in batch}
+        progress = reassignment_progress(hook.get_store(), sub)
+        submitted: dict[str, str] = {}
+        if progress["pending"]:
+            results = hook.alter_reassignments({tp: sub[tp] for tp in progress["pending"]}, operation_id)
+            failed = {str(tp): f"{e}: {m}" if m else e for tp, (e, m) in results.items() if e != "NONE"}
+            if failed:
+                raise OperationFailedError(
+                    f"batch {i + 1}: the controller refused {len(failed)} partition(s): {failed}"
+                )
+            submitted = {str(tp): "submitted" for tp in progress["pending"]}
+        t0 = hook.clock.monotonic()
+        hook.wait_for(
+            lambda s=sub: len(reassignment_progress(hook.get_store(), s)["complete"]) == len(s),
+            batch_timeout_s,
+            f"batch {i + 1} of {len(batches)} ({len(sub)} partitions) to complete",
+        )
+        reports.append(
+            {
+                "batch": i + 1,
+                "partitions": len(sub),
+                "already_complete": len(progress["complete"]),
+                "resumed_in_flight": len(progress["in_progress"]),
+                "submitted": len(submitted),
+                "wait_ms": round((hook.clock.monotonic() - t0) * 1000, 1),
+            }
+        )
+    return reports
+
+
+def cancel_reassignment(
+    hook: Any, plan: Mapping[TopicPartition, Sequence[int]], operation_id: str | None
+) -> list[str]:
+    """Cancel whatever of ``plan`` is still in flight (KIP-455: target None)."""
+    in_flight = reassignment_progress(hook.get_store(), plan)["in_progress"]
+    if in_flight:
+        hook.alter_reassignments(dict.fromkeys(in_flight), operation_id)
+    return [str(tp) for tp in in_flight]

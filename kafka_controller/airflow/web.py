@@ -1,0 +1,205 @@
+"""The audit as a web app, mounted in Airflow's API server by the plugin (``fastapi_apps``).
+
+JSON under ``/api`` (operations, one operation's transitions, reconciliation runs and findings, the
+whole report) and two HTML pages (``/``: charts, operations, findings; ``/operations/{id}``). Every
+route depends on Airflow's own authentication (``requires_access_view``): a mounted sub-app gets no
+auth from the API server, so it must ask for it. Pages are server-rendered with escaped values and
+inline SVG charts (``audit.html``): no scripts, nothing fetched from elsewhere.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from html import escape
+from typing import Any, TypeVar
+
+from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID
+
+URL_PREFIX = "/kafka-controller"
+EngineFactory = Callable[[], Any]
+T = TypeVar("T")
+
+
+def airflow_auth() -> Any:
+    """The dependency that makes Airflow authenticate and authorize each request."""
+    from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
+    from airflow.api_fastapi.core_api.security import requires_access_view
+
+    return requires_access_view(AccessView.PLUGINS)
+
+
+def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
+    """Engine from the audit connection, opened on first use (the API server resolves connections)."""
+    lock = threading.Lock()
+    engine: list[Any] = []
+
+    def get() -> Any:
+        with lock:
+            if not engine:
+                from kafka_controller.airflow.hooks.audit import AuditStoreHook
+
+                engine.append(AuditStoreHook(conn_id).get_engine())
+            return engine[0]
+
+    return get
+
+
+def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
+    """The FastAPI app. ``auth`` is a dependency (default: Airflow's); ``engine`` yields the engine."""
+    from fastapi import Depends, FastAPI, HTTPException, Query
+    from fastapi.responses import HTMLResponse
+
+    from kafka_controller.airflow import audit_queries as q
+    from kafka_controller.audit.engine import AuditStoreError
+
+    get_engine = engine or hook_engine()
+    dependencies = [Depends(auth if auth is not None else airflow_auth())]
+    app = FastAPI(
+        title="Kafka controller audit",
+        dependencies=dependencies,
+        docs_url="/docs",
+        openapi_url="/openapi.json",
+    )
+
+    def _guard(fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except AuditStoreError as e:
+            raise HTTPException(status_code=503, detail=str(e)) from None
+
+    @app.get("/api/operations")
+    def operations(
+        limit: int = Query(100, ge=1, le=q.MAX_LIMIT),
+        since_ms: int | None = None,
+        kind: str | None = None,
+        dag_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        return _guard(
+            lambda: q.list_operations(get_engine(), limit=limit, since_ms=since_ms, kind=kind, dag_id=dag_id)
+        )
+
+    @app.get("/api/operations/{operation_id}")
+    def operation(operation_id: str) -> dict[str, Any]:
+        row = _guard(lambda: q.get_operation(get_engine(), operation_id))
+        if row is None:
+            raise HTTPException(status_code=404, detail=f"no operation {operation_id}")
+        return row
+
+    @app.get("/api/operations/{operation_id}/transitions")
+    def transitions(
+        operation_id: str, limit: int = Query(1000, ge=1, le=q.MAX_LIMIT)
+    ) -> list[dict[str, Any]]:
+        if _guard(lambda: q.get_operation(get_engine(), operation_id)) is None:
+            raise HTTPException(status_code=404, detail=f"no operation {operation_id}")
+        return _guard(lambda: q.operation_transitions(get_engine(), operation_id, limit=limit))
+
+    @app.get("/api/reconciliation/runs")
+    def runs(limit: int = Query(50, ge=1, le=q.MAX_LIMIT)) -> list[dict[str, Any]]:
+        return _guard(lambda: q.reconciliation_runs_rows(get_engine(), limit=limit))
+
+    @app.get("/api/reconciliation/findings")
+    def findings(
+        run_id: str | None = None, limit: int = Query(1000, ge=1, le=q.MAX_LIMIT)
+    ) -> list[dict[str, Any]]:
+        return _guard(lambda: q.reconciliation_findings_rows(get_engine(), run_id=run_id, limit=limit))
+
+    @app.get("/api/report")
+    def report(
+        since_ms: int | None = None, operation_id: str | None = None, limit: int = Query(100, ge=1, le=1000)
+    ) -> dict[str, Any]:
+        from kafka_controller.audit.reports import build_report
+
+        return _guard(
+            lambda: build_report(get_engine(), since_ms=since_ms, operation_id=operation_id, limit=limit)
+        )
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(since_ms: int | None = None) -> str:
+        from kafka_controller.audit.html import render_html, table
+        from kafka_controller.audit.reports import build_report
+
+        def page() -> str:
+            eng = get_engine()
+            doc = render_html(build_report(eng, since_ms=since_ms, limit=50))
+            ops = q.list_operations(eng, limit=50, since_ms=since_ms)
+            extra = [
+                "<h2>Operations (latest 50)</h2>",
+                _operations_table(ops),
+                "<h2>Reconciliation findings (latest run)</h2>",
+                table(q.reconciliation_findings_rows(eng, limit=200)),
+            ]
+            return doc.replace("</body>", "".join(extra) + "</body>")
+
+        return str(_guard(page))
+
+    @app.get("/operations/{operation_id}", response_class=HTMLResponse)
+    def operation_page(operation_id: str) -> str:
+        from kafka_controller.audit.html import table
+
+        def page() -> str | None:
+            eng = get_engine()
+            op = q.get_operation(eng, operation_id)
+            if op is None:
+                return None
+            rows = q.operation_transitions(eng, operation_id, limit=5000)
+            return (
+                "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+                f"<title>Operation {escape(operation_id)}</title></head>"
+                f"<body><h1>Operation {escape(operation_id)}</h1>"
+                + table([{k: v for k, v in op.items() if k != "parameters"}])
+                + f"<h2>Parameters</h2><pre>{escape(_json(op.get('parameters')))}</pre>"
+                + f"<h2>Transitions: {len(rows)}</h2>"
+                + table(rows)
+                + "</body></html>"
+            )
+
+        html = _guard(page)
+        if html is None:
+            raise HTTPException(status_code=404, detail=f"no operation {operation_id}")
+        return str(html)
+
+    return app
+
+
+def _operations_table(rows: list[dict[str, Any]]) -> str:
+    """Operations with a link to each one's page (every value escaped)."""
+    from kafka_controller.audit.reports import format_value
+
+    if not rows:
+        return '<p class="note">No operations recorded.</p>'
+    cols = [c for c in rows[0] if c != "parameters"]
+    head = "".join(f"<th>{escape(c)}</th>" for c in cols)
+    body = []
+    for r in rows:
+        cells = []
+        for c in cols:
+            text = escape(format_value(c, r[c]))
+            if c == "operation_id":
+                text = f'<a href="operations/{escape(str(r[c]), quote=True)}">{text}</a>'
+            cells.append(f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _json(value: Any) -> str:
+    import orjson
+
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+
+
+class LazyApp:
+    """An ASGI app that builds the FastAPI app on its first request, so loading the plugin in
+    schedulers and workers does not import FastAPI or open the audit store."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._app: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        if self._app is None:
+            with self._lock:
+                if self._app is None:
+                    self._app = self._factory()
+        return self._app(scope, receive, send)

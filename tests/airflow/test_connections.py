@@ -1,0 +1,84 @@
+"""Connection fields -> settings: every rule, and that secrets stay out of what may be shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_controller.airflow.connections import audit_connection, cluster_connection
+from kafka_controller.domain.errors import InvalidArgumentError
+
+
+def test_hosts_ports_and_chroot_become_one_connect_string() -> None:
+    c = cluster_connection("c", host="zk1:2181, zk2", port=2182, schema="kafka/prod")
+    assert c.connect_string == "zk1:2181,zk2:2182/kafka/prod"
+    assert c.zk_config().chroot == "/kafka/prod"
+    assert c.zk_config().create_paths is False  # operations never bootstrap a cluster
+
+
+def test_chroot_may_come_with_the_host_but_not_twice() -> None:
+    assert cluster_connection("c", host="zk:2181/k").connect_string == "zk:2181/k"
+    with pytest.raises(InvalidArgumentError, match="chroot is given twice"):
+        cluster_connection("c", host="zk:2181/k", schema="/other")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"host": ""}, "host is empty"),
+        ({"host": "zk"}, "has no port"),
+        ({"host": "zk:abc"}, "must be an integer"),
+        ({"host": "zk:1,,zk:2"}, "empty entry"),
+        ({"host": "zk:1", "schema": "/a/../b"}, "invalid chroot"),
+        ({"host": "zk:1", "login": "u"}, "need both login and password"),
+        ({"host": "zk:1", "extra": {"sesion_timeout_ms": 1}}, "unknown extra field 'sesion_timeout_ms'"),
+        ({"host": "zk:1", "extra": {"session_timeout_ms": 10}}, "below 1000"),
+        ({"host": "zk:1", "extra": {"broker_defaults": {"no.such.key": "1"}}}, "unknown broker config"),
+        ({"host": "zk:1", "extra": {"use_ssl": "maybe"}}, "true or false"),
+    ],
+)
+def test_bad_cluster_fields_are_refused_with_one_line(fields: dict, message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message) as e:
+        cluster_connection("prod", **fields)
+    assert "\n" not in str(e.value) and "'prod'" in str(e.value)
+
+
+def test_ui_prefixed_extras_are_read_and_secrets_are_not_described() -> None:
+    c = cluster_connection(
+        "c",
+        host="zk:1",
+        login="kafka",
+        password="s3cret-digest",
+        extra={"extra__kafka_controller_cluster__lifecycle": "local", "set_acl": False},
+    )
+    assert c.lifecycle == "local" and c.digest == ("kafka", "s3cret-digest")
+    assert c.zk_config().auth_data() == [("digest", "kafka:s3cret-digest")]
+    shown = repr(c) + repr(c.describe())
+    assert "s3cret-digest" not in shown and "kafka" in c.describe()["digest_user"]
+
+
+def test_audit_url_from_extra_gets_the_password_field_and_hides_it() -> None:
+    a = audit_connection("a", password="pw-123", extra={"url": "postgresql+psycopg://kc@db:5432/audit"})
+    assert a.url == "postgresql+psycopg://kc:pw-123@db:5432/audit"
+    assert "pw-123" not in a.redacted_url and "pw-123" not in repr(a)
+
+
+def test_audit_url_from_fields_and_sqlite(tmp_path) -> None:
+    pg = audit_connection("a", host="db", port=5433, login="kc", password="p@ss/w", schema="audit")
+    assert pg.url.startswith("postgresql+psycopg://kc:") and pg.url.endswith("@db:5433/audit")
+    lite = audit_connection("a", schema=str(tmp_path / "a.db"), extra={"driver": "sqlite"})
+    assert lite.url == f"sqlite:///{tmp_path / 'a.db'}"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"extra": {"driver": "sqlite"}}, "file path in schema"),
+        ({}, "host is empty"),
+        ({"extra": {"url": "mysql://x@y/z"}}, "not supported"),
+        ({"extra": {"url": "sqlite://"}}, "in-memory SQLite"),
+        ({"extra": {"uri": "x"}}, "unknown extra field 'uri'"),
+    ],
+)
+def test_bad_audit_fields_are_refused(fields: dict, message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        audit_connection("a", **fields)

@@ -1,0 +1,170 @@
+"""The broker and reassignment operators called directly against an embedded cluster: the guard
+before a stop, controlled shutdown and start through the lifecycle backend, and a reassignment that
+is cancelled when its task is killed, reconnected to when the task retries, and verified by the
+deferrable sensor while it cannot finish (one of its brokers is paused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from kafka_controller.domain.values import ReplicaAssignment
+from tests.airflow.cluster_env import (
+    Env,
+    TaskStore,
+    assignment,
+    cluster_env,
+    context,
+    first_event,
+    leader,
+    run_in_thread,
+)
+
+pytestmark = [pytest.mark.airflow, pytest.mark.zk, pytest.mark.integration, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def env(zk_server, airflow_db, tmp_path_factory) -> Iterator[Env]:
+    with cluster_env(zk_server, tmp_path_factory.mktemp("live"), "/kc-airflow-live") as e:
+        yield e
+
+
+def test_macros_and_the_hooks_connection_test_read_the_cluster(env: Env, monkeypatch) -> None:
+    from kafka_controller.airflow import macros
+    from kafka_controller.airflow.hooks import AuditStoreHook, KafkaClusterHook
+
+    env.healthy()
+    cid, epoch = env.cluster.controller()
+    assert macros.controller() == {"broker_id": cid, "epoch": epoch}
+    assert macros.brokers() == [1, 2, 3]
+    assert macros.partition_leader("orders", 0) == leader(env, "orders", 0)
+    assert macros.partition_leader("no-such-topic", 0) is None
+    assert macros.cluster_summary()["partitions"] == len(env.view().partitions)
+    assert macros.offline_partitions() == []
+    ok, message = KafkaClusterHook().test_connection()
+    assert ok and f"controller {cid}" in message and "3 brokers" in message
+    assert AuditStoreHook().test_connection()[0]
+    nowhere = {
+        "conn_type": "kafka_controller_cluster",
+        "host": "127.0.0.1:1",
+        "extra": {"connection_timeout_ms": 500},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_NOWHERE", json.dumps(nowhere))
+    ok, message = KafkaClusterHook("nowhere").test_connection()
+    assert not ok and "cannot connect to ZooKeeper at 127.0.0.1:1" in message
+
+
+def test_controlled_shutdown_guard_stop_and_start_operators(env: Env) -> None:
+    from kafka_controller.airflow.operators import BrokerLifecycleOperator, ControlledShutdownOperator
+    from kafka_controller.airflow.runbooks import RefusedError
+
+    env.healthy()
+    controller, _ = env.cluster.controller()
+    b = max(x for x in (1, 2, 3) if x != controller)
+    assert env.view().leaders_on(b)
+    env.cluster.create_topic(f"solo{b}", {0: [b]})
+    env.cluster.wait_topic_healthy(f"solo{b}")
+
+    guarded = ControlledShutdownOperator(task_id="cs", broker_id=b, dry_run=False)
+    with pytest.raises(RefusedError, match=f"would take 1 partition\\(s\\) offline .*solo{b}-0"):
+        guarded.execute(context("cs", dag_id="ops"))
+    assert b in env.cluster.registered()
+    assert env.operations_by_id(guarded.operation_id)["status"] == "failed"
+
+    plan = BrokerLifecycleOperator(task_id="kill", broker_id=b, action="kill").execute(
+        context("kill", dag_id="ops")
+    )
+    assert plan["dry_run"] is True and plan["plan"][0]["offline_after"] == [f"solo{b}-0"]
+    assert b in env.cluster.registered()
+
+    stop = ControlledShutdownOperator(task_id="cs", broker_id=b, allow_offline=True, dry_run=False)
+    result = stop.execute(context("cs", dag_id="ops"))
+    assert result["still_led_at_stop"] == []  # Kafka's answer skips RF=1 partitions: nowhere to go
+    assert b not in env.cluster.registered() and not env.lifecycle.is_running(b)
+    offline = [str(p.topic_partition) for p in env.view().partitions if p.offline]
+    assert offline == [f"solo{b}-0"]  # everything else moved before the stop
+
+    start = BrokerLifecycleOperator(task_id="start", broker_id=b, action="start", dry_run=False)
+    assert start.execute(context("start", dag_id="ops"))["broker_id"] == b
+    env.healthy()
+    assert leader(env, f"solo{b}", 0) == b
+
+
+def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferrably(env: Env) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
+    from kafka_controller.airflow.operators import ExecuteReassignmentOperator
+    from kafka_controller.airflow.sensors import ReassignmentSensor
+    from kafka_controller.airflow.triggers import ReassignmentTrigger
+
+    env.healthy()
+    controller, _ = env.cluster.controller()
+    paused = max(b for b in (1, 2, 3) if b != controller)  # the controller must keep answering
+    first, second = (b for b in (1, 2, 3) if b != paused)
+    env.cluster.create_topic("moving", {0: [first, second]})
+    env.cluster.wait_topic_healthy("moving")
+    origin, target = (first, second), (first, paused)
+    plan = [{"topic": "moving", "partition": 0, "replicas": list(target)}]
+
+    def moving() -> ReplicaAssignment:
+        return assignment(env, "moving")[0]
+
+    def execute(timeout_s: float) -> ExecuteReassignmentOperator:
+        return ExecuteReassignmentOperator(
+            task_id="execute", plan=plan, dry_run=False, wait_for_last_batch=True, batch_timeout_s=timeout_s
+        )
+
+    (pid,) = env.lifecycle.pids(paused)
+    os.kill(pid, signal.SIGSTOP)  # registered, but it cannot copy anything: every move must wait
+    try:
+        killed = execute(30)
+        thread, out = run_in_thread(lambda: killed.execute(context("execute")))
+        env.wait(lambda: moving().is_being_reassigned or out, "the reassignment to start")
+        assert not out, out
+        killed.on_kill()  # what Airflow calls when the task is killed
+        env.wait(lambda: moving().replicas == origin and not moving().is_being_reassigned, "the cancellation")
+        assert env.operations_by_id(killed.operation_id)["status"] == "cancelled"
+
+        store = TaskStore()
+        crashed = execute(1.0)
+        with pytest.raises(OperationTimeoutError):
+            crashed.execute(context("execute", store))
+        assert moving().is_being_reassigned and store  # left in flight, its id kept for the retry
+
+        sensor = ReassignmentSensor(task_id="verify", plan=plan, deferrable=True, poke_interval=0.2)
+        with pytest.raises(TaskDeferred) as deferred:
+            sensor.execute(context("verify"))
+        trigger = deferred.value.trigger
+        assert isinstance(trigger, ReassignmentTrigger) and deferred.value.method_name == "execute_complete"
+        short = ReassignmentTrigger(
+            trigger.kafka_controller_conn_id, trigger.plan, poll_interval_s=0.1, timeout_s=0.3
+        )
+        event = asyncio.run(first_event(short))
+        assert event["status"] == "timeout" and event["progress"]["in_progress"] == 1
+
+        retry = execute(90)
+        thread, out = run_in_thread(lambda: retry.execute(context("execute", store)))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    thread.join(120)
+    assert "error" not in out, out.get("error")
+    (batch,) = out["result"]["batches"]
+    assert (batch["resumed_in_flight"], batch["submitted"]) == (1, 0)  # reconnected, not resubmitted
+    assert out["result"]["resumed_from_operation"] == crashed.operation_id
+    assert moving().replicas == target
+
+    event = asyncio.run(first_event(ReassignmentTrigger(trigger.kafka_controller_conn_id, plan, 0.2, 90)))
+    assert event == {"status": "complete", "partitions": 1}
+    done = sensor.execute_complete(context("verify"), event)
+    assert (
+        done["verified"] is True
+        and env.operations_by_id(done["operation_id"])["kind"] == "reassignment_verify"
+    )
+    env.healthy()
