@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elect_cmd",
     "shutdown_cmd",
     "audit_cmd",
+    "reconcile_cmd",
 )
 
 

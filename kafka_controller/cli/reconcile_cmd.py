@@ -1,0 +1,169 @@
+"""``kafka-controller reconcile``: snapshots, the PySpark reconciliation job, and its remediation plan.
+
+* ``reconcile export --zookeeper CONNECT --out DIR [--broker-views]``: a snapshot from ZooKeeper,
+  with each broker's own view through its ``DescribeReplicas`` API when ``--broker-views`` is given.
+* ``reconcile export-audit --audit-url URL --out DIR``: a Parquet copy of the audit history.
+* ``reconcile run --snapshot DIR (--audit-url URL | --audit-parquet DIR) --out DIR``: the Spark job
+  in local mode (the same as ``spark-submit kafka_controller/reconcile/job.py ...``).
+* ``reconcile synth --partitions N --out DIR [--plant KIND ...]``: a synthetic fleet and audit history.
+* ``reconcile plan FILE [--election-json LIST]``: check a remediation plan; print one list as the
+  JSON ``kafka-controller elect --path-to-json-file`` takes.
+* ``reconcile schema``: the snapshot's Parquet schema.
+
+pyspark, pandas and pyarrow are imported only by the subcommand that needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from kafka_controller.cli.common import add_zookeeper_option, open_admin_client, open_store
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("reconcile", help="snapshots and the Spark reconciliation job")
+    sub = p.add_subparsers(dest="reconcile_command", metavar="ACTION", required=True)
+
+    e = sub.add_parser("export", help="export a snapshot from ZooKeeper (and the brokers' own views)")
+    add_zookeeper_option(e)
+    e.add_argument("--out", required=True, help="snapshot directory to create")
+    e.add_argument("--broker-views", action="store_true", help="ask every broker for its replicas")
+    e.add_argument("--min-insync-replicas", type=int, default=1, help="broker default (default: 1)")
+    e.add_argument("--unclean-leader-election", action="store_true", help="broker default is true")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing snapshot directory")
+    e.set_defaults(func=run_export)
+
+    a = sub.add_parser("export-audit", help="copy the audit history to Parquet")
+    a.add_argument("--audit-url", required=True, help="SQLAlchemy URL of the audit store")
+    a.add_argument("--out", required=True, help="directory to create")
+    a.set_defaults(func=run_export_audit)
+
+    from kafka_controller.reconcile.job import add_arguments
+
+    r = sub.add_parser("run", help="run the reconciliation job (Spark, local mode by default)")
+    add_arguments(r)
+    r.set_defaults(func=run_job)
+
+    s = sub.add_parser("synth", help="generate a synthetic fleet snapshot and audit history")
+    s.add_argument("--partitions", type=int, required=True)
+    s.add_argument("--out", required=True, help="directory to create (snapshot/ and audit/ inside)")
+    s.add_argument("--brokers", type=int, help="default: enough for 4,000 replicas per broker (min 6)")
+    s.add_argument("--partitions-per-topic", type=int, default=50)
+    s.add_argument(
+        "--plant", action="append", default=[], metavar="KIND", help="plant a problem ('all' = each)"
+    )
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=run_synth)
+
+    pl = sub.add_parser("plan", help="check a remediation plan; optionally print a list as election JSON")
+    pl.add_argument("file", help="remediation_plan.json")
+    pl.add_argument("--election-json", metavar="LIST", help="preferred_election | online_transition | ...")
+    pl.set_defaults(func=run_plan)
+
+    sc = sub.add_parser("schema", help="print the snapshot's Parquet schema")
+    sc.set_defaults(func=run_schema)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from kafka_controller.domain.errors import InvalidArgumentError
+    from kafka_controller.reconcile.export import admin_broker_source, export_snapshot
+
+    if args.min_insync_replicas < 1:
+        raise InvalidArgumentError(f"--min-insync-replicas must be >= 1, got {args.min_insync_replicas}")
+    with open_store(args) as store:
+        if args.broker_views:
+            with open_admin_client(args, store) as client:
+                result = _export(export_snapshot, store, args, admin_broker_source(client))
+        else:
+            result = _export(export_snapshot, store, args, None)
+    print(
+        json.dumps(
+            {
+                "snapshot": str(result.path),
+                "snapshot_id": result.snapshot_id,
+                "rows": result.rows,
+                "skipped_topics": result.skipped_topics,
+            },
+            indent=1,
+        )
+    )
+    return 0
+
+
+def _export(export_snapshot: Any, store: Any, args: argparse.Namespace, brokers: Any) -> Any:
+    return export_snapshot(
+        store,
+        args.out,
+        broker_source=brokers,
+        source=f"zookeeper:{args.zookeeper}",
+        default_min_insync_replicas=args.min_insync_replicas,
+        default_unclean_leader_election_enable=args.unclean_leader_election,
+        overwrite=args.overwrite,
+    )
+
+
+def run_export_audit(args: argparse.Namespace) -> int:
+    from kafka_controller.reconcile.export import export_audit_history
+
+    counts = export_audit_history(args.audit_url, args.out)
+    print(json.dumps({"audit": args.out, "rows": counts}, indent=1))
+    return 0
+
+
+def run_job(args: argparse.Namespace) -> int:
+    from kafka_controller.reconcile.job import run_from_args
+
+    return run_from_args(args)
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    from kafka_controller.domain.errors import InvalidArgumentError
+    from kafka_controller.reconcile.synthetic import PLANTS, generate
+
+    if args.partitions < 1:
+        raise InvalidArgumentError(f"--partitions must be positive, got {args.partitions}")
+    if args.partitions_per_topic < 1:
+        raise InvalidArgumentError("--partitions-per-topic must be positive")
+    plants = list(PLANTS) if "all" in args.plant else args.plant
+    fleet = generate(
+        args.out,
+        args.partitions,
+        brokers=args.brokers,
+        partitions_per_topic=args.partitions_per_topic,
+        plants=plants,
+        seed=args.seed,
+    )
+    print(
+        json.dumps(
+            {
+                "snapshot": str(fleet.snapshot),
+                "audit": str(fleet.audit),
+                "partitions": fleet.partitions,
+                "brokers": fleet.brokers,
+                "audit_rows": fleet.audit_rows,
+                "planted_findings": len(fleet.expected),
+            },
+            indent=1,
+        )
+    )
+    return 0
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    from kafka_controller.reconcile.remediation import PLAN_LISTS, election_json, load_plan
+
+    plan = load_plan(args.file)
+    if args.election_json:
+        print(json.dumps(election_json(plan, args.election_json)))
+    else:
+        print(json.dumps({name: len(plan[name]) for name in PLAN_LISTS}))
+    return 0
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    from kafka_controller.reconcile.snapshot import describe_schema
+
+    print(describe_schema())
+    return 0
