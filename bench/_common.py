@@ -1,0 +1,351 @@
+"""What the end-to-end benchmarks share: Kafka's layouts, batched set-up, a settled cluster, the
+floor, and how results are reported.
+
+A benchmark cluster is an embedded ZooKeeper (1 GB heap) plus five real ``kafka-controller
+broker`` processes (``LocalCluster``). The layout is written straight into ZooKeeper with the
+store's batched multis *before* the brokers start (topic znodes with ids, partition states with
+leader = preferred replica and a full ISR, as a running Kafka 2.8 cluster leaves them), so setting
+up 100,000 partitions takes seconds and the first controller only loads them. ``settle`` then waits
+until every partition is led by its preferred replica with a full ISR and nothing changes between
+two looks, so that the timed operation starts from a quiet cluster.
+
+Every figure is reported with the baseline measured in the same run and the ratio (absolute
+seconds drift on shared machines; ratios hold), then appended to ``bench/results/<name>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kafka_controller.cluster import LocalCluster
+from kafka_controller.domain.errors import KafkaControllerError
+from kafka_controller.domain.values import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from kafka_controller.zk import paths as P
+from kafka_controller.zk.backend import CREATE, EPHEMERAL, PERSISTENT
+from kafka_controller.zk.codecs import encode_controller, encode_topic, new_topic_id
+from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+from kafka_controller.zk.security import ZkClientConfig
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: Broker settings of every benchmark cluster. The simulated followers fetch every second instead of
+#: every 200 ms: at RF 3 each broker follows 40,000 partitions, and at the default rate the data
+#: plane alone keeps a whole core of this 2-core machine busy (measured), which would be charged to
+#: the controller. Auto rebalance is off so that nothing periodic runs during a timed operation.
+BENCH_BROKER_CONFIG = {"sim.fetch.interval.ms": "1000", "auto.leader.rebalance.enable": "false"}
+#: Holds ``/controller`` while the brokers register (see ``hold_election``); never a broker id.
+PLACEHOLDER_CONTROLLER_ID = 999
+BROKERS = 5
+FIRST_BROKER_ID = 1
+ZK_HEAP_MB = 1024
+#: Published figures (notes/performance.md): Kafka 1.0 and 1.1 on the same layouts.
+KAFKA = {
+    "controlled_shutdown_s": {"kafka_1_0": 390.0, "kafka_1_1": 3.0},
+    "failover_s": {"kafka_1_0": 28.0, "kafka_1_1": 14.0},
+}
+
+Assignment = dict[str, dict[int, tuple[int, ...]]]
+
+
+# -- layouts ---------------------------------------------------------------------------------------
+def controlled_shutdown_layout(topics: int = 25_000, brokers: int = BROKERS) -> Assignment:
+    """Kafka's: ``topics`` x 1 partition x RF 2, leaders round-robin and followers spread over the
+    other brokers, so each broker hosts 2/5 of the replicas (10,000) and leads 1/5 (5,000)."""
+    ids = range(FIRST_BROKER_ID, FIRST_BROKER_ID + brokers)
+    out: Assignment = {}
+    for i in range(topics):
+        leader = i % brokers
+        follower = (leader + 1 + (i // brokers) % (brokers - 1)) % brokers
+        out[f"cs-{i}"] = {0: (ids[leader], ids[follower])}
+    return out
+
+
+def failover_layout(
+    topics: int = 2_000, partitions: int = 50, rf: int = 1, brokers: int = BROKERS
+) -> Assignment:
+    """Kafka's: ``topics`` x ``partitions`` x RF ``rf``, replicas consecutive from a round-robin start."""
+    ids = [FIRST_BROKER_ID + b for b in range(brokers)]
+    return {
+        f"fo-{t}": {
+            p: tuple(ids[(t * partitions + p + k) % brokers] for k in range(rf)) for p in range(partitions)
+        }
+        for t in range(topics)
+    }
+
+
+def partitions_of(assignment: Assignment) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t, parts in assignment.items() for p in parts]
+
+
+def write_layout(store: KazooMetadataStore, assignment: Assignment) -> float:
+    """Topic znodes (v3, with ids) and partition states, batched; returns the seconds it took."""
+    t0 = time.perf_counter()
+    ops = [
+        (
+            CREATE,
+            f"/brokers/topics/{t}",
+            encode_topic({p: ReplicaAssignment(r) for p, r in parts.items()}, new_topic_id()),
+            PERSISTENT,
+        )
+        for t, parts in assignment.items()
+    ]
+    result = store.batcher.run(ops, -1)
+    failed = [ops[i][1] for i, code in enumerate(result.codes) if code != 0]
+    states = {
+        TopicPartition(t, p): LeaderIsrAndControllerEpoch(LeaderAndIsr(r[0], 1, r, 0), 1)
+        for t, parts in assignment.items()
+        for p, r in parts.items()
+    }
+    failed += [str(tp) for tp, e in store.create_partition_states(states, -1).items() if e is not None]
+    if failed:
+        raise SystemExit(f"set-up failed for {len(failed)} znodes, e.g. {failed[0]}")
+    return time.perf_counter() - t0
+
+
+# -- the cluster -----------------------------------------------------------------------------------
+@dataclass
+class BenchCluster:
+    zk: EmbeddedZooKeeper
+    store: KazooMetadataStore
+    cluster: LocalCluster
+    assignment: Assignment
+    partitions: list[TopicPartition]
+    setup_seconds: dict[str, float]
+
+    def pid(self, broker_id: int) -> int:
+        pid = self.cluster.processes[broker_id].pid
+        if pid is None:
+            raise SystemExit(f"broker {broker_id} has no process")
+        return pid
+
+    def log_path(self, broker_id: int) -> Path:
+        return self.cluster.processes[broker_id].log_path
+
+
+@contextlib.contextmanager
+def bench_cluster(
+    assignment: Assignment,
+    *,
+    audit: bool = False,
+    broker_config: Mapping[str, str] | None = None,
+    zk: EmbeddedZooKeeper | None = None,
+    keep_dir: bool = False,
+) -> Iterator[BenchCluster]:
+    """A settled cluster over ``assignment``; with ``zk``, reuse that server (and the tree in it).
+    With ``audit``, every broker audits into one SQLite file of the cluster's directory."""
+    work = Path(tempfile.mkdtemp(prefix="kc-bench-"))
+    audit_url = f"sqlite:///{work / 'audit.db'}" if audit else None
+    own_zk = zk is None
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if zk is None:
+        zk = EmbeddedZooKeeper(data_dir=work / "zookeeper", heap_mb=ZK_HEAP_MB).start(timeout=60)
+    store = KazooMetadataStore(ZkClientConfig(zk.connect_string, session_timeout_ms=30_000))
+    cluster: LocalCluster | None = None
+    try:
+        if not store.get_all_topics():
+            timings["write_layout"] = write_layout(store, assignment)
+        t1 = time.perf_counter()
+        cluster = LocalCluster(
+            BROKERS,
+            first_broker_id=FIRST_BROKER_ID,
+            zookeeper=zk.connect_string,
+            data_dir=work / "cluster",
+            audit_url=audit_url,
+            broker_config={**BENCH_BROKER_CONFIG, **(broker_config or {})},
+            log_level="INFO",
+        )
+        with hold_election(store, BROKERS):
+            cluster.start(timeout=600)
+        timings["start_brokers"] = time.perf_counter() - t1
+        bench = BenchCluster(zk, store, cluster, assignment, partitions_of(assignment), timings)
+        t2 = time.perf_counter()
+        settle(bench)
+        timings["settle"] = time.perf_counter() - t2
+        timings["total"] = time.perf_counter() - t0
+        yield bench
+    finally:
+        if cluster is not None:
+            cluster.close(graceful=False)
+        store.close()
+        if own_zk:
+            zk.close()
+        if not keep_dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def hold_election(store: KazooMetadataStore, brokers: int, timeout: float = 300.0) -> Iterator[None]:
+    """No controller until all ``brokers`` are registered, so the first one loads a whole cluster.
+
+    Brokers start at once, and whichever registers first would otherwise become controller while
+    the others are still starting, take their replicas out of every ISR, and leave the cluster to
+    spend minutes growing them back through the simulated fetches. A placeholder ``/controller``
+    (ephemeral, this session's) makes every candidate wait; a helper thread deletes it once all
+    brokers are registered, and they elect one of them as usual.
+    """
+    store.backend.create(P.CONTROLLER_PATH, encode_controller(PLACEHOLDER_CONTROLLER_ID, 0), EPHEMERAL)
+    stop = threading.Event()
+
+    def release() -> None:
+        deadline = time.monotonic() + timeout
+        while not stop.is_set() and time.monotonic() < deadline:
+            if len(store.get_sorted_broker_list()) >= brokers:
+                break
+            stop.wait(0.05)
+        with contextlib.suppress(KafkaControllerError):
+            store.backend.delete(P.CONTROLLER_PATH)
+
+    releaser = threading.Thread(target=release, name="hold-election", daemon=True)
+    releaser.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        releaser.join()
+
+
+def settle(bench: BenchCluster, timeout: float = 600.0) -> None:
+    """Until every partition is led by its preferred replica with a full ISR, twice in a row with
+    the same znode versions; a preferred election is asked for once if leaders are off."""
+    deadline = time.monotonic() + timeout
+    asked = False
+    previous: dict[TopicPartition, int] | None = None
+    while True:
+        reads = bench.store.get_partition_states(bench.partitions)
+        versions: dict[TopicPartition, int] = {}
+        off_leader = full = 0
+        for tp in bench.partitions:
+            s = reads.get(tp)
+            if not isinstance(s, LeaderIsrAndControllerEpoch):
+                continue
+            replicas = bench.assignment[tp.topic][tp.partition]
+            lai = s.leader_and_isr
+            versions[tp] = lai.zk_version
+            off_leader += lai.leader != replicas[0]
+            full += set(lai.isr) == set(replicas)
+        if off_leader and not asked:
+            bench.cluster.admin().elect_leaders("preferred")
+            asked = True
+        elif not off_leader and full == len(bench.partitions) and versions == previous:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"cluster did not settle in {timeout:g}s: {off_leader} partitions off their preferred "
+                f"leader, {len(bench.partitions) - full} with a partial ISR"
+            )
+        previous = versions
+        time.sleep(1.0)
+
+
+def leaders(
+    bench: BenchCluster, partitions: Sequence[TopicPartition] | None = None
+) -> dict[TopicPartition, int]:
+    """Each partition's leader in ZooKeeper now (one batched read)."""
+    tps = bench.partitions if partitions is None else list(partitions)
+    out: dict[TopicPartition, int] = {}
+    for tp, s in bench.store.get_partition_states(tps).items():
+        if isinstance(s, LeaderIsrAndControllerEpoch):
+            out[tp] = s.leader_and_isr.leader
+    return out
+
+
+# -- measuring -------------------------------------------------------------------------------------
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (``VmRSS`` of ``/proc/<pid>/status``), in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise SystemExit(f"no VmRSS for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+_LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+class LogTail:
+    """Lines a broker logs from now on, with their times. Brokers log millisecond ``asctime`` in
+    local time, which ``timestamp()`` turns into the same epoch seconds as ``time.time()``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = path.stat().st_size if path.exists() else 0
+        self._lines: list[str] = []
+
+    def _read(self) -> None:
+        with self.path.open("rb") as f:
+            f.seek(self._offset)
+            chunk = f.read()
+        end = chunk.rfind(b"\n") + 1  # keep a partial last line for the next read
+        self._offset += end
+        self._lines += chunk[:end].decode(errors="replace").splitlines()
+
+    def time_of(self, needle: str) -> float | None:
+        """Epoch seconds of the first new line containing ``needle``, or None (yet)."""
+        self._read()
+        for line in self._lines:
+            if needle in line and (m := _LOG_TIME.match(line)) is not None:
+                return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        return None
+
+    def wait_for(self, needle: str, timeout: float) -> float:
+        return float(poll(lambda: self.time_of(needle), timeout, f"{needle!r} in {self.path}"))
+
+
+def poll(probe: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+    """Call ``probe`` until it returns something truthy, or exit naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(interval)
+
+
+def ratio(a: float, b: float) -> float | None:
+    return round(a / b, 2) if b > 0 else None
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def report(name: str, result: dict[str, Any]) -> None:
+    """Print one JSON line and append it to ``bench/results/<name>.jsonl``."""
+    line = json.dumps({"bench": name, "env": environment(), **result})
+    print(line, flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    with (RESULTS / f"{name}.jsonl").open("a") as f:
+        f.write(line + "\n")

@@ -1,0 +1,167 @@
+"""Controlled shutdown, end to end: Kafka 1.1's published layout on five real broker processes.
+
+25,000 topics x 1 partition x RF 2 on 5 brokers (10,000 replicas per broker, 5,000 led), written
+into an embedded ZooKeeper and settled (preferred leaders, full ISRs). Then the non-controller
+broker leading the most partitions gets SIGTERM, and we time, from the signal:
+
+* ``seconds``: until the broker process exits (it asks the controller to move its leadership,
+  waits for the answer, deregisters, exits), the figure Kafka 1.1 published as 3 s (1.0: 6.5 min);
+* ``controller_seconds``: the controller's share, from its "Shutting down broker" log line to its
+  answer;
+
+and check through ZooKeeper that the broker led nothing when its registration went
+(``cluster.watch.LeadershipWatch``: one look before the signal, one after, zxids in between).
+
+In the same run, on the same tree: the floor (raw batched reads of the broker's partition states
+and rewrites of the ones the shutdown changed, ``floor.py``), and the whole thing again with
+auditing on (SQLite audit store) for the audit-on/off comparison. Prints one JSON object and
+appends it to ``bench/results/controlled_shutdown.jsonl``.
+
+    .venv/bin/python bench/controlled_shutdown.py              # Kafka's layout, audit off and on
+    .venv/bin/python bench/controlled_shutdown.py --scale 0.2 --no-audit
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (
+    KAFKA,
+    BenchCluster,
+    LogTail,
+    bench_cluster,
+    controlled_shutdown_layout,
+    cpu_seconds,
+    leaders,
+    poll,
+    ratio,
+    report,
+    rss_mb,
+)
+from bench.floor import read_floor, state_paths, write_floor
+from kafka_controller.cluster.watch import LeadershipWatch
+from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
+from kafka_controller.zk import paths as P
+
+GOAL_S = 1.5
+
+
+def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
+    """SIGTERM the busiest non-controller broker; time it; prove it led nothing at exit."""
+    cluster, store = bench.cluster, bench.store
+    controller = cluster.controller()[0]
+    if controller is None:
+        raise SystemExit("no controller")
+    led = leaders(bench)
+    counts: dict[int, int] = {}
+    for leader in led.values():
+        counts[leader] = counts.get(leader, 0) + 1
+    victim = max((b for b in cluster.broker_ids if b != controller), key=lambda b: (counts.get(b, 0), -b))
+    hosted = [tp for tp in bench.partitions if victim in bench.assignment[tp.topic][tp.partition]]
+    before = store.get_partition_states(hosted)
+
+    watch = LeadershipWatch(store, victim, hosted)  # first look, before the signal
+    proc = cluster.processes[victim]
+    exited: list[float] = []
+    waiter = threading.Thread(target=lambda: (proc.wait(300), exited.append(time.perf_counter())))
+    controller_pid = bench.pid(controller)
+    log = LogTail(bench.log_path(controller))
+    cpu0 = cpu_seconds(controller_pid)
+    wall0, t0 = time.time(), time.perf_counter()
+    proc.terminate()
+    waiter.start()
+    registration = P.broker_id_path(victim)
+    poll(lambda: store.backend.exists(registration) is None, 300, f"broker {victim} to deregister", 0.005)
+    deregistered = time.perf_counter() - t0
+    led_at_exit = watch.wait_deregistered(time.monotonic() + 60)
+    waiter.join(300)
+    if not exited:
+        raise SystemExit(f"broker {victim} did not exit")
+    seconds = exited[0] - t0
+    controller_cpu = cpu_seconds(controller_pid) - cpu0
+
+    asked = log.time_of(f"Shutting down broker {victim}")
+    answered = log.time_of(f"Controlled shutdown of broker {victim}:")
+    after = store.get_partition_states(hosted)
+    changed = [
+        tp
+        for tp in hosted
+        if isinstance(a := after.get(tp), LeaderIsrAndControllerEpoch)
+        and isinstance(b := before.get(tp), LeaderIsrAndControllerEpoch)
+        and a.leader_and_isr.zk_version != b.leader_and_isr.zk_version
+    ]
+    # The floor, on the same tree: read what the shutdown had to read, rewrite what it wrote.
+    read_s = read_floor(store, state_paths(hosted))
+    write_s = write_floor(store, state_paths(changed))
+    floor = read_s + write_s
+    return {
+        "shut_down_broker": victim,
+        "controller": controller,
+        "replicas_on_broker": len(hosted),
+        "led_by_broker": len(watch.led),
+        "led_at_exit": len(led_at_exit),
+        "exit_code": proc.returncode,
+        "seconds": round(seconds, 3),
+        "deregistered_seconds": round(deregistered, 3),
+        "controller_seconds": round(answered - asked, 3) if asked and answered else None,
+        "signal_to_controller_seconds": round(asked - wall0, 3) if asked else None,
+        "controller_cpu_seconds": round(controller_cpu, 3),
+        "controller_rss_mb": round(rss_mb(controller_pid), 1),
+        "state_znodes_written": len(changed),
+        "floor": {
+            "read_seconds": round(read_s, 3),
+            "write_seconds": round(write_s, 3),
+            "seconds": round(floor, 3),
+        },
+        "ratio_to_floor": ratio(seconds, floor),
+        "controller_ratio_to_floor": ratio(answered - asked, floor) if asked and answered else None,
+    }
+
+
+def run_once(topics: int, audit: bool) -> dict[str, Any]:
+    assignment = controlled_shutdown_layout(topics)
+    with bench_cluster(assignment, audit=audit) as bench:
+        result = shut_down_one(bench)
+        result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
+    if result["led_at_exit"]:
+        raise SystemExit(f"broker led {result['led_at_exit']} partitions when it exited: {result}")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's layout (default 1)")
+    parser.add_argument("--no-audit", action="store_true", help="skip the audit-on run")
+    args = parser.parse_args()
+    if not 0 < args.scale <= 4:
+        parser.error(f"--scale must be in (0, 4], got {args.scale}")
+    topics = max(10, int(25_000 * args.scale))
+    off = run_once(topics, audit=False)
+    result: dict[str, Any] = {
+        "scale": args.scale,
+        "topics": topics,
+        "partitions": topics,
+        "replication_factor": 2,
+        "brokers": 5,
+        "audit_off": off,
+        "goal_seconds": GOAL_S,
+        "meets_goal": off["seconds"] <= GOAL_S,
+        "kafka_seconds": KAFKA["controlled_shutdown_s"],
+        "ratio_to_kafka_1_1": ratio(off["seconds"], KAFKA["controlled_shutdown_s"]["kafka_1_1"]),
+    }
+    if not args.no_audit:
+        on = run_once(topics, audit=True)
+        result["audit_on"] = on
+        result["audit_on_to_off"] = ratio(on["seconds"], off["seconds"])
+    report("controlled_shutdown", result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Controller failover, end to end: Kafka 1.1's published layout on five real broker processes.
+
+2,000 topics x 50 partitions (100,000 partitions) on 5 brokers, RF 1 (Kafka's layout) and RF 3,
+written into an embedded ZooKeeper and settled. Then the controller's broker gets SIGKILL. Its
+ZooKeeper session lapses after ``zookeeper.session.timeout.ms`` (6 s here), another broker wins
+the election, loads its context (every broker, topic and partition state, batched), takes the dead
+broker's replicas offline and elects new leaders. We time:
+
+* ``failover_seconds``: from the new controller's election (``/controller``'s ctime) until it has
+  loaded its context (its "Ready to serve" log line) and every partition with a live replica has a
+  live leader (the last state znode it wrote, checked through ZooKeeper). Kafka 1.1 published 14 s
+  for this (1.0: 28 s);
+* ``detection_seconds``: from the kill to the election, which is the session timeout, not the
+  controller's work, and ``total_seconds``, the sum.
+
+In the same run and on the same tree: the floor (raw batched reads of every broker, topic and
+partition-state znode, and rewrites of the state znodes the failover wrote, ``floor.py``), the
+controller's resident memory (VmRSS) before the kill and after taking over, and, unless told
+otherwise, the same failover with auditing on (SQLite audit store). Prints one JSON object and
+appends it to ``bench/results/failover.jsonl``.
+
+    .venv/bin/python bench/failover.py                  # RF 1 and RF 3, audit off and on (RF 1)
+    .venv/bin/python bench/failover.py --rf 1 --scale 0.1 --no-audit
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (
+    KAFKA,
+    BenchCluster,
+    LogTail,
+    bench_cluster,
+    cpu_seconds,
+    failover_layout,
+    poll,
+    ratio,
+    report,
+    rss_mb,
+)
+from bench.floor import failover_read_paths, read_floor, state_paths, write_floor
+from kafka_controller.domain.errors import KafkaControllerError
+from kafka_controller.zk import paths as P
+from kafka_controller.zk.backend import OK
+from kafka_controller.zk.codecs import decode_partition_state
+
+GOAL_S = 5.0
+RSS_GOAL_MB = 1024
+
+
+def new_controller(bench: BenchCluster, old: int) -> int | None:
+    try:
+        cid = bench.store.get_controller_id()
+    except KafkaControllerError:
+        return None
+    return cid if cid is not None and cid != old else None
+
+
+def leaderless(bench: BenchCluster, live: set[int], czxid: int) -> tuple[int, float, list[str]]:
+    """Partitions with a live replica but no live leader; the last state write since ``czxid``
+    (epoch seconds, 0 if none); the state paths written since ``czxid``. One batched read."""
+    paths = state_paths(bench.partitions)
+    pending, last, written = 0, 0.0, []
+    for tp, path, (code, data, stat) in zip(
+        bench.partitions, paths, bench.store.backend.get_data_many(paths), strict=True
+    ):
+        if code != OK or stat is None:
+            pending += 1
+            continue
+        if stat.mzxid > czxid:
+            written.append(path)
+            last = max(last, stat.mtime / 1000.0)
+        state = decode_partition_state(data, stat.version, path)
+        replicas = bench.assignment[tp.topic][tp.partition]
+        if state is None or (state.leader_and_isr.leader not in live and not live.isdisjoint(replicas)):
+            pending += 1
+    return pending, last, written
+
+
+def idle_cpu(bench: BenchCluster, seconds: float = 2.0) -> float:
+    """CPU cores the settled cluster (brokers + ZooKeeper) burns while nothing happens."""
+    pids = [bench.pid(b) for b in bench.cluster.running_broker_ids()]
+    pids += [bench.zk.pid] if bench.zk.pid is not None else []
+    before = sum(map(cpu_seconds, pids))
+    time.sleep(seconds)
+    return round((sum(map(cpu_seconds, pids)) - before) / seconds, 3)
+
+
+def fail_over(bench: BenchCluster) -> dict[str, Any]:
+    """SIGKILL the controller; time the new one until every partition that can be led is led."""
+    cluster, store = bench.cluster, bench.store
+    old, old_epoch = cluster.controller()
+    if old is None:
+        raise SystemExit("no controller")
+    rss_before = rss_mb(bench.pid(old))
+    tails = {b: LogTail(bench.log_path(b)) for b in cluster.broker_ids if b != old}
+    pids = {f"broker_{b}": bench.pid(b) for b in tails}
+    if bench.zk.pid is not None:
+        pids["zookeeper"] = bench.zk.pid
+    idle = idle_cpu(bench)
+    cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+    killed = time.time()
+    cluster.processes[old].kill()
+    new = int(poll(lambda: new_controller(bench, old), 120, "a new controller", 0.02))
+    stat = store.backend.exists(P.CONTROLLER_PATH)
+    epoch = store.get_controller_epoch()
+    if stat is None or epoch is None:
+        raise SystemExit("the new controller vanished")
+    elected = stat.ctime / 1000.0
+    ready_log = tails[new].wait_for(f"Ready to serve as the new controller with epoch {epoch[0]}", 300)
+    live = set(cluster.registered())
+    checks = 0
+    while True:
+        checks += 1
+        pending, last_write, written = leaderless(bench, live, stat.czxid)
+        if not pending:
+            break
+        if checks > 600:
+            raise SystemExit(f"{pending} partitions with a live replica still have no live leader")
+        time.sleep(0.5)
+    ready = max(ready_log, last_write)
+    cpu = {name: round(cpu_seconds(pid) - cpu0[name], 2) for name, pid in pids.items()}
+    rss_after = rss_mb(bench.pid(new))
+
+    read_s = read_floor(store, failover_read_paths(store, bench.partitions))
+    write_s = write_floor(store, written)
+    floor = read_s + write_s
+    failover = ready - elected
+    return {
+        "old_controller": old,
+        "new_controller": new,
+        "epochs": [old_epoch, epoch[0]],
+        "failover_seconds": round(failover, 3),
+        "detection_seconds": round(elected - killed, 3),
+        "total_seconds": round(ready - killed, 3),
+        "ready_log_after_election_seconds": round(ready_log - elected, 3),
+        "last_state_write_after_election_seconds": round(last_write - elected, 3) if last_write else None,
+        "controller_cpu_seconds": cpu[f"broker_{new}"],
+        "cpu_seconds_by_process": cpu,
+        "controller_rss_mb_before_kill": round(rss_before, 1),
+        "controller_rss_mb_after_failover": round(rss_after, 1),
+        "idle_cluster_cpu_cores": idle,
+        "state_znodes_written": len(written),
+        "checks_until_led": checks,
+        "floor": {
+            "read_seconds": round(read_s, 3),
+            "write_seconds": round(write_s, 3),
+            "seconds": round(floor, 3),
+        },
+        "ratio_to_floor": ratio(failover, floor),
+    }
+
+
+def run_once(topics: int, rf: int, audit: bool) -> dict[str, Any]:
+    with bench_cluster(failover_layout(topics=topics, rf=rf), audit=audit) as bench:
+        result = fail_over(bench)
+        result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's layout (default 1)")
+    parser.add_argument(
+        "--rf", type=int, nargs="+", default=[1, 3], choices=[1, 2, 3], help="replication factors"
+    )
+    parser.add_argument(
+        "--no-audit", action="store_true", help="skip the audit-on run (done for the first RF)"
+    )
+    args = parser.parse_args()
+    if not 0 < args.scale <= 4:
+        parser.error(f"--scale must be in (0, 4], got {args.scale}")
+    topics = max(1, int(2_000 * args.scale))
+    result: dict[str, Any] = {
+        "scale": args.scale,
+        "topics": topics,
+        "partitions": topics * 50,
+        "brokers": 5,
+        "goal_seconds": GOAL_S,
+        "rss_goal_mb": RSS_GOAL_MB,
+        "kafka_seconds": KAFKA["failover_s"],
+    }
+    for i, rf in enumerate(args.rf):
+        off = run_once(topics, rf, audit=False)
+        entry: dict[str, Any] = {
+            "audit_off": off,
+            "meets_goal": off["failover_seconds"] <= GOAL_S,
+            "ratio_to_kafka_1_1": ratio(off["failover_seconds"], KAFKA["failover_s"]["kafka_1_1"]),
+        }
+        if i == 0 and not args.no_audit:
+            on = run_once(topics, rf, audit=True)
+            entry["audit_on"] = on
+            entry["audit_on_to_off"] = ratio(on["failover_seconds"], off["failover_seconds"])
+        result[f"rf{rf}"] = entry
+    report("failover", result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""The performance changes keep behaviour: bounded per-partition log lines (every result and audit
+record still there), fast constructors build the very objects the classes build, bulk leadership
+loading keeps the imbalance count, and decoded topic znodes share assignments safely."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+
+import pytest
+
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.log_budget import MAX_PARTITION_LOG_LINES, LogBudget
+from kafka_controller.core.partition_state_machine import PartitionStateMachine
+from kafka_controller.core.replica_state_machine import ReplicaStateMachine
+from kafka_controller.core.strategies import OfflinePartitionLeaderElectionStrategy
+from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransition
+from kafka_controller.domain.errors import StateChangeFailedError
+from kafka_controller.domain.requests import (
+    LeaderAndIsrPartitionState,
+    StopReplicaPartitionState,
+    UpdateMetadataPartitionState,
+    build_leader_and_isr_partition_state,
+    build_stop_replica_partition_state,
+    build_update_metadata_partition_state,
+)
+from kafka_controller.domain.states import PartitionState, ReplicaState
+from kafka_controller.domain.values import (
+    Broker,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    ReplicaAssignment,
+    TopicPartition,
+    build_leader_and_isr,
+    build_leader_isr_and_controller_epoch,
+    fast_constructor,
+)
+from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.testing.recording import RecordingAuditSink, RecordingRequestBatch
+from kafka_controller.zk.codecs import decode_topic, encode_topic
+
+STATE_CHANGE = "kafka_controller.state_change"
+MANY = MAX_PARTITION_LOG_LINES + 37
+
+
+# -- LogBudget ------------------------------------------------------------------------------------
+def test_log_budget_takes_up_to_its_limit_then_counts_and_summarises_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    budget = LogBudget(3)
+    assert [budget.take() for _ in range(5)] == [True, True, True, False, False]
+    log = logging.getLogger("test.budget")
+    with caplog.at_level(logging.INFO, logger="test.budget"):
+        budget.summarize(log, logging.INFO, "things")
+        budget.summarize(log, logging.INFO, "things")  # reset by the first: nothing more to say
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "2 more things" in line and "first 3" in line
+    assert budget.take()  # the budget is full again
+
+
+def test_log_budget_says_nothing_when_nothing_was_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    budget = LogBudget(3)
+    budget.take()
+    with caplog.at_level(logging.DEBUG):
+        budget.summarize(logging.getLogger("test.budget"), logging.ERROR, "things")
+    assert caplog.records == []
+
+
+# -- bounded state-change logging keeps every result and record --------------------------------------
+def _offline_partitions(n: int) -> tuple[ControllerContext, InMemoryMetadataStore, list[TopicPartition]]:
+    """``n`` partitions led by dead broker 1 (ISR [1]), broker 2 alive: no clean election possible."""
+    store = InMemoryMetadataStore()
+    ctx = ControllerContext()
+    ctx.epoch, ctx.epoch_zk_version = store.register_controller_and_increment_controller_epoch(7)
+    ctx.set_live_brokers({Broker(2, (EndPoint("h", 1),)): 10})
+    tps = [TopicPartition("t", p) for p in range(n)]
+    ctx.set_all_topics(["t"])
+    ctx.partition_assignments["t"] = {tp.partition: ReplicaAssignment((1, 2)) for tp in tps}
+    store.create_topic("t", ctx.partition_assignments["t"])
+    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 3, (1,), 0), 1) for tp in tps}
+    assert all(e is None for e in store.create_partition_states(states, -1).values())
+    for tp, state in states.items():
+        ctx.put_partition_leadership_info(tp, state)
+        ctx.put_partition_state(tp, PartitionState.OFFLINE_PARTITION)
+    return ctx, store, tps
+
+
+def test_many_failed_elections_log_a_bounded_number_of_lines_but_return_and_audit_all(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ctx, store, tps = _offline_partitions(MANY)
+    audit = RecordingAuditSink()
+    psm = PartitionStateMachine(7, ctx, store, RecordingRequestBatch(), audit=audit)
+    with caplog.at_level(logging.ERROR, logger=STATE_CHANGE):
+        results = psm.handle_state_changes(
+            tps, PartitionState.ONLINE_PARTITION, OfflinePartitionLeaderElectionStrategy(False)
+        )
+    assert set(results) == set(tps)
+    assert all(isinstance(e, StateChangeFailedError) for e in results.values())
+    lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE]
+    per_partition = [m for m in lines if "failed to change state for partition" in m]
+    assert len(per_partition) == MAX_PARTITION_LOG_LINES
+    [summary] = [m for m in lines if m.startswith("... and")]
+    assert f"{MANY - MAX_PARTITION_LOG_LINES} more partitions failed" in summary
+    records = [r for r in audit.records if isinstance(r, PartitionTransition)]
+    assert sorted(r.partition for r in records) == list(range(MANY))
+    assert {r.outcome for r in records} == {"failed"}
+
+
+def test_many_isr_shrinks_log_a_bounded_number_of_lines_but_write_and_audit_all(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ctx, store, tps = _offline_partitions(MANY)
+    audit = RecordingAuditSink()
+    rsm = ReplicaStateMachine(7, ctx, store, RecordingRequestBatch(), audit=audit)
+    replicas = [PartitionAndReplica(tp, 1) for tp in tps]
+    for r in replicas:
+        ctx.put_replica_state(r, ReplicaState.ONLINE_REPLICA)
+    with caplog.at_level(logging.INFO, logger=STATE_CHANGE):
+        rsm.handle_state_changes(replicas, ReplicaState.OFFLINE_REPLICA)
+    lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE]
+    assert len([m for m in lines if "after removing replica 1" in m]) == MAX_PARTITION_LOG_LINES
+    assert any(f"{MANY - MAX_PARTITION_LOG_LINES} more partitions had a replica removed" in m for m in lines)
+    assert all(ctx.replica_states[r] is ReplicaState.OFFLINE_REPLICA for r in replicas)
+    written = store.get_partition_states(tps)
+    assert all(s.leader_and_isr.leader == -1 for s in written.values())  # type: ignore[union-attr]
+    records = [r for r in audit.records if isinstance(r, ReplicaTransition)]
+    assert len(records) == MANY
+    first = next(r for r in records if r.partition == 0)
+    assert (first.replica, first.from_state, first.to_state, first.outcome) == (
+        1,
+        "OnlineReplica",
+        "OfflineReplica",
+        "ok",
+    )
+    assert (first.leader_before, first.leader_after, first.isr_before, first.isr_after) == (1, -1, (1,), (1,))
+    assert (first.leader_epoch_before, first.leader_epoch_after, first.error) == (3, 4, None)
+
+
+# -- fast constructors --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("cls", "build", "values"),
+    [
+        (LeaderAndIsr, build_leader_and_isr, (1, 2, (1, 3), 4)),
+        (
+            LeaderIsrAndControllerEpoch,
+            build_leader_isr_and_controller_epoch,
+            (LeaderAndIsr(1, 2, (1,), 3), 9),
+        ),
+        (
+            LeaderAndIsrPartitionState,
+            build_leader_and_isr_partition_state,
+            ("t", 0, 1, 2, 3, (2, 3), 4, (2, 3), (), (3,), True),
+        ),
+        (
+            UpdateMetadataPartitionState,
+            build_update_metadata_partition_state,
+            ("t", 0, 1, 2, 3, (2,), 4, (2, 3), (3,)),
+        ),
+        (StopReplicaPartitionState, build_stop_replica_partition_state, (5, -2, True)),
+    ],
+)
+def test_fast_constructors_build_what_the_class_builds(
+    cls: type, build: object, values: tuple[object, ...]
+) -> None:
+    fast = build(*values)  # type: ignore[operator]
+    slow = cls(*values)
+    assert type(fast) is cls
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert dataclasses.astuple(fast) == dataclasses.astuple(slow)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(fast, dataclasses.fields(cls)[0].name, values[0])
+
+
+def test_fast_constructor_refuses_classes_it_would_build_wrongly() -> None:
+    @dataclass
+    class Mutable:
+        a: int
+
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        a: int
+
+        def __post_init__(self) -> None:
+            if self.a < 0:
+                raise ValueError("negative")
+
+    with pytest.raises(TypeError, match="not a frozen, slotted dataclass"):
+        fast_constructor(Mutable)
+    with pytest.raises(TypeError, match="__post_init__"):
+        fast_constructor(Checked)
+
+
+# -- bulk leadership load -------------------------------------------------------------------------------
+def test_bulk_leadership_load_keeps_the_same_cache_and_imbalance_count_as_one_by_one() -> None:
+    def context() -> ControllerContext:
+        ctx = ControllerContext()
+        ctx.partition_assignments["a"] = {0: ReplicaAssignment((1, 2)), 1: ReplicaAssignment((2, 1))}
+        ctx.partition_assignments["gone"] = {0: ReplicaAssignment((1, 2))}
+        ctx.queue_topic_deletion(["gone"])
+        return ctx
+
+    first = [
+        (
+            TopicPartition("a", 0),
+            LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 1, (1, 2), 0), 1),
+        ),  # off preferred
+        (TopicPartition("a", 1), LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 1, (1, 2), 0), 1)),
+        (TopicPartition("gone", 0), LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 1, (1, 2), 0), 1)),
+        (
+            TopicPartition("x", 0),
+            LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 1, (2,), 0), 1),
+        ),  # no assignment
+    ]
+    second = [(TopicPartition("a", 0), LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 2, (1, 2), 1), 1))]
+    one_by_one, bulk = context(), context()
+    for tp, info in first + second:
+        one_by_one.put_partition_leadership_info(tp, info)
+    bulk.put_partition_leadership_infos(first)
+    assert bulk.preferred_replica_imbalance_count == 1
+    bulk.put_partition_leadership_infos(second)
+    assert bulk.partitions_leadership_info == one_by_one.partitions_leadership_info
+    assert bulk.preferred_replica_imbalance_count == one_by_one.preferred_replica_imbalance_count == 0
+
+
+# -- topic decoding ---------------------------------------------------------------------------------------
+def test_decoded_topic_shares_equal_assignments_but_keeps_reassignments_apart() -> None:
+    assignment = {
+        0: ReplicaAssignment((1, 2)),
+        1: ReplicaAssignment((1, 2)),
+        2: ReplicaAssignment((2, 3, 1), (3,), (1,)),
+        3: ReplicaAssignment((2, 3)),
+    }
+    _, decoded = decode_topic("t", encode_topic(assignment))
+    assert decoded == {TopicPartition("t", p): a for p, a in assignment.items()}
+    assert decoded[TopicPartition("t", 0)] is decoded[TopicPartition("t", 1)]
+    assert decoded[TopicPartition("t", 2)].adding_replicas == (3,)
+
+
+def test_topic_partition_keys_beyond_the_int_digit_limit_are_decode_errors() -> None:
+    from kafka_controller.domain.errors import ZNodeDecodeError
+
+    huge = "9" * 5000
+    with pytest.raises(ZNodeDecodeError, match="/brokers/topics/t"):
+        decode_topic("t", b'{"version":3,"partitions":{"' + huge.encode() + b'":[1]}}')
