@@ -99,9 +99,11 @@ def _configure_sqlite(engine: Engine, synchronous: str, autocheckpoint: bool) ->
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see the module docstring)
         cur = dbapi_conn.cursor()
+        # First: switching to WAL takes a lock too, so it must already wait rather than fail while
+        # another process (or a concurrent migration) holds one; 30 s covers a loaded machine.
+        cur.execute("PRAGMA busy_timeout=30000")
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA synchronous={synchronous}")
-        cur.execute("PRAGMA busy_timeout=10000")
         cur.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         if not autocheckpoint:
             cur.execute("PRAGMA wal_autocheckpoint=0")
