@@ -13,8 +13,6 @@ from hypothesis import HealthCheck, settings
 pytest_plugins = ["kafka_controller.testing.zk_harness"]
 
 # CI gets more examples; local runs stay quick. Deadlines are off: the machines are shared and noisy.
-settings.register_profile(
-    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")

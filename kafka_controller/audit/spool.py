@@ -10,6 +10,10 @@ is lost.
 Replay reads the frames in order and the writer calls ``clear`` only after every row is committed;
 a crash in between replays the same rows again, which the database's unique keys turn into no-ops.
 An exclusive ``flock`` keeps two processes from sharing one spool directory.
+
+The same frames, without fsync and without the lock, make the writer's *journal* (``JOURNAL_FILE``):
+every batch the caller hands over is written there before ``record`` returns, so it survives a
+``kill -9`` of the process (the kernel holds the page) though not a power loss.
 """
 
 from __future__ import annotations
@@ -31,31 +35,41 @@ from kafka_controller.domain.errors import InvalidArgumentError
 log = logging.getLogger(__name__)
 
 SPOOL_FILE = "audit-spool.bin"
+JOURNAL_FILE = "audit-journal.bin"
 LOCK_FILE = ".lock"
 _HEADER = struct.Struct("<4sIII")
 _MAGIC = b"KCA1"
 
 
 class Spool:
-    """An fsync'd, append-only queue of batches on local disk. Not thread-safe: one owner thread."""
+    """An fsync'd, append-only queue of batches on local disk. Not thread-safe: one owner thread.
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    ``durable=False`` makes a journal: no fsync and no directory lock (the spool that shares the
+    directory holds it)."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, name: str = SPOOL_FILE, durable: bool = True
+    ) -> None:
         self.directory = Path(directory)
+        self._durable = durable
+        self._lock_fd = -1
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            if durable:
+                self._lock_fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise InvalidArgumentError(
                 f"cannot use audit spool directory {self.directory}: {e.strerror}"
             ) from None
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self._lock_fd)
-            raise InvalidArgumentError(
-                f"audit spool directory {self.directory} is in use by another process"
-            ) from None
-        self.path = self.directory / SPOOL_FILE
+        if durable:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(self._lock_fd)
+                raise InvalidArgumentError(
+                    f"audit spool directory {self.directory} is in use by another process"
+                ) from None
+        self.path = self.directory / name
         existed = self.path.exists()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         if not existed:
@@ -108,7 +122,8 @@ class Spool:
             written = os.write(self._fd, frame)
             while written < len(frame):
                 written += os.write(self._fd, frame[written:])
-            os.fsync(self._fd)
+            if self._durable:
+                os.fsync(self._fd)
         except OSError:
             os.ftruncate(self._fd, self.size)
             raise
@@ -125,13 +140,15 @@ class Spool:
     def clear(self) -> None:
         """Forget every frame (call only once all of them are committed to the database)."""
         os.ftruncate(self._fd, 0)
-        os.fsync(self._fd)
+        if self._durable:
+            os.fsync(self._fd)
         self.size = self.rows = self.frames = 0
 
     def close(self) -> None:
         for fd in (self._fd, self._lock_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self._fd = self._lock_fd = -1
 
 

@@ -27,7 +27,7 @@ from kafka_controller.controller.base import (
     topic_path,
 )
 from kafka_controller.controller.events import ElectionTrigger, ElectionType
-from kafka_controller.domain.errors import IllegalControllerStateError, MetadataStoreError
+from kafka_controller.domain.errors import IllegalControllerStateError, MetadataStoreError, ZNodeDecodeError
 from kafka_controller.domain.values import Broker
 from kafka_controller.ports import FeatureZNode, TopicIdReplicaAssignment
 
@@ -69,6 +69,9 @@ class ControllerFailover(ControllerBase):
     def _on_controller_failover(self) -> None:
         ctx = self.controller_context
         store = self.store
+        # 0. dynamic broker configs (``dynamic_config``): before anything reads the config, so that
+        # a controller elected while the auto rebalance is paused stays paused
+        self.load_dynamic_broker_configs()
         self.build_state_machines()
         # 1. /feature
         self.maybe_setup_feature_versioning()
@@ -107,8 +110,19 @@ class ControllerFailover(ControllerBase):
             self.schedule_auto_leader_rebalance_task(AUTO_REBALANCE_FIRST_DELAY_S)
 
     def maybe_setup_feature_versioning(self) -> None:
-        """Step 1 (KIP-584): enabled with no finalized features from IBP 2.7-IV0, else disabled."""
-        existing = self.store.get_feature_znode()
+        """Step 1 (KIP-584): enabled with no finalized features from IBP 2.7-IV0, else disabled.
+
+        A ``/feature`` that does not decode is overwritten with the state this IBP calls for, as
+        though it were absent: Kafka 2.8 fails its election on it and every broker after it does
+        too, so one bad write by another client would leave the cluster without a controller.
+        Finalized features it held were unreadable anyway; the log says why it did not decode."""
+        try:
+            existing = self.store.get_feature_znode()
+        except ZNodeDecodeError as e:
+            log.error("%s: overwriting /feature with no finalized features", e)
+            wanted = _ENABLED if self.config.is_feature_versioning_supported else _DISABLED
+            self.store.update_feature_znode(FeatureZNode(wanted, {}))
+            existing = self.store.get_feature_znode()
         if self.config.is_feature_versioning_supported:
             if existing is None:
                 self.store.create_feature_znode(FeatureZNode(_ENABLED, {}))

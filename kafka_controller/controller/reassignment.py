@@ -28,6 +28,7 @@ from kafka_controller.controller.events import (
     ZkPartitionReassignment,
 )
 from kafka_controller.core.strategies import ReassignPartitionLeaderElectionStrategy
+from kafka_controller.domain.audit_records import OUTCOME_FAILED, OUTCOME_OK, PartitionTransition
 from kafka_controller.domain.errors import (
     ControllerMovedError,
     IllegalControllerStateError,
@@ -39,12 +40,15 @@ from kafka_controller.domain.errors import (
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
+    LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
 
+#: The audit's strategy column for a reassignment's leader-epoch bump (no election takes place).
+_EPOCH_BUMP = "ReassignmentLeaderEpochBump"
 _UNKNOWN_PARTITION = ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
 
 
@@ -262,11 +266,42 @@ class Reassignments(ControllerBase):
             if outcome is None:
                 continue  # BADVERSION: re-read and retry
             if isinstance(outcome, Exception):
+                self._audit_epoch_bump(tp, read.leader_and_isr, None, f"{type(outcome).__name__}: {outcome}")
                 raise outcome
+            self._audit_epoch_bump(tp, read.leader_and_isr, outcome)
             leadership = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
             ctx.put_partition_leadership_info(tp, leadership)
             log.info("Updated leader epoch for partition %s to %d", tp, outcome.leader_epoch)
             return leadership
+
+    def _audit_epoch_bump(
+        self, tp: TopicPartition, before: LeaderAndIsr, after: LeaderAndIsr | None, error: str | None = None
+    ) -> None:
+        """Record the bump as an Online -> Online transition: it writes a new leader epoch to
+        ZooKeeper outside the partition state machine, and the audit log must account for every
+        leader epoch written (replaying it gives ZooKeeper's state)."""
+        if not self.audit.enabled:
+            return
+        online = PartitionState.ONLINE_PARTITION.kafka_name
+        self.audit.record(
+            [
+                PartitionTransition(
+                    tp.topic,
+                    tp.partition,
+                    online,
+                    online,
+                    OUTCOME_OK if error is None else OUTCOME_FAILED,
+                    before.leader,
+                    after.leader if after is not None else None,
+                    before.isr,
+                    after.isr if after is not None else None,
+                    before.leader_epoch,
+                    after.leader_epoch if after is not None else None,
+                    _EPOCH_BUMP,
+                    error=error,
+                )
+            ]
+        )
 
     def move_reassigned_partition_leader_if_required(
         self, tp: TopicPartition, assignment: ReplicaAssignment

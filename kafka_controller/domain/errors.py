@@ -6,6 +6,24 @@ Two kinds matter most to the controller: ``ControllerMovedError`` (fenced: resig
 
 from __future__ import annotations
 
+#: Longest rendering of an offending value in an error message: input is often hostile or huge (a
+#: million-element list, a 5,000-digit number), and a one-line message must stay one short line.
+BRIEF_LIMIT = 80
+
+
+def brief(value: object, limit: int = BRIEF_LIMIT) -> str:
+    """``repr(value)`` cut to ``limit`` characters, marked with an ellipsis when cut."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long for repr (Python's 4,300-digit limit)
+        text = f"<int of {value.bit_length()} bits>" if isinstance(value, int) else "<unprintable>"
+    return cut(text.replace("\n", " "), limit)
+
+
+def cut(text: str, limit: int = BRIEF_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class KafkaControllerError(Exception):
     """Root of every error the project raises on purpose."""

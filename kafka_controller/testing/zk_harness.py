@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import os
 import re
 import threading
 import time
@@ -28,6 +27,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from kafka_controller.cluster.process import process_alive
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.zk.embedded import EmbeddedZooKeeper, EmbeddedZooKeeperError
 
@@ -233,23 +233,6 @@ def wait_for(
                 raise TimeoutError(f"{message} within {timeout:g}s")
             return False
         time.sleep(interval)
-
-
-def process_alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie counts as dead (containers may not reap orphans)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: fall back to a signal-0 probe
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
 
 
 def delete_tree(client: KazooClient, root: str) -> None:

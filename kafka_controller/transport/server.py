@@ -17,6 +17,7 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -131,6 +132,7 @@ class TransportServer:
                     payload = framing.read_frame(conn, self._max_frame_bytes)
                 except framing.FrameTooLargeError as e:
                     framing.write_frame(conn, framing.encode_error(-1, Errors.INVALID_REQUEST, str(e)))
+                    _linger_close(conn)
                     return
                 if payload is None:
                     return
@@ -162,3 +164,28 @@ class TransportServer:
     def _refuse(self, cid: int, error: ProtocolError) -> bytes:
         logger.warning("%s: refused a request: %s", self._name, error)
         return framing.encode_error(cid, Errors.INVALID_REQUEST, str(error))
+
+
+#: How long, and how many unread bytes, a refused connection is drained before it is closed.
+_LINGER_SECONDS = 1.0
+_LINGER_BYTES = 16 << 20
+
+
+def _linger_close(conn: socket.socket) -> None:
+    """Half-close after a refusal and drain what the peer still sends before closing.
+
+    Closing a socket with unread input makes the kernel send a reset, which can reach the peer
+    before it has read the refusal: it would see "connection reset" instead of the reason. The
+    drain is bounded in time and bytes, so a peer that keeps streaming cannot hold the thread."""
+    try:
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(_LINGER_SECONDS)
+        deadline = time.monotonic() + _LINGER_SECONDS
+        drained = 0
+        while drained < _LINGER_BYTES and time.monotonic() < deadline:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            drained += len(chunk)
+    except OSError:
+        pass

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from kafka_controller.domain.errors import InvalidArgumentError, ZNodeDecodeError
+from kafka_controller.domain.errors import InvalidArgumentError, ZNodeDecodeError, brief
 from kafka_controller.domain.values import (
     Broker,
     EndPoint,
@@ -61,19 +61,19 @@ def req(path: str, obj: Mapping[str, Any], key: str) -> Any:
 
 def as_int(path: str, value: Any, what: str) -> int:
     if type(value) is not int:
-        raise ZNodeDecodeError(path, f"{what} must be an integer, got {value!r}")
+        raise ZNodeDecodeError(path, f"{what} must be an integer, got {brief(value)}")
     return value
 
 
 def as_str(path: str, value: Any, what: str) -> str:
     if type(value) is not str:
-        raise ZNodeDecodeError(path, f"{what} must be a string, got {value!r}")
+        raise ZNodeDecodeError(path, f"{what} must be a string, got {brief(value)}")
     return value
 
 
 def as_int_list(path: str, value: Any, what: str) -> tuple[int, ...]:
     if type(value) is not list or not all(type(x) is int for x in value):
-        raise ZNodeDecodeError(path, f"{what} must be a list of integers, got {value!r}")
+        raise ZNodeDecodeError(path, f"{what} must be a list of integers, got {brief(value)}")
     return tuple(value)
 
 
@@ -82,9 +82,9 @@ def validate_replicas(replicas: Iterable[int], what: str) -> tuple[int, ...]:
     out = tuple(replicas)
     for r in out:
         if type(r) is not int or r < 0:
-            raise InvalidArgumentError(f"{what}: replica {r!r} is not a non-negative broker id")
+            raise InvalidArgumentError(f"{what}: replica {brief(r)} is not a non-negative broker id")
     if len(set(out)) != len(out):
-        raise InvalidArgumentError(f"{what}: duplicate replicas in {list(out)}")
+        raise InvalidArgumentError(f"{what}: duplicate replicas in {brief(list(out))}")
     return out
 
 
@@ -133,8 +133,16 @@ def encode_controller_epoch(epoch: int) -> bytes:
 def decode_controller_epoch(data: bytes | None, path: str = "/controller_epoch") -> int:
     text = (data or b"").decode("utf-8", "replace").strip()
     if not re.fullmatch(r"-?[0-9]+", text):
-        raise ZNodeDecodeError(path, f"controller epoch {text!r} is not a decimal integer")
-    return int(text)
+        raise ZNodeDecodeError(path, f"controller epoch {brief(text)} is not a decimal integer")
+    return _int_text(path, text, "controller epoch")
+
+
+def _int_text(path: str, text: str, what: str) -> int:
+    """``int(text)`` for digits already matched, refusing what Python's 4,300-digit limit refuses."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ZNodeDecodeError(path, f"{what} {brief(text)} is too large") from None
 
 
 # -- partition state ---------------------------------------------------------------------------------
@@ -174,10 +182,10 @@ def decode_partition_state(
     if type(leader) is not int or type(leader_epoch) is not int or type(controller_epoch) is not int:
         raise ZNodeDecodeError(path, "leader, leader_epoch and controller_epoch must be integers")
     if type(isr) is not list:
-        raise ZNodeDecodeError(path, f"isr must be a list of integers, got {isr!r}")
+        raise ZNodeDecodeError(path, f"isr must be a list of integers, got {brief(isr)}")
     for r in isr:
         if type(r) is not int:
-            raise ZNodeDecodeError(path, f"isr must be a list of integers, got {isr!r}")
+            raise ZNodeDecodeError(path, f"isr must be a list of integers, got {brief(isr)}")
     return build_leader_isr_and_controller_epoch(
         build_leader_and_isr(leader, leader_epoch, tuple(isr), zk_version), controller_epoch
     )
@@ -228,7 +236,7 @@ def decode_topic(
     obj = json_object(path, js)
     topic_id = obj.get("topic_id")
     if topic_id is not None and not is_topic_id(topic_id):
-        raise ZNodeDecodeError(path, f"topic_id {topic_id!r} is not a valid Kafka Uuid")
+        raise ZNodeDecodeError(path, f"topic_id {brief(topic_id)} is not a valid Kafka Uuid")
     adding = _replica_map(path, obj.get("adding_replicas"), "adding_replicas")
     removing = _replica_map(path, obj.get("removing_replicas"), "removing_replicas")
     out: dict[TopicPartition, ReplicaAssignment] = {}
@@ -255,7 +263,7 @@ def _replica_map(path: str, value: Any, what: str) -> dict[int, tuple[int, ...]]
     key_match = _PARTITION_KEY.fullmatch
     for key, replicas in obj.items():
         if not (key.isascii() and key.isdigit()) and key_match(key) is None:
-            raise ZNodeDecodeError(path, f"{what} key {key!r} is not a partition number")
+            raise ZNodeDecodeError(path, f"{what} key {brief(key)} is not a partition number")
         try:
             partition = int(key)
         except ValueError:  # more digits than int() takes from a string
@@ -323,7 +331,7 @@ def decode_broker(broker_id: int, data: bytes | None, path: str | None = None) -
 def _endpoint(path: str, text: str, protocol_map: Mapping[str, Any]) -> EndPoint:
     m = _ENDPOINT_RE.match(text)
     if not m:
-        raise ZNodeDecodeError(path, f"endpoint {text!r} is not LISTENER://host:port")
-    listener, host, port = m.group(1), m.group(2), int(m.group(3))
+        raise ZNodeDecodeError(path, f"endpoint {brief(text)} is not LISTENER://host:port")
+    listener, host, port = m.group(1), m.group(2), _int_text(path, m.group(3), "endpoint port")
     protocol = protocol_map.get(listener, listener)
     return EndPoint(host, port, listener, as_str(path, protocol, "security protocol"))

@@ -8,7 +8,9 @@ ACLs follow Kafka's ``zookeeper.set.acl``: when on, every znode we create gets "
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError
@@ -25,6 +27,23 @@ CREATOR_ALL_ACL: tuple[AclTriple, ...] = ((PERM_ALL, "auth", ""),)
 READ_ACL_UNSAFE: tuple[AclTriple, ...] = ((PERM_READ, "world", "anyone"),)
 
 
+#: Digest credentials ``USER:PASSWORD`` for every process of the project (brokers, CLI, local
+#: clusters). An environment variable, as Kafka takes them from a JAAS file and not from its command
+#: line: arguments are visible to every user in ``ps``.
+ZK_DIGEST_ENV = "KAFKA_CONTROLLER_ZK_DIGEST"
+
+
+def digest_from_env(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """The credentials in ``$KAFKA_CONTROLLER_ZK_DIGEST``, or None when it is unset or empty."""
+    raw = (os.environ if environ is None else environ).get(ZK_DIGEST_ENV, "")
+    if not raw:
+        return None
+    user, sep, password = raw.partition(":")
+    if not sep or not user or not password:
+        raise InvalidArgumentError(f"${ZK_DIGEST_ENV} must be USER:PASSWORD (both non-empty)")
+    return user, password
+
+
 @dataclass(frozen=True, slots=True)
 class ZkClientConfig:
     """Everything the kazoo store needs to connect. Defaults are Kafka's where Kafka has one."""
@@ -33,13 +52,13 @@ class ZkClientConfig:
     session_timeout_ms: int = 18_000  # zookeeper.session.timeout.ms
     connection_timeout_ms: int = 18_000  # zookeeper.connection.timeout.ms (defaults to the session's)
     #: ``(user, password)`` for digest authentication, or None.
-    digest: tuple[str, str] | None = None
+    digest: tuple[str, str] | None = field(default=None, repr=False)  # never in a log line
     #: Kafka's ``zookeeper.set.acl``; None = on exactly when ``digest`` is set.
     set_acl: bool | None = None
     use_ssl: bool = False
     certfile: str | None = None
     keyfile: str | None = None
-    keyfile_password: str | None = None
+    keyfile_password: str | None = field(default=None, repr=False)
     ca: str | None = None
     verify_certs: bool = True
     #: Create the chroot and Kafka's top-level paths when missing (Kafka's broker does).

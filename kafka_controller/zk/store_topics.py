@@ -167,6 +167,18 @@ class TopicZNodes(StoreCore):
     def get_topic_config(self, topic: str) -> dict[str, str]:
         return self.get_entity_config(P.CONFIG_TYPE_TOPIC, topic)
 
+    def get_entity_configs(
+        self, entities: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, str] | MetadataStoreError]:
+        """Kafka's ``getEntityConfigs`` over several entity types, one batched read: {} for an
+        absent znode, the per-znode error (e.g. ``ZNodeDecodeError``) for a failed one."""
+        keys = list(dict.fromkeys(entities))
+        reads = self._decode_many(
+            [P.config_entity_path(t, n) for t, n in keys],
+            lambda data, _stat, path: decode_entity_config(data, path),
+        )
+        return {key: {} if read is None else read for key, read in zip(keys, reads, strict=True)}
+
     def set_or_create_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
         """Set-or-create ``/config/<type>/<name>`` (any version), not fenced."""
         path = P.config_entity_path(entity_type, name)

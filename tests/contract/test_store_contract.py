@@ -203,6 +203,21 @@ def test_log_configs_merge_over_defaults(env: StoreEnv) -> None:
     assert list(failures) == ["bad"] and isinstance(failures["bad"], ZNodeDecodeError)
 
 
+def test_entity_configs_of_several_types_in_one_read(env: StoreEnv) -> None:
+    store = env.store()
+    store.set_or_create_entity_config("brokers", "<default>", {"auto.leader.rebalance.enable": "false"})
+    store.change_topic_config("t", {"retention.ms": "1"})
+    env.raw_put("/config/brokers/7", b"{nope")
+    reads = store.get_entity_configs(
+        [("brokers", "<default>"), ("brokers", "1"), ("topics", "t"), ("brokers", "7")]
+    )
+    assert reads[("brokers", "<default>")] == {"auto.leader.rebalance.enable": "false"}
+    assert reads[("brokers", "1")] == {}  # absent: no overrides
+    assert reads[("topics", "t")] == {"retention.ms": "1"}
+    assert isinstance(reads[("brokers", "7")], ZNodeDecodeError)
+    assert store.get_entity_configs([]) == {}
+
+
 # -- brokers and sessions ------------------------------------------------------------------------------
 
 

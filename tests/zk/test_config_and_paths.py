@@ -9,7 +9,14 @@ import pytest
 from kafka_controller.domain.errors import InvalidArgumentError, StoreUnavailableError
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.zk import paths as P
-from kafka_controller.zk.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ZkClientConfig
+from kafka_controller.zk.security import (
+    CREATOR_ALL_ACL,
+    OPEN_ACL_UNSAFE,
+    READ_ACL_UNSAFE,
+    ZK_DIGEST_ENV,
+    ZkClientConfig,
+    digest_from_env,
+)
 
 
 def test_split_chroot() -> None:
@@ -118,3 +125,24 @@ def test_chroot_is_created_with_a_root_client_first() -> None:
     with pytest.raises(StoreUnavailableError):
         KazooBackend(ZkClientConfig("zk1:2181/a/b"), client_factory=FakeKazooClient)
     assert FakeKazooClient.created[0]["hosts"] == "zk1:2181"  # the root client, without chroot
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [("", None), ("kafka:s3cret", ("kafka", "s3cret")), ("kafka:with:colons", ("kafka", "with:colons"))],
+)
+def test_digest_credentials_come_from_the_environment(value: str, expected: object) -> None:
+    assert digest_from_env({ZK_DIGEST_ENV: value}) == expected
+    assert digest_from_env({}) is None
+
+
+@pytest.mark.parametrize("value", ["kafka", ":s3cret", "kafka:"])
+def test_malformed_digest_credentials_are_one_line_without_the_secret(value: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"KAFKA_CONTROLLER_ZK_DIGEST must be USER:PASSWORD") as e:
+        digest_from_env({ZK_DIGEST_ENV: value})
+    assert "s3cret" not in str(e.value)
+
+
+def test_secrets_stay_out_of_the_configs_repr() -> None:
+    config = ZkClientConfig("h:2181", digest=("kafka", "s3cret"), use_ssl=True, keyfile_password="k3y")
+    assert "s3cret" not in repr(config) and "k3y" not in repr(config)

@@ -1,0 +1,146 @@
+"""The faults a trial injects, each followed by its own repair so that the workload can finish:
+
+* ``kill_controller`` / ``kill_broker`` — SIGKILL (its ZooKeeper session lapses), then a restart;
+* ``pause_controller`` — SIGSTOP past the session timeout, a new controller takes over, SIGCONT:
+  the old one wakes up a zombie and must be fenced (spec §7.3);
+* ``zk_restart`` — the ZooKeeper server restarts on the same port and data;
+* ``audit_outage`` — the trial's private PostgreSQL crashes (``immediate``) and comes back;
+* ``bounce_storm`` — one broker restarted again and again, hard or controlled, at random.
+
+Every choice (victim, durations, kind of bounce) comes from the trial's seeded ``rng``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from kafka_controller.cluster import ClusterError
+from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
+from tests.faults.context import TrialContext
+from tests.faults.workloads import partitions
+
+#: The broker config every trial uses: short sessions so faults are noticed in seconds.
+SESSION_TIMEOUT_MS = 4000
+
+
+def _pause(seconds: float) -> None:
+    """A deliberate stretch of fault time (not a wait for anything)."""
+    threading.Event().wait(seconds)
+
+
+def ensure_running(t: TrialContext, broker: int) -> None:
+    """Start ``broker`` unless it runs (a rolling-restart workload may have started it already).
+    ``start_broker`` first waits for a killed incarnation's session to lapse."""
+    with t.lifecycle:
+        if broker not in t.cluster.running_broker_ids():
+            t.cluster.start_broker(broker, timeout=t.left())
+
+
+def _leader_epochs(t: TrialContext) -> dict[TopicPartition, int]:
+    states = t.cluster.store.get_partition_states(partitions())
+    return {
+        tp: s.leader_and_isr.leader_epoch
+        for tp, s in states.items()
+        if isinstance(s, LeaderIsrAndControllerEpoch)
+    }
+
+
+def kill_controller(t: TrialContext) -> None:
+    """Half the time at a random moment. Otherwise while another broker shuts down (SIGTERM): the
+    controller is killed the moment the first leader moves in ZooKeeper, while its audit rows for
+    that move may still be on their way to the database."""
+    victim = t.controller()
+    leaving = None
+    with t.lifecycle:
+        if t.rng.random() < 0.5:
+            others = [b for b in t.running() if b != victim]
+            if others:
+                leaving = t.rng.choice(others)
+                before = _leader_epochs(t)
+                t.cluster.processes[leaving].terminate()
+                try:
+                    t.cluster.wait_until(
+                        lambda: _leader_epochs(t) != before,
+                        min(5.0, t.left()),
+                        "a leader change",
+                        interval=0.01,
+                    )
+                except ClusterError:
+                    t.note("no leader moved within 5s")
+        victim = t.controller()
+        how = f"as broker {leaving} shuts down" if leaving is not None else "at a random moment"
+        t.note(f"kill -9 controller {victim} {how}")
+        t.kill(victim)
+    t.wait(lambda: (c := t.cluster.controller()[0]) is not None and c != victim, "a new controller")
+    ensure_running(t, victim)
+    if leaving is not None:
+        t.cluster.processes[leaving].wait(t.left())
+        ensure_running(t, leaving)
+
+
+def kill_broker(t: TrialContext) -> None:
+    controller = t.controller()
+    victim = t.rng.choice([b for b in t.cluster.broker_ids if b != controller])
+    t.note(f"kill -9 broker {victim}")
+    t.kill(victim)
+    ensure_running(t, victim)
+
+
+def pause_controller(t: TrialContext) -> None:
+    victim = t.controller()
+    epoch = t.cluster.registered()[victim]
+    extra = t.rng.uniform(0.5, 2.0)
+    t.note(f"SIGSTOP controller {victim}, resumed {extra:.1f}s after a new controller took over")
+    t.paused.add(victim)
+    t.cluster.pause_broker(victim)
+    try:
+        t.wait(lambda: (c := t.cluster.controller()[0]) is not None and c != victim, "a new controller")
+        _pause(extra)
+    finally:
+        t.cluster.resume_broker(victim)
+        t.paused.discard(victim)
+    t.wait(lambda: t.cluster.registered().get(victim, epoch) > epoch, f"broker {victim} re-registered")
+
+
+def zk_restart(t: TrialContext) -> None:
+    t.note("ZooKeeper server restart")
+    t.zk.restart(timeout=t.left())
+    # The fault is over once clients are back: until its kazoo client reconnects, the trial's own
+    # store fails fast (session suspended), and the trial's next reads would fail with it.
+    t.wait(lambda: isinstance(t.cluster.registered(), dict), "the trial's ZooKeeper session to reconnect")
+
+
+def audit_outage(t: TrialContext) -> None:
+    assert t.postgres is not None, "audit outage trials run on a private PostgreSQL"
+    outage = t.rng.uniform(1.5, 4.0)
+    t.note(f"audit database crash, {outage:.1f}s outage")
+    t.postgres.stop("immediate")
+    try:
+        _pause(outage)
+    finally:
+        t.postgres.start()
+
+
+def bounce_storm(t: TrialContext) -> None:
+    victim = t.rng.choice(t.cluster.broker_ids)
+    kinds = [t.rng.choice(["kill", "stop"]) for _ in range(3)]
+    t.note(f"bounce storm of broker {victim}: {', '.join(kinds)}")
+    for kind in kinds:
+        with t.lifecycle:
+            if kind == "kill":
+                t.kill(victim)
+            else:
+                t.cluster.stop_broker(victim, timeout=t.left())
+            ensure_running(t, victim)
+
+
+FAULTS: dict[str, Callable[[TrialContext], None]] = {
+    "kill_controller": kill_controller,
+    "kill_broker": kill_broker,
+    "pause_controller": pause_controller,
+    "zk_restart": zk_restart,
+    "audit_outage": audit_outage,
+    "bounce_storm": bounce_storm,
+}
+FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)
