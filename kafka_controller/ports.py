@@ -366,6 +366,14 @@ class MetadataStore(PartitionStateStore, Protocol):
         """Set-or-create the overrides, then a config-change notification (admin, not fenced)."""
         ...
 
+    def get_entity_configs(
+        self, entities: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, str] | MetadataStoreError]:
+        """``/config/<type>/<name>`` of each ``(type, name)`` (``("brokers", "<default>")``), one
+        batched read: {} when absent, the per-znode error (``ZNodeDecodeError`` when corrupt)
+        otherwise. ``StoreUnavailableError`` if the read could not be made. Not fenced."""
+        ...
+
     def create_config_change_notification(self, entity_path: str) -> str:
         """Sequential ``/config/changes/config_change_<seq>``; returns its path. Not fenced."""
         ...

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kafka_controller.admin.reassignment import load_json
-from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.errors import InvalidArgumentError, brief
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import TopicPartition
 
@@ -22,7 +22,7 @@ def parse_election_json(text: str | bytes, what: str = "election JSON") -> tuple
         raise InvalidArgumentError(f"{what} must be a JSON object")
     unknown = sorted(set(doc) - {"partitions", "version"})
     if unknown:
-        raise InvalidArgumentError(f"{what} has unknown field {unknown[0]!r}")
+        raise InvalidArgumentError(f"{what} has unknown field {brief(unknown[0])}")
     entries = doc.get("partitions")
     if type(entries) is not list:
         raise InvalidArgumentError(f"{what}: 'partitions' must be a list")
@@ -35,7 +35,7 @@ def parse_election_json(text: str | bytes, what: str = "election JSON") -> tuple
             raise InvalidArgumentError(f"{where} must be a JSON object")
         extra = sorted(set(entry) - {"topic", "partition"})
         if extra:
-            raise InvalidArgumentError(f"{where} has unknown field {extra[0]!r}")
+            raise InvalidArgumentError(f"{where} has unknown field {brief(extra[0])}")
         topic, partition = entry.get("topic"), entry.get("partition")
         if type(topic) is not str or not topic:
             raise InvalidArgumentError(f"{where}: 'topic' must be a non-empty string")

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from kafka_controller.admin.topics import random_assignment
-from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.errors import InvalidArgumentError, brief, cut
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
 
 Plan = dict[TopicPartition, tuple[int, ...]]
@@ -46,21 +46,30 @@ def _object(value: Any, what: str, allowed: Collection[str]) -> dict[str, Any]:
         raise InvalidArgumentError(f"{what} must be a JSON object")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise InvalidArgumentError(f"{what} has unknown field {unknown[0]!r}")
+        raise InvalidArgumentError(f"{what} has unknown field {brief(unknown[0])}")
     return value
 
 
 def _version(doc: Mapping[str, Any], what: str) -> None:
     if "version" in doc and doc["version"] != 1:
-        raise InvalidArgumentError(f"{what}: unsupported version {doc['version']!r} (expected 1)")
+        raise InvalidArgumentError(f"{what}: unsupported version {brief(doc['version'])} (expected 1)")
+
+
+def _json_brief(value: Any) -> str:
+    """``value`` as it appeared in the JSON file, cut like ``brief``."""
+    try:
+        text = orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return brief(value)
+    return cut(text)
 
 
 def _int_field(entry: Mapping[str, Any], key: str, where: str) -> int:
     if key not in entry:
-        raise InvalidArgumentError(f"{where}: missing {key!r}")
+        raise InvalidArgumentError(f"{where}: missing {brief(key)}")
     value = entry[key]
     if type(value) is not int:
-        raise InvalidArgumentError(f"{where}: {key!r} must be an integer, got {orjson.dumps(value).decode()}")
+        raise InvalidArgumentError(f"{where}: {brief(key)} must be an integer, got {_json_brief(value)}")
     return value
 
 
@@ -132,10 +141,10 @@ def validate_reassignment(
     for tp, replicas in plan.items():
         existing = partitions_by_topic.get(tp.topic)
         if existing is None:
-            raise InvalidArgumentError(f"{what}: unknown topic {tp.topic!r}")
+            raise InvalidArgumentError(f"{what}: unknown topic {brief(tp.topic)}")
         if tp.partition not in existing:
             raise InvalidArgumentError(
-                f"{what}: unknown partition {tp} (topic {tp.topic!r} has {len(existing)})"
+                f"{what}: unknown partition {tp} (topic {brief(tp.topic)} has {len(existing)})"
             )
         if brokers is not None:
             unknown = [r for r in replicas if r not in brokers]
@@ -168,7 +177,7 @@ def parse_topics_to_move_json(text: str | bytes, what: str = "topics-to-move JSO
     for i, raw in enumerate(entries):
         topic = _topic_field(_object(raw, f"{what}: topics[{i}]", ("topic",)), f"{what}: topics[{i}]")
         if topic in topics:
-            raise InvalidArgumentError(f"{what}: topic {topic!r} is listed twice")
+            raise InvalidArgumentError(f"{what}: topic {brief(topic)} is listed twice")
         topics.append(topic)
     return topics
 
@@ -179,14 +188,14 @@ def parse_broker_list(text: str, registered: Collection[int] | None = None) -> t
     for item in (text or "").split(","):
         item = item.strip()
         if not item.lstrip("-").isdigit():
-            raise InvalidArgumentError(f"bad --broker-list {text!r}: {item!r} is not a broker id")
+            raise InvalidArgumentError(f"bad --broker-list {brief(text)}: {brief(item)} is not a broker id")
         broker = int(item)
         if broker < 0:
-            raise InvalidArgumentError(f"bad --broker-list {text!r}: negative broker id {broker}")
+            raise InvalidArgumentError(f"bad --broker-list {brief(text)}: negative broker id {broker}")
         if broker in out:
-            raise InvalidArgumentError(f"bad --broker-list {text!r}: broker {broker} is listed twice")
+            raise InvalidArgumentError(f"bad --broker-list {brief(text)}: broker {broker} is listed twice")
         if registered is not None and broker not in registered:
-            raise InvalidArgumentError(f"bad --broker-list {text!r}: broker {broker} is not registered")
+            raise InvalidArgumentError(f"bad --broker-list {brief(text)}: broker {broker} is not registered")
         out.append(broker)
     return tuple(out)
 
@@ -211,11 +220,11 @@ def generate_reassignment(
     for topic in wanted:
         parts = by_topic[topic]
         if not parts:
-            raise InvalidArgumentError(f"topics-to-move JSON: unknown topic {topic!r}")
+            raise InvalidArgumentError(f"topics-to-move JSON: unknown topic {brief(topic)}")
         rf = len(parts[min(parts)])
         if rf > len(broker_list):
             raise InvalidArgumentError(
-                f"topic {topic!r} has replication factor {rf}, more than the {len(broker_list)} brokers "
+                f"topic {brief(topic)} has replication factor {rf}, more than the {len(broker_list)} brokers "
                 f"in --broker-list"
             )
         for p, replicas in random_assignment(len(parts), rf, broker_list, rng).items():

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.errors import InvalidArgumentError, brief
 from kafka_controller.zk.paths import validate_topic_name
 
 MAX_REPLICATION_FACTOR = 32767
@@ -31,7 +31,7 @@ def _integer(low: int, high: int, kind: str) -> Validator:
             number = int(value.strip())
         except ValueError:
             raise InvalidArgumentError(
-                f"invalid value {value!r} for topic config {key}: expected {kind}"
+                f"invalid value {brief(value)} for topic config {key}: expected {kind}"
             ) from None
         if number < low:
             raise InvalidArgumentError(
@@ -55,14 +55,16 @@ def _long(low: int = 0) -> Validator:
 
 def _boolean(key: str, value: str) -> None:
     if value.strip().lower() not in ("true", "false"):
-        raise InvalidArgumentError(f"invalid value {value!r} for topic config {key}: expected true or false")
+        raise InvalidArgumentError(
+            f"invalid value {brief(value)} for topic config {key}: expected true or false"
+        )
 
 
 def _one_of(*choices: str) -> Validator:
     def check(key: str, value: str) -> None:
         if value.strip() not in choices:
             raise InvalidArgumentError(
-                f"invalid value {value!r} for topic config {key}: expected one of {', '.join(choices)}"
+                f"invalid value {brief(value)} for topic config {key}: expected one of {', '.join(choices)}"
             )
 
     return check
@@ -72,7 +74,7 @@ def _cleanup_policy(key: str, value: str) -> None:
     items = [v.strip() for v in value.split(",")]
     if not value.strip() or any(v not in ("compact", "delete") for v in items):
         raise InvalidArgumentError(
-            f"invalid value {value!r} for topic config {key}: expected compact, delete or compact,delete"
+            f"invalid value {brief(value)} for topic config {key}: expected compact, delete or compact,delete"
         )
 
 
@@ -81,7 +83,7 @@ def _ratio(key: str, value: str) -> None:
         number = float(value.strip())
     except ValueError:
         raise InvalidArgumentError(
-            f"invalid value {value!r} for topic config {key}: expected a number"
+            f"invalid value {brief(value)} for topic config {key}: expected a number"
         ) from None
     if not 0.0 <= number <= 1.0:
         raise InvalidArgumentError(f"invalid value {number} for topic config {key}: must be between 0 and 1")
@@ -92,14 +94,14 @@ def _throttled_replicas(key: str, value: str) -> None:
     if text in ("", "*") or all(_THROTTLED.match(item) for item in text.split(",")):
         return
     raise InvalidArgumentError(
-        f"invalid value {value!r} for topic config {key}: expected * or a list of PARTITION:BROKER"
+        f"invalid value {brief(value)} for topic config {key}: expected * or a list of PARTITION:BROKER"
     )
 
 
 def _message_format(key: str, value: str) -> None:
     if not _VERSION.match(value.strip()):
         raise InvalidArgumentError(
-            f"invalid value {value!r} for topic config {key}: expected a version like 2.8"
+            f"invalid value {brief(value)} for topic config {key}: expected a version like 2.8"
         )
 
 
@@ -142,7 +144,7 @@ def parse_config_pairs(pairs: Sequence[str] | None, *, option: str = "--config")
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise InvalidArgumentError(f"bad {option} {pair!r}: expected KEY=VALUE")
+            raise InvalidArgumentError(f"bad {option} {brief(pair)}: expected KEY=VALUE")
         if key in out:
             raise InvalidArgumentError(f"{option} {key} is given twice")
         out[key] = value
@@ -155,8 +157,8 @@ def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
         check = TOPIC_CONFIGS.get(key)
         if check is None:
             close = difflib.get_close_matches(key, TOPIC_CONFIG_KEYS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InvalidArgumentError(f"unknown topic config {key!r}{hint}")
+            hint = f" (did you mean {brief(close[0])}?)" if close else ""
+            raise InvalidArgumentError(f"unknown topic config {brief(key)}{hint}")
         check(key, value)
     return dict(config)
 
@@ -173,19 +175,22 @@ def parse_replica_assignment(text: str) -> dict[int, tuple[int, ...]]:
             item = item.strip()
             if not re.fullmatch(r"-?\d+", item):
                 raise InvalidArgumentError(
-                    f"bad --replica-assignment {text!r}: partition {p} has {item!r}, not a broker id"
+                    f"bad --replica-assignment {brief(text)}: partition {p} has {brief(item)}, "
+                    "not a broker id"
                 )
             broker = int(item)
             if broker < 0:
-                raise InvalidArgumentError(f"bad --replica-assignment {text!r}: negative broker id {broker}")
+                raise InvalidArgumentError(
+                    f"bad --replica-assignment {brief(text)}: negative broker id {broker}"
+                )
             if broker in replicas:
                 raise InvalidArgumentError(
-                    f"bad --replica-assignment {text!r}: partition {p} lists broker {broker} twice"
+                    f"bad --replica-assignment {brief(text)}: partition {p} lists broker {broker} twice"
                 )
             replicas.append(broker)
         if out and len(replicas) != len(out[0]):
             raise InvalidArgumentError(
-                f"bad --replica-assignment {text!r}: partition {p} has replication factor "
+                f"bad --replica-assignment {brief(text)}: partition {p} has replication factor "
                 f"{len(replicas)}, partition 0 has {len(out[0])}"
             )
         out[p] = tuple(replicas)
@@ -268,11 +273,11 @@ def plan_topic_creation(
     """Everything ``topics create`` checks before writing (Kafka's ``TopicCommand`` + ``AdminZkClient``)."""
     validate_topic_name(topic)
     if topic in existing_topics:
-        raise InvalidArgumentError(f"topic {topic!r} already exists")
+        raise InvalidArgumentError(f"topic {brief(topic)} already exists")
     clash = sorted(t for t in existing_topics if t.replace(".", "_") == topic.replace(".", "_"))
     if clash:
         raise InvalidArgumentError(
-            f"topic {topic!r} collides with existing topic {clash[0]!r} ('.' and '_' clash)"
+            f"topic {brief(topic)} collides with existing topic {brief(clash[0])} ('.' and '_' clash)"
         )
     config = validate_topic_config(parse_config_pairs(config_pairs))
     if replica_assignment is not None:

@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafka_controller.broker import apis as A
-from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError, MetadataStoreError
+from kafka_controller.broker.controller_apis import TIMEOUT_MS_MAX
+from kafka_controller.broker.wire import operation_id_
+from kafka_controller.domain.errors import (
+    InvalidArgumentError,
+    KafkaControllerError,
+    MetadataStoreError,
+    brief,
+)
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.ports import MetadataStore
@@ -161,25 +168,34 @@ class AdminClient:
 
     # -- controller APIs -------------------------------------------------------------------------------
     def elect_leaders(
-        self, election_type: str, partitions: Iterable[TopicPartition] | None = None
+        self,
+        election_type: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        operation_id: str | None = None,
     ) -> A.ElectLeadersResponse:
-        """Preferred or unclean election for ``partitions`` (None: every partition)."""
+        """Preferred or unclean election for ``partitions`` (None: every partition).
+
+        ``operation_id`` (here and in the other mutating calls) links the transitions the request
+        causes to that row of the audit store's ``operations`` table."""
         kind = str(election_type).strip().lower()
         if kind not in ("preferred", "unclean"):
             raise InvalidArgumentError(
-                f"invalid election type {election_type!r}: expected preferred or unclean"
+                f"invalid election type {brief(election_type)}: expected preferred or unclean"
             )
         tps = None if partitions is None else tuple(partitions)
         return self._ok(
-            self.send_to_controller(A.ELECT_LEADERS, A.ElectLeadersRequest(kind, tps)), A.ElectLeadersResponse
+            self.send_to_controller(A.ELECT_LEADERS, A.ElectLeadersRequest(kind, tps, _op(operation_id))),
+            A.ElectLeadersResponse,
         )
 
     def alter_partition_reassignments(
-        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        operation_id: str | None = None,
     ) -> A.AlterPartitionReassignmentsResponse:
         """Start (target replicas) or cancel (None) reassignments."""
         body = A.AlterPartitionReassignmentsRequest(
-            {tp: None if r is None else tuple(r) for tp, r in reassignments.items()}
+            {tp: None if r is None else tuple(r) for tp, r in reassignments.items()}, _op(operation_id)
         )
         return self._ok(
             self.send_to_controller(A.ALTER_PARTITION_REASSIGNMENTS, body),
@@ -195,11 +211,32 @@ class AdminClient:
             A.ListPartitionReassignmentsResponse,
         )
 
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int = -1) -> A.ControlledShutdownResponse:
+    def describe_controller_context(
+        self, timeout_s: float | None = None
+    ) -> A.DescribeControllerContextResponse:
+        """The active controller's whole context as one columnar document taken on its event thread
+        (``core.context_description``), for reconciliation snapshots.
+
+        ``timeout_s`` (default: the client's) bounds the wait for the controller's event queue and
+        the retries as the controller moves; ``ControllerNotAvailableError`` when it passes. A
+        controller that stops answering mid-request is still waited for up to the client's own
+        ``timeout_s`` (the socket's), so give the client a timeout no longer than you can wait."""
+        wait = self.timeout_s if timeout_s is None else timeout_s
+        if not wait > 0:
+            raise InvalidArgumentError(f"timeout must be positive, got {brief(timeout_s)}")
+        body = A.DescribeControllerContextRequest(min(max(1, int(wait * 1000)), TIMEOUT_MS_MAX))
+        return self._ok(
+            self.send_to_controller(A.DESCRIBE_CONTROLLER_CONTEXT, body, max_wait_s=wait),
+            A.DescribeControllerContextResponse,
+        )
+
+    def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int = -1, operation_id: str | None = None
+    ) -> A.ControlledShutdownResponse:
         """Ask the controller to move leadership off ``broker_id``; the answer lists what it still leads."""
         return self._ok(
             self.send_to_controller(
-                A.CONTROLLED_SHUTDOWN, A.ControlledShutdownRequest(broker_id, broker_epoch)
+                A.CONTROLLED_SHUTDOWN, A.ControlledShutdownRequest(broker_id, broker_epoch, _op(operation_id))
             ),
             A.ControlledShutdownResponse,
         )
@@ -223,7 +260,7 @@ class AdminClient:
     @staticmethod
     def _ok(response: Any, kind: type[R]) -> R:
         if not isinstance(response, kind):
-            raise AdminRequestError(Errors.UNKNOWN_SERVER_ERROR, f"unexpected response {response!r}")
+            raise AdminRequestError(Errors.UNKNOWN_SERVER_ERROR, f"unexpected response {brief(response)}")
         error = getattr(response, "error", Errors.NONE)
         if error != Errors.NONE:
             raise AdminRequestError(str(error), getattr(response, "message", None))
@@ -236,3 +273,13 @@ class AdminRequestError(KafkaControllerError):
     def __init__(self, code: str, message: str | None = None) -> None:
         super().__init__(code if not message else f"{code}: {message}")
         self.code = code
+
+
+def _op(operation_id: str | None) -> str | None:
+    """Check an operation id before it goes out: the broker would refuse the whole request."""
+    if operation_id is None:
+        return None
+    try:
+        return operation_id_({"operation_id": operation_id})
+    except ValueError as e:
+        raise InvalidArgumentError(str(e)) from None

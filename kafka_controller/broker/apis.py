@@ -12,11 +12,16 @@ AlterIsr                       broker_id, broker_epoch, topics[partitions]  acti
 ElectLeaders                   election_type, partitions (null = all)       active controller
 AlterPartitionReassignments    reassignments[{topic, partition, replicas}]  active controller
 ListPartitionReassignments     partitions (null = all in progress)          active controller
+DescribeControllerContext      timeout_ms (optional)                        active controller
 Fetch                          replica_id, columns of partitions            partition leaders
 DescribeReplicas               partitions (null = all local)                every broker
 Metadata                       {}                                           every broker
 ShutdownBroker                 {}                                           the broker itself
 =============================  ===========================================  =====================
+
+DescribeControllerContext is this project's, not Kafka's: the controller's whole context (partition
+and replica states, leadership cache, assignments, reassignments) as one columnar document built on
+its event thread (``core.context_description``), for reconciliation snapshots.
 
 Every response has a top-level ``error`` (a Kafka error name; ``NONE`` on success). A broker that is
 not the active controller answers the controller APIs with ``NOT_CONTROLLER``: the client then
@@ -33,6 +38,8 @@ from kafka_controller.broker.controller_apis import (
     AlterPartitionReassignmentsResponse,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
+    DescribeControllerContextRequest,
+    DescribeControllerContextResponse,
     ElectionResult,
     ElectLeadersRequest,
     ElectLeadersResponse,
@@ -54,6 +61,7 @@ from kafka_controller.broker.wire import (
     ALTER_PARTITION_REASSIGNMENTS,
     CONTROLLED_SHUTDOWN,
     CONTROLLER_APIS,
+    DESCRIBE_CONTROLLER_CONTEXT,
     DESCRIBE_REPLICAS,
     ELECT_LEADERS,
     FETCH,
@@ -71,6 +79,7 @@ __all__ = [
     "BROKER_API_CODECS",
     "CONTROLLED_SHUTDOWN",
     "CONTROLLER_APIS",
+    "DESCRIBE_CONTROLLER_CONTEXT",
     "DESCRIBE_REPLICAS",
     "ELECT_LEADERS",
     "FETCH",
@@ -85,6 +94,8 @@ __all__ = [
     "AlterPartitionReassignmentsResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
+    "DescribeControllerContextRequest",
+    "DescribeControllerContextResponse",
     "DescribeReplicasResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",

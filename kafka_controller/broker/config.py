@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_controller.controller.config import KNOWN_KEYS, KafkaConfig
-from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.errors import InvalidArgumentError, brief
 
 SIM_PRODUCE_RATE_PER_SEC = "sim.produce.rate.per.sec"
 SIM_FETCH_INTERVAL_MS = "sim.fetch.interval.ms"
@@ -38,7 +38,7 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise InvalidArgumentError(f"invalid --config {item!r}: expected KEY=VALUE")
+            raise InvalidArgumentError(f"invalid --config {brief(item)}: expected KEY=VALUE")
         out[key] = value.strip()
     return out
 
@@ -47,9 +47,9 @@ def _rate(key: str, value: Any) -> float:
     try:
         rate = float(value)
     except (TypeError, ValueError):
-        raise InvalidArgumentError(f"invalid value {value!r} for {key}: expected a number") from None
+        raise InvalidArgumentError(f"invalid value {brief(value)} for {key}: expected a number") from None
     if not math.isfinite(rate) or rate < 0:
-        raise InvalidArgumentError(f"invalid value {value!r} for {key}: must be a finite number >= 0")
+        raise InvalidArgumentError(f"invalid value {brief(value)} for {key}: must be a finite number >= 0")
     return rate
 
 
@@ -57,7 +57,7 @@ def _positive_int(key: str, value: Any) -> int:
     try:
         number = int(str(value).strip())
     except ValueError:
-        raise InvalidArgumentError(f"invalid value {value!r} for {key}: expected an integer") from None
+        raise InvalidArgumentError(f"invalid value {brief(value)} for {key}: expected an integer") from None
     if number < 1:
         raise InvalidArgumentError(f"invalid value {number} for {key}: must be at least 1")
     return number
@@ -82,7 +82,7 @@ class BrokerConfig:
         unknown = sorted(k for k in given if k.startswith("sim.") and k not in SIM_KEYS)
         if unknown:
             raise InvalidArgumentError(
-                f"unknown broker config {unknown[0]!r} (simulation keys: {', '.join(SIM_KEYS)})"
+                f"unknown broker config {brief(unknown[0])} (simulation keys: {', '.join(SIM_KEYS)})"
             )
         kafka_props = {k: v for k, v in given.items() if k not in SIM_KEYS}
         try:

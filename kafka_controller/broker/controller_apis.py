@@ -1,8 +1,9 @@
 """Broker-to-controller and admin APIs answered by the active controller: bodies and codecs.
 
 ControlledShutdown, AlterIsr (KIP-497, Kafka's nested topics/partitions layout), ElectLeaders
-(KIP-460), AlterPartitionReassignments and ListPartitionReassignments (KIP-455). Any other broker
-answers them with a top-level NOT_CONTROLLER.
+(KIP-460), AlterPartitionReassignments and ListPartitionReassignments (KIP-455), and this project's
+DescribeControllerContext (the controller's whole context, for reconciliation snapshots). Any other
+broker answers them with a top-level NOT_CONTROLLER.
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ from kafka_controller.broker.wire import (
     ALTER_ISR,
     ALTER_PARTITION_REASSIGNMENTS,
     CONTROLLED_SHUTDOWN,
+    DESCRIBE_CONTROLLER_CONTEXT,
     ELECT_LEADERS,
     LIST_PARTITION_REASSIGNMENTS,
     Json,
     enc_tps,
     int_,
     ints,
+    operation_id_,
     str_,
     tps,
     tps_or_none,
+    with_operation_id,
 )
+from kafka_controller.core.context_description import check_description
+from kafka_controller.domain.errors import brief
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import LeaderAndIsr, ReplicaAssignment, TopicPartition
 from kafka_controller.transport.codec import ApiCodec
@@ -35,6 +41,7 @@ from kafka_controller.transport.codec import ApiCodec
 class ControlledShutdownRequest:
     broker_id: int
     broker_epoch: int
+    operation_id: str | None = None  # audit operation the request belongs to (not Kafka's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +141,7 @@ def _decode_alter_isr_response(b: Json) -> AlterIsrResponse:
 class ElectLeadersRequest:
     election_type: str  # "preferred" | "unclean"
     partitions: tuple[TopicPartition, ...] | None  # None: every partition
+    operation_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +188,7 @@ class AlterPartitionReassignmentsRequest:
     """``reassignments[tp]``: the target replicas, or None to cancel."""
 
     reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+    operation_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,17 +223,21 @@ def _decode_alter_reassignments(b: Json) -> AlterPartitionReassignmentsRequest:
                 None if x["replicas"] is None else ints(x["replicas"])
             )
             for x in b["reassignments"]
-        }
+        },
+        operation_id_(b),
     )
 
 
 def _encode_alter_reassignments(r: AlterPartitionReassignmentsRequest) -> Json:
-    return {
-        "reassignments": [
-            {"topic": tp.topic, "partition": tp.partition, "replicas": None if rs is None else list(rs)}
-            for tp, rs in r.reassignments.items()
-        ]
-    }
+    return with_operation_id(
+        {
+            "reassignments": [
+                {"topic": tp.topic, "partition": tp.partition, "replicas": None if rs is None else list(rs)}
+                for tp, rs in r.reassignments.items()
+            ]
+        },
+        r.operation_id,
+    )
 
 
 def _encode_alter_reassignments_response(r: AlterPartitionReassignmentsResponse) -> Json:
@@ -269,15 +282,53 @@ def _decode_list_response(b: Json) -> ListPartitionReassignmentsResponse:
     return ListPartitionReassignmentsResponse(str_(b["error"]), items, b.get("message"))
 
 
-def _dataclass_json(r: Any) -> Json:
-    return {f: getattr(r, f) for f in r.__slots__}
+# -- DescribeControllerContext (this project's; not in Kafka) ---------------------------------------
+@dataclass(frozen=True, slots=True)
+class DescribeControllerContextRequest:
+    """``timeout_ms``: how long the broker waits for the controller's answer (None: its own limit,
+    ``controller_timeout_s``); Kafka's admin requests carry the same field."""
+
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeControllerContextResponse:
+    """``context``: the columnar document of ``core.context_description`` (checked on decode)."""
+
+    error: str
+    context: dict[str, Any] | None = None
+    message: str | None = None
+
+
+#: Kafka's ``timeout_ms`` fields are int32.
+TIMEOUT_MS_MAX = 2**31 - 1
+
+
+def _decode_describe_context_request(b: Json) -> DescribeControllerContextRequest:
+    timeout_ms = b.get("timeout_ms")
+    if timeout_ms is not None and not 1 <= int_(timeout_ms) <= TIMEOUT_MS_MAX:
+        raise ValueError(f"timeout_ms must be between 1 and {TIMEOUT_MS_MAX}, got {brief(timeout_ms)}")
+    return DescribeControllerContextRequest(timeout_ms)
+
+
+def _decode_describe_context_response(b: Json) -> DescribeControllerContextResponse:
+    error = str_(b["error"])
+    context = b.get("context")
+    if error == Errors.NONE:
+        context = check_description(context)
+    elif context is not None:
+        raise ValueError(f"a {error} answer carries no context")
+    message = b.get("message")
+    return DescribeControllerContextResponse(error, context, None if message is None else str_(message))
 
 
 CONTROLLER_API_CODECS: tuple[ApiCodec, ...] = (
     ApiCodec(
         CONTROLLED_SHUTDOWN,
-        _dataclass_json,
-        lambda b: ControlledShutdownRequest(int_(b["broker_id"]), int_(b["broker_epoch"])),
+        lambda r: with_operation_id(
+            {"broker_id": r.broker_id, "broker_epoch": r.broker_epoch}, r.operation_id
+        ),
+        lambda b: ControlledShutdownRequest(int_(b["broker_id"]), int_(b["broker_epoch"]), operation_id_(b)),
         lambda r: {
             "error": str(r.error),
             "message": r.message,
@@ -296,8 +347,12 @@ CONTROLLER_API_CODECS: tuple[ApiCodec, ...] = (
     ),
     ApiCodec(
         ELECT_LEADERS,
-        lambda r: {"election_type": r.election_type, "partitions": enc_tps(r.partitions)},
-        lambda b: ElectLeadersRequest(str_(b["election_type"]), tps_or_none(b["partitions"])),
+        lambda r: with_operation_id(
+            {"election_type": r.election_type, "partitions": enc_tps(r.partitions)}, r.operation_id
+        ),
+        lambda b: ElectLeadersRequest(
+            str_(b["election_type"]), tps_or_none(b["partitions"]), operation_id_(b)
+        ),
         _encode_elect_response,
         _decode_elect_response,
     ),
@@ -314,5 +369,12 @@ CONTROLLER_API_CODECS: tuple[ApiCodec, ...] = (
         lambda b: ListPartitionReassignmentsRequest(tps_or_none(b["partitions"])),
         _encode_list_response,
         _decode_list_response,
+    ),
+    ApiCodec(
+        DESCRIBE_CONTROLLER_CONTEXT,
+        lambda r: {} if r.timeout_ms is None else {"timeout_ms": r.timeout_ms},
+        _decode_describe_context_request,
+        lambda r: {"error": str(r.error), "message": r.message, "context": r.context},
+        _decode_describe_context_response,
     ),
 )

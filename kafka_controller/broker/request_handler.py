@@ -4,10 +4,11 @@
   this broker's current one is STALE_BROKER_EPOCH, whole request; -1 skips it, KIP-380), then the
   replica manager's controller-epoch and leader-epoch fencing, or the metadata cache.
 * Fetch from followers: the data plane.
-* Controller APIs (ControlledShutdown, AlterIsr, ElectLeaders, partition reassignments): handed to
-  the local controller candidate when it is the active controller, else NOT_CONTROLLER. The
-  controller only enqueues; this thread waits for the event's callback, bounded by
-  ``controller_timeout_s`` (then REQUEST_TIMED_OUT).
+* Controller APIs (ControlledShutdown, AlterIsr, ElectLeaders, partition reassignments,
+  DescribeControllerContext): handed to the local controller candidate when it is the active
+  controller, else NOT_CONTROLLER. The controller only enqueues; this thread waits for the event's
+  callback, bounded by ``controller_timeout_s`` or the request's shorter ``timeout_ms`` (then
+  REQUEST_TIMED_OUT).
 * DescribeReplicas, Metadata, ShutdownBroker: answered from this broker's own state.
 
 Runs on transport connection threads, several at once: everything it touches is locked by its
@@ -30,6 +31,7 @@ from kafka_controller.domain.errors import (
     ControllerMovedError,
     InvalidArgumentError,
     StaleBrokerEpochError,
+    brief,
 )
 from kafka_controller.domain.requests import (
     ControlRequest,
@@ -53,7 +55,11 @@ class ControllerApi(Protocol):
     def is_active(self) -> bool: ...
 
     def controlled_shutdown(
-        self, broker_id: int, broker_epoch: int, callback: Callable[[Any], None]
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        callback: Callable[[Any], None],
+        operation_id: str | None = None,
     ) -> Any: ...
 
     def alter_isr(
@@ -69,15 +75,21 @@ class ControllerApi(Protocol):
         partitions: Collection[TopicPartition] | None,
         election_type: str,
         callback: Callable[[Any], None],
+        operation_id: str | None = None,
     ) -> Any: ...
 
     def alter_partition_reassignments(
-        self, reassignments: Mapping[TopicPartition, Sequence[int] | None], callback: Callable[[Any], None]
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        callback: Callable[[Any], None],
+        operation_id: str | None = None,
     ) -> Any: ...
 
     def list_partition_reassignments(
         self, partitions: Collection[TopicPartition] | None, callback: Callable[[Any], None]
     ) -> Any: ...
+
+    def describe_controller_context(self, callback: Callable[[Any], None]) -> Any: ...
 
 
 class _Reply:
@@ -129,6 +141,7 @@ class BrokerRequestHandler:
             A.ELECT_LEADERS: self._elect_leaders,
             A.ALTER_PARTITION_REASSIGNMENTS: self._alter_reassignments,
             A.LIST_PARTITION_REASSIGNMENTS: self._list_reassignments,
+            A.DESCRIBE_CONTROLLER_CONTEXT: self._describe_controller_context,
             A.DESCRIBE_REPLICAS: self._describe_replicas,
             A.METADATA: self._metadata,
             A.SHUTDOWN_BROKER: self._shutdown_broker,
@@ -137,7 +150,7 @@ class BrokerRequestHandler:
     def handle(self, api: str, request: Any) -> Any:
         route = self._routes.get(api)
         if route is None:
-            raise ProtocolError(f"broker {self.broker_id} does not serve {api!r}")
+            raise ProtocolError(f"broker {self.broker_id} does not serve {brief(api)}")
         return route(request)
 
     # -- control requests ----------------------------------------------------------------------------
@@ -183,11 +196,13 @@ class BrokerRequestHandler:
         controller = self.controller
         return controller if controller is not None and controller.is_active else None
 
-    def _call(self, start: Callable[[_Reply], Any]) -> tuple[bool, Any]:
-        """Start a controller request and wait for its answer: ``(answered, value)``."""
+    def _call(self, start: Callable[[_Reply], Any], timeout_s: float | None = None) -> tuple[bool, Any]:
+        """Start a controller request and wait for its answer (at most ``controller_timeout_s``,
+        or ``timeout_s`` if shorter): ``(answered, value)``."""
         reply = _Reply()
         start(reply)
-        if not reply.wait(self.controller_timeout_s):
+        limit = self.controller_timeout_s if timeout_s is None else min(timeout_s, self.controller_timeout_s)
+        if not reply.wait(limit):
             return False, None
         return True, reply.value
 
@@ -196,7 +211,7 @@ class BrokerRequestHandler:
         if controller is None:
             return A.ControlledShutdownResponse(Errors.NOT_CONTROLLER)
         answered, value = self._call(
-            lambda cb: controller.controlled_shutdown(r.broker_id, r.broker_epoch, cb)
+            lambda cb: controller.controlled_shutdown(r.broker_id, r.broker_epoch, cb, r.operation_id)
         )
         if not answered:
             return A.ControlledShutdownResponse(Errors.REQUEST_TIMED_OUT)
@@ -223,7 +238,7 @@ class BrokerRequestHandler:
             return A.ElectLeadersResponse(Errors.NOT_CONTROLLER)
         try:
             answered, value = self._call(
-                lambda cb: controller.elect_leaders(r.partitions, r.election_type, cb)
+                lambda cb: controller.elect_leaders(r.partitions, r.election_type, cb, r.operation_id)
             )
         except InvalidArgumentError as e:
             return A.ElectLeadersResponse(Errors.INVALID_REQUEST, message=str(e))
@@ -247,7 +262,7 @@ class BrokerRequestHandler:
             return A.AlterPartitionReassignmentsResponse(Errors.NOT_CONTROLLER)
         try:
             answered, value = self._call(
-                lambda cb: controller.alter_partition_reassignments(r.reassignments, cb)
+                lambda cb: controller.alter_partition_reassignments(r.reassignments, cb, r.operation_id)
             )
         except InvalidArgumentError as e:
             return A.AlterPartitionReassignmentsResponse(Errors.INVALID_REQUEST, message=str(e))
@@ -270,6 +285,20 @@ class BrokerRequestHandler:
         if not isinstance(value, dict):
             return A.ListPartitionReassignmentsResponse(str(value.error), message=value.message)
         return A.ListPartitionReassignmentsResponse(Errors.NONE, value)
+
+    def _describe_controller_context(
+        self, r: A.DescribeControllerContextRequest
+    ) -> A.DescribeControllerContextResponse:
+        controller = self._active_controller()
+        if controller is None:
+            return A.DescribeControllerContextResponse(Errors.NOT_CONTROLLER)
+        timeout_s = None if r.timeout_ms is None else r.timeout_ms / 1000
+        answered, value = self._call(controller.describe_controller_context, timeout_s)
+        if not answered:
+            return A.DescribeControllerContextResponse(Errors.REQUEST_TIMED_OUT)
+        if not isinstance(value, dict):
+            return A.DescribeControllerContextResponse(str(value.error), message=value.message)
+        return A.DescribeControllerContextResponse(Errors.NONE, value)
 
     # -- local APIs --------------------------------------------------------------------------------------
     def _describe_replicas(self, tps: tuple[TopicPartition, ...] | None) -> A.DescribeReplicasResponse:

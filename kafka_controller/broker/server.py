@@ -31,7 +31,7 @@ from kafka_controller.broker import apis as A
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig
-from kafka_controller.broker.config_changes import TopicConfigChangeListener
+from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
@@ -51,11 +51,16 @@ UNDER_REPLICATED_PARTITIONS = _RM + "UnderReplicatedPartitions"
 
 def _kazoo_store(connect: str, config: BrokerConfig, clock: Clock) -> MetadataStore:
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-    from kafka_controller.zk.security import ZkClientConfig
+    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
     session_ms = config.kafka.zookeeper_session_timeout_ms
     return KazooMetadataStore(
-        ZkClientConfig(connect, session_timeout_ms=session_ms, connection_timeout_ms=max(session_ms, 10_000)),
+        ZkClientConfig(
+            connect,
+            session_timeout_ms=session_ms,
+            connection_timeout_ms=max(session_ms, 10_000),
+            digest=digest_from_env(),
+        ),
         clock=clock,
     )
 
@@ -218,8 +223,12 @@ class BrokerServer:
         self.handler.controller = self.controller
 
         controller = self.controller
-        self.config_changes = TopicConfigChangeListener(
-            store, self._tasks.put, controller.enable_topic_unclean_leader_election
+        self.config_changes = ConfigChangeListener(
+            store,
+            self._tasks.put,
+            controller.enable_topic_unclean_leader_election,
+            broker_id=self.broker_id,
+            on_broker_config=controller.update_dynamic_broker_configs,
         )
         self.config_changes.start()
         self._cleanup.append(("config change listener", self.config_changes.stop))

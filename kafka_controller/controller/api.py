@@ -1,5 +1,6 @@
 """The controller's entry points for other threads (spec §8.7, §8.8, §8.11-8.13): admin requests,
-controlled shutdown and AlterIsr from brokers, unclean-election enables from config changes.
+controlled shutdown and AlterIsr from brokers, unclean-election enables and dynamic broker configs
+from config changes.
 
 Each validates its arguments on the caller's thread (a bad one raises ``InvalidArgumentError``
 naming it, and nothing is queued), then only enqueues: the work happens on the event thread, and
@@ -68,6 +69,11 @@ class ControllerApi(ControllerBase):
         parts = None if partitions is None else _partitions_arg(partitions)
         return self.event_manager.put(ev.ListPartitionReassignments(parts, callback, operation_id))
 
+    def describe_controller_context(self, callback: ev.DescribeControllerContextCallback) -> QueuedEvent:
+        """DescribeControllerContext (not Kafka's): ``callback`` gets the whole context as the
+        columnar document of ``core.context_description``, or NOT_CONTROLLER."""
+        return self.event_manager.put(ev.DescribeControllerContext(callback))
+
     def controlled_shutdown(
         self,
         broker_id: int,
@@ -109,6 +115,17 @@ class ControllerApi(ControllerBase):
     def enable_default_unclean_leader_election(self) -> QueuedEvent:
         return self.event_manager.put(ev.UncleanLeaderElectionEnable())
 
+    def update_dynamic_broker_configs(
+        self, cluster_default: Mapping[str, str] | None, per_broker: Mapping[str, str] | None
+    ) -> QueuedEvent:
+        """``/config/brokers/<default>`` and ``/config/brokers/<this id>`` as just read (None: a level
+        that could not be read, keep the last known). Every controller candidate follows them."""
+        checked = [
+            _config_arg(name, c)
+            for name, c in (("cluster default", cluster_default), ("per-broker", per_broker))
+        ]
+        return self.event_manager.put(ev.DynamicBrokerConfigChange(checked[0], checked[1]))
+
     def enable_topic_unclean_leader_election(self, topic: str) -> QueuedEvent | None:
         """Called when a topic's config enables unclean election; acts only on the active controller."""
         if not isinstance(topic, str) or not topic:
@@ -116,6 +133,16 @@ class ControllerApi(ControllerBase):
         if not self.is_active:
             return None
         return self.event_manager.put(ev.TopicUncleanLeaderElectionEnable(topic))
+
+
+def _config_arg(level: str, config: Mapping[str, str] | None) -> dict[str, str] | None:
+    if config is None:
+        return None
+    if not isinstance(config, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in config.items()
+    ):
+        raise InvalidArgumentError(f"{level} broker config must map strings to strings, got {config!r}")
+    return dict(config)
 
 
 def _is_int(value: object) -> bool:

@@ -9,6 +9,11 @@ number that increases strictly across everything this controller records — tra
 
 Runs on the event thread (the state machines call it); a lock keeps sequence numbers unique if a
 record ever arrives from elsewhere. Never raises: a failing sink is logged, the controller goes on.
+
+Records are stamped when recorded but handed to the sink once per event, when it ends: a failover
+records ~120,000 transitions, and a sink that writes them while the event still runs (the
+``AuditWriter``'s thread, inserting into SQLite) takes CPU and the GIL from the failover itself
+(measured: +35% CPU in the failover window). Outside an event records go to the sink at once.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ class ControllerAuditSink:
         self._sequence = 0
         self.current_event: str | None = None
         self.current_operation_id: str | None = None
+        # Stamped records of the event in progress, forwarded by ``end_event``; None outside events.
+        self._held: list[AuditRecord] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -52,10 +59,15 @@ class ControllerAuditSink:
     def begin_event(self, event: str | None, operation_id: str | None = None) -> None:
         self.current_event = event
         self.current_operation_id = operation_id
+        self._held = [] if self.enabled else None
 
     def end_event(self) -> None:
+        """Hand the event's records to the sink (one call, in recording order)."""
         self.current_event = None
         self.current_operation_id = None
+        held, self._held = self._held, None
+        if held:
+            self._forward(held)
 
     # -- AuditSink ----------------------------------------------------------------------------------
     def record(self, records: Sequence[AuditRecord]) -> None:
@@ -79,7 +91,10 @@ class ControllerAuditSink:
                 r.operation_id = operation_id
                 r.timestamp_ms = now
             self._sequence = seq
-        self._forward(records)
+        if self._held is not None:
+            self._held.extend(records)
+        else:
+            self._forward(records)
 
     def _forward(self, records: Sequence[AuditRecord]) -> None:
         try:

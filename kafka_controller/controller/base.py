@@ -126,6 +126,8 @@ class ControllerBase(abc.ABC):
     _finalized_features: Mapping[str, tuple[int, int]]
     #: Brokers whose ``/brokers/ids/<id>`` data watch this controller holds.
     _watched_brokers: set[int]
+    #: The controller epoch whose auto-rebalance task chain is scheduled (0: none yet).
+    _auto_rebalance_epoch: int = 0
 
     # ------------------------------------------------------------------ state
     @property
@@ -138,6 +140,13 @@ class ControllerBase(abc.ABC):
 
     def enqueue(self, event: ControllerEvent) -> None:
         self.event_manager.put(event)
+
+    @property
+    def is_auto_leader_rebalance_scheduled(self) -> bool:
+        """Whether this epoch's auto-rebalance task runs: each run schedules the next, and
+        resignation drops the scheduler's tasks and resets the epoch to 0."""
+        epoch = self.controller_context.epoch
+        return epoch > 0 and self._auto_rebalance_epoch == epoch
 
     # ------------------------------------------------------------------ shared operations
     def send_update_metadata_request(
@@ -232,6 +241,10 @@ class ControllerBase(abc.ABC):
 
     @abc.abstractmethod
     def schedule_auto_leader_rebalance_task(self, delay_s: float) -> None: ...
+
+    @abc.abstractmethod
+    def load_dynamic_broker_configs(self) -> None:
+        """Read the cluster-default and this broker's dynamic configs and apply them to ``config``."""
 
     @abc.abstractmethod
     def compatible_brokers(self, brokers: Mapping[Broker, int]) -> dict[Broker, int]: ...

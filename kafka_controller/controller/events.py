@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kafka_controller.controller.controller_state import ControllerState
 from kafka_controller.controller.event_manager import ControllerEvent
@@ -75,6 +75,8 @@ ListReassignmentsCallback = Callable[["dict[TopicPartition, ReplicaAssignment] |
 ControlledShutdownCallback = Callable[["set[TopicPartition] | Exception"], None]
 #: Per-partition new state or error, or one top-level error (NOT_CONTROLLER, STALE_BROKER_EPOCH).
 AlterIsrCallback = Callable[["dict[TopicPartition, LeaderAndIsr | Errors] | Errors"], None]
+#: The columnar document of ``core.context_description``, or one top-level error (NOT_CONTROLLER).
+DescribeControllerContextCallback = Callable[["dict[str, Any] | ApiError"], None]
 
 
 class _Plain(ControllerEvent):
@@ -192,6 +194,19 @@ class ListPartitionReassignments(ControllerEvent):
         self.callback(ApiError(Errors.NOT_CONTROLLER))
 
 
+@dataclass(eq=False)
+class DescribeControllerContext(ControllerEvent):
+    """This project's read-only admin request (Kafka has none): the whole context, described on
+    the event thread so that it is one consistent moment. Its state is Idle: it changes nothing,
+    and a state of its own would add a metric Kafka does not have."""
+
+    state: ClassVar[ControllerState] = _S.IDLE
+    callback: DescribeControllerContextCallback
+
+    def preempt(self) -> None:
+        self.callback(ApiError(Errors.NOT_CONTROLLER))
+
+
 # -- leader elections ----------------------------------------------------------------------------------
 class AutoPreferredReplicaLeaderElection(_Plain):
     state = _S.AUTO_LEADER_BALANCE
@@ -233,6 +248,20 @@ class UncleanLeaderElectionEnable(_Plain):
 class TopicUncleanLeaderElectionEnable(ControllerEvent):
     state: ClassVar[ControllerState] = _S.TOPIC_UNCLEAN_LEADER_ELECTION_ENABLE
     topic: str
+
+
+@dataclass(eq=False)
+class DynamicBrokerConfigChange(ControllerEvent):
+    """``/config/brokers/<default>`` or ``/config/brokers/<this id>`` changed; each level is the
+    znode's config as read, or None to keep the controller's last known one (unreadable).
+
+    Not a Kafka event (there the broker's ``DynamicBrokerConfig`` updates the shared config object
+    directly): Idle, so that no Kafka rate-and-time timer counts it. A default raised to unclean
+    goes on as Kafka's UncleanLeaderElectionEnable."""
+
+    state: ClassVar[ControllerState] = _S.IDLE
+    cluster_default: Mapping[str, str] | None
+    per_broker: Mapping[str, str] | None
 
 
 # -- ISR -----------------------------------------------------------------------------------------------

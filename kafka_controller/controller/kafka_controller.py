@@ -23,6 +23,7 @@ from kafka_controller.controller import events as ev
 from kafka_controller.controller.api import ControllerApi
 from kafka_controller.controller.auditing import ControllerAuditSink
 from kafka_controller.controller.base import BrokerChannelManager
+from kafka_controller.controller.broker_configs import DynamicBrokerConfigs
 from kafka_controller.controller.brokers import BrokerChanges
 from kafka_controller.controller.config import UNCLEAN_LEADER_ELECTION_ENABLE, KafkaConfig
 from kafka_controller.controller.election import ControllerElection
@@ -44,6 +45,7 @@ from kafka_controller.controller.shutdown import ControlledShutdownHandling
 from kafka_controller.controller.topics import ControllerDeletionClient, TopicChanges
 from kafka_controller.core import events as core_events
 from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.context_description import describe_context
 from kafka_controller.core.partition_state_machine import PartitionStateMachine
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
@@ -78,6 +80,7 @@ class KafkaController(
     ControllerApi,
     ControllerElection,
     ControllerFailover,
+    DynamicBrokerConfigs,
     BrokerChanges,
     ControlledShutdownHandling,
     Reassignments,
@@ -102,6 +105,9 @@ class KafkaController(
         """``broker_info`` is this broker's registration, re-created after a session expiry
         (Kafka's RegisterBrokerAndReelect); None for a controller that registers no broker."""
         self.config = config
+        self.static_config = config
+        self._dynamic_default = {}
+        self._dynamic_per_broker = {}
         self.controller_id = config.broker_id
         self.store = store
         self.channel_manager = channel_manager
@@ -303,6 +309,7 @@ class KafkaController(
             ev.ListPartitionReassignments: lambda e: self.process_list_partition_reassignments(
                 e.partitions, self._once(e.callback)
             ),
+            ev.DescribeControllerContext: self._process_describe_controller_context,
             ev.AutoPreferredReplicaLeaderElection: lambda e: (
                 self.process_auto_preferred_replica_leader_election()
             ),
@@ -313,6 +320,9 @@ class KafkaController(
             ev.UncleanLeaderElectionEnable: lambda e: self._process_unclean_leader_election_enable(),
             ev.TopicUncleanLeaderElectionEnable: lambda e: self.process_topic_unclean_leader_election_enable(
                 e.topic
+            ),
+            ev.DynamicBrokerConfigChange: lambda e: self.process_dynamic_broker_config_change(
+                e.cluster_default, e.per_broker
             ),
             ev.IsrChangeNotification: lambda e: self.process_isr_change_notification(),
             ev.AlterIsrReceived: lambda e: self.process_alter_isr(
@@ -343,6 +353,15 @@ class KafkaController(
             self.config = self.config.with_overrides({UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
             self.build_state_machines()
         self.process_unclean_leader_election_enable()
+
+    def _process_describe_controller_context(self, e: ev.DescribeControllerContext) -> None:
+        """Only the active controller's context is worth describing; a failure while building it is
+        answered UNKNOWN_SERVER_ERROR by ``process``, like any other event's."""
+        answer = self._once(e.callback)
+        if not self.is_active:
+            answer(ev.ApiError(Errors.NOT_CONTROLLER))
+        else:
+            answer(describe_context(self.controller_context, self.controller_id))
 
     def _process_update_features(self, e: ev.UpdateFeatures) -> None:
         answer = self._once(e.callback)

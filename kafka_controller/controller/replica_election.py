@@ -6,6 +6,10 @@ deleted afterwards, whatever the outcome), from the ElectLeaders API (admin-trig
 back per partition, and only there may an UNCLEAN election really be unclean), and from the
 scheduler (auto-triggered: brokers whose preferred-leader imbalance is above
 ``leader.imbalance.per.broker.percentage``). Each is one batched partition-state-machine call.
+
+The auto rebalance obeys the *effective* ``auto.leader.rebalance.enable``, which a dynamic broker
+config may set (a deviation from Kafka 2.8, see ``dynamic_config``): while it is false each
+scheduled check moves nothing and records what it held back; the schedule itself goes on.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from kafka_controller.controller.base import ControllerBase, log
+from kafka_controller.controller.config import AUTO_LEADER_REBALANCE_ENABLE
 from kafka_controller.controller.events import (
     ApiError,
     AutoPreferredReplicaLeaderElection,
@@ -33,6 +38,7 @@ from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import NO_LEADER, LeaderAndIsr, TopicPartition
 
 _ADMIN = ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+_AUTO = AUTO_LEADER_REBALANCE_ENABLE
 
 
 class ReplicaElections(ControllerBase):
@@ -216,13 +222,17 @@ class ReplicaElections(ControllerBase):
         self.kafka_scheduler.schedule(
             "auto-leader-rebalance-task", lambda: enqueue(AutoPreferredReplicaLeaderElection()), delay_s
         )
+        self._auto_rebalance_epoch = self.controller_context.epoch
 
     def process_auto_preferred_replica_leader_election(self) -> None:
         if not self.is_active:
             return
         try:
-            log.info("Processing automatic preferred replica leader election")
-            self.check_and_trigger_auto_leader_rebalance()
+            if self.config.auto_leader_rebalance_enable:
+                log.info("Processing automatic preferred replica leader election")
+                self.check_and_trigger_auto_leader_rebalance()
+            else:
+                self._skip_auto_leader_rebalance()
         finally:
             self.schedule_auto_leader_rebalance_task(
                 float(self.config.leader_imbalance_check_interval_seconds)
@@ -231,6 +241,12 @@ class ReplicaElections(ControllerBase):
     def check_and_trigger_auto_leader_rebalance(self) -> None:
         """Per preferred broker: if more than the allowed share of its partitions are led by
         someone else, elect it back where it can lead (online and in the ISR)."""
+        for _broker, candidates in sorted(self.auto_leader_rebalance_candidates().items()):
+            self.on_replica_election(candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
+
+    def auto_leader_rebalance_candidates(self) -> dict[int, list[TopicPartition]]:
+        """``{preferred broker: partitions to elect it for}``, for the brokers above the imbalance
+        threshold (spec §8.11). Partitions without leadership count only in the denominator."""
         ctx = self.controller_context
         queued = ctx.topics_to_be_deleted
         by_preferred: dict[int, list[TopicPartition]] = {}
@@ -239,6 +255,7 @@ class ReplicaElections(ControllerBase):
                 by_preferred.setdefault(assignment.replicas[0], []).append(tp)
         threshold = self.config.leader_imbalance_per_broker_percentage / 100.0
         leadership = ctx.partitions_leadership_info
+        out: dict[int, list[TopicPartition]] = {}
         for broker, tps in sorted(by_preferred.items()):
             not_preferred = [
                 tp
@@ -249,7 +266,7 @@ class ReplicaElections(ControllerBase):
             log.debug("Leader imbalance ratio for broker %d is %f", broker, ratio)
             if ratio <= threshold:
                 continue
-            candidates = [
+            out[broker] = [
                 tp
                 for tp in not_preferred
                 if not ctx.partitions_being_reassigned
@@ -257,7 +274,15 @@ class ReplicaElections(ControllerBase):
                 and tp.topic in ctx.all_topics
                 and self.can_preferred_replica_be_leader(tp)
             ]
-            self.on_replica_election(candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
+        return out
+
+    def _skip_auto_leader_rebalance(self) -> None:
+        """Paused by a dynamic ``auto.leader.rebalance.enable=false`` (see ``dynamic_config``):
+        move nothing, but say what would have moved (log and audit)."""
+        held = sum(len(tps) for tps in self.auto_leader_rebalance_candidates().values())
+        detail = f"{held} partition(s) left off their preferred leader"
+        log.info("Automatic preferred replica leader election is paused (%s=false): %s", _AUTO, detail)
+        self.audit.record_controller_event("rebalance_paused", self.clock.time_ms(), 0.0, detail)
 
     def can_preferred_replica_be_leader(self, tp: TopicPartition) -> bool:
         ctx = self.controller_context

@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -39,6 +39,7 @@ from kafka_controller.domain.audit_records import (
     OUTCOME_INVALID,
     OUTCOME_OK,
     PartitionTransition,
+    require_leading_fields,
 )
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -695,5 +696,4 @@ _RECORD_FIELDS = [
     "unclean",
     "error",
 ]
-if [f.name for f in fields(PartitionTransition)][: len(_RECORD_FIELDS)] != _RECORD_FIELDS:
-    raise ImportError("PartitionTransition's fields changed order; update partition_state_machine._record")
+require_leading_fields(PartitionTransition, _RECORD_FIELDS, "partition_state_machine._record")

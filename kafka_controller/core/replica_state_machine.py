@@ -12,7 +12,6 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Sequence
-from dataclasses import fields
 
 from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -23,6 +22,7 @@ from kafka_controller.domain.audit_records import (
     OUTCOME_OK,
     AuditRecord,
     ReplicaTransition,
+    require_leading_fields,
 )
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -73,8 +73,7 @@ _RECORD_FIELDS = [
     "leader_epoch_after",
     "error",
 ]
-if [f.name for f in fields(ReplicaTransition)][: len(_RECORD_FIELDS)] != _RECORD_FIELDS:
-    raise ImportError("ReplicaTransition's fields changed order; update ReplicaStateMachine._audit_record")
+require_leading_fields(ReplicaTransition, _RECORD_FIELDS, "ReplicaStateMachine._audit_record")
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
 
 

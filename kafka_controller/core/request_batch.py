@@ -91,6 +91,21 @@ class ControllerBrokerRequestBatch:
         # controller, within the same event), so that 100,000 entries do not build 100,000 sets.
         self._um_to_all_live = False
         self._um_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        # Per-partition memos of the last state built and its inputs; live as long as the queues.
+        self._lai_memo: dict[
+            TopicPartition,
+            tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, bool, LeaderAndIsrPartitionState],
+        ] = {}
+        self._um_memo: dict[
+            TopicPartition,
+            tuple[
+                LeaderIsrAndControllerEpoch,
+                tuple[int, ...],
+                tuple[int, ...],
+                bool,
+                UpdateMetadataPartitionState,
+            ],
+        ] = {}
 
     # ------------------------------------------------------------------ the four structures (read-only)
     @property
@@ -131,10 +146,12 @@ class ControllerBrokerRequestBatch:
 
     def clear(self) -> None:
         self._lai.clear()
+        self._lai_memo.clear()
         self._sr.clear()
         self._um_to_all_live = False
         self._um_brokers.clear()
         self._um_partitions.clear()
+        self._um_memo.clear()
 
     # ------------------------------------------------------------------ queueing
     def add_leader_and_isr_request_for_brokers(
@@ -162,10 +179,31 @@ class ControllerBrokerRequestBatch:
                 )
                 continue
             if state is None:
-                state = _leader_and_isr_state(tp, leader_isr_and_controller_epoch, replica_assignment, is_new)
+                state = self._shared_leader_and_isr_state(
+                    tp, leader_isr_and_controller_epoch, replica_assignment, is_new
+                )
             per_broker[tp] = state
         self._um_to_all_live = True
         self._add_update_metadata_partition(tp)
+
+    def _shared_leader_and_isr_state(
+        self,
+        tp: TopicPartition,
+        info: LeaderIsrAndControllerEpoch,
+        assignment: ReplicaAssignment,
+        is_new: bool,
+    ) -> LeaderAndIsrPartitionState:
+        """The state built for ``tp`` by an earlier call with the very same inputs, else a new one.
+
+        The replica state machine queues a partition once per replica (one call per broker), with
+        the same leadership and assignment objects: at RF 3 a failover would build each of 100,000
+        states three times. States are immutable, so equal inputs may share one."""
+        memo = self._lai_memo.get(tp)
+        if memo is not None and memo[0] is info and memo[1] is assignment and memo[2] == is_new:
+            return memo[3]
+        state = _leader_and_isr_state(tp, info, assignment, is_new)
+        self._lai_memo[tp] = (info, assignment, is_new, state)
+        return state
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
@@ -240,7 +278,21 @@ class ControllerBrokerRequestBatch:
                 offline = tuple([x for x in replicas if not is_online(x, tp)])
                 break
         deleting = tp.topic in ctx.topics_to_be_deleted
-        self._um_partitions[tp] = _update_metadata_state(tp, info, replicas, offline, deleting)
+        # Queued once per replica of a partition (see ``_shared_leader_and_isr_state``): rebuild only
+        # when an input differs, or when something else replaced the queued state since.
+        memo = self._um_memo.get(tp)
+        if (
+            memo is not None
+            and memo[0] is info
+            and memo[1] is replicas
+            and memo[2] == offline
+            and memo[3] == deleting
+            and self._um_partitions.get(tp) is memo[4]
+        ):
+            return
+        state = _update_metadata_state(tp, info, replicas, offline, deleting)
+        self._um_partitions[tp] = state
+        self._um_memo[tp] = (info, replicas, offline, deleting, state)
 
     def _resolve_um_brokers(self) -> set[int]:
         if self._um_to_all_live:
@@ -325,6 +377,7 @@ class ControllerBrokerRequestBatch:
             )
             self._channel.send_request(broker_id, request, leader_and_isr_callback(sink, broker_id))
         self._lai.clear()
+        self._lai_memo.clear()
 
     def _leader_node(self, broker_id: int) -> Broker | None:
         broker = self._context.live_or_shutting_down_broker(broker_id)
@@ -340,6 +393,7 @@ class ControllerBrokerRequestBatch:
     def _send_update_metadata_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
         if not self._um_brokers:
             self._um_partitions.clear()
+            self._um_memo.clear()
             return
         if state_change_log.isEnabledFor(_INFO):
             state_change_log.info(
@@ -368,6 +422,7 @@ class ControllerBrokerRequestBatch:
             self._channel.send_request(broker_id, request, update_metadata_callback(sink, broker_id))
         self._um_brokers.clear()
         self._um_partitions.clear()
+        self._um_memo.clear()
 
     def _send_stop_replica_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
         version = self._sr_version

@@ -8,7 +8,8 @@ Mutable and slotted because the runtime stamps them in place, in bulk.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 OUTCOME_OK = "ok"
 OUTCOME_INVALID = "invalid"
@@ -78,3 +79,10 @@ class ControllerEventRecord:
 
 
 AuditRecord = PartitionTransition | ReplicaTransition | ControllerEventRecord
+
+
+def require_leading_fields(record_type: type, names: Sequence[str], builder: str) -> None:
+    """Refuse to import a module whose ``builder`` fills ``record_type`` positionally (one record
+    per partition in a failover, so keywords would cost) if the type's leading fields moved."""
+    if [f.name for f in fields(record_type)][: len(names)] != list(names):
+        raise ImportError(f"{record_type.__name__}'s fields changed order; update {builder}")

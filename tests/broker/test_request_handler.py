@@ -9,23 +9,32 @@ from typing import Any
 import pytest
 
 from kafka_controller.broker import apis as A
+from kafka_controller.broker.admin_client import AdminClient, ControllerNotAvailableError
 from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
 from kafka_controller.controller.events import ApiError
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.context_description import describe_context
 from kafka_controller.domain.errors import (
     BrokerNotAvailableError,
     ControllerMovedError,
     StaleBrokerEpochError,
 )
 from kafka_controller.domain.requests import Errors, LeaderAndIsrResponse, UpdateMetadataResponse
-from kafka_controller.domain.values import LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kafka_controller.domain.values import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
 from kafka_controller.testing.clock import ManualClock
+from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.codec import ApiRegistry
-from kafka_controller.transport.errors import RemoteError
+from kafka_controller.transport.errors import ProtocolError, RemoteError
 from kafka_controller.transport.server import TransportServer
 from tests.broker.helpers import broker, leader_and_isr, state, stop_replica, um_state, update_metadata
 
@@ -40,6 +49,7 @@ class FakeController:
         self.is_active = active
         self.answers = answers or {}
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.operation_ids: list[str | None] = []
 
     def _answer(self, name: str, callback: Callable[[Any], None], *args: Any) -> None:
         self.calls.append((name, args))
@@ -47,7 +57,14 @@ class FakeController:
             value = self.answers[name]
             threading.Thread(target=callback, args=(value(*args) if callable(value) else value,)).start()
 
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int, callback: Callable[[Any], None]) -> None:
+    def controlled_shutdown(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        callback: Callable[[Any], None],
+        operation_id: str | None = None,
+    ) -> None:
+        self.operation_ids.append(operation_id)
         self._answer("controlled_shutdown", callback, broker_id, broker_epoch)
 
     def alter_isr(
@@ -55,14 +72,27 @@ class FakeController:
     ) -> None:
         self._answer("alter_isr", callback, broker_id, broker_epoch, isrs)
 
-    def elect_leaders(self, partitions: Any, election_type: str, callback: Callable[[Any], None]) -> None:
+    def elect_leaders(
+        self,
+        partitions: Any,
+        election_type: str,
+        callback: Callable[[Any], None],
+        operation_id: str | None = None,
+    ) -> None:
+        self.operation_ids.append(operation_id)
         self._answer("elect_leaders", callback, partitions, election_type)
 
-    def alter_partition_reassignments(self, reassignments: Any, callback: Callable[[Any], None]) -> None:
+    def alter_partition_reassignments(
+        self, reassignments: Any, callback: Callable[[Any], None], operation_id: str | None = None
+    ) -> None:
+        self.operation_ids.append(operation_id)
         self._answer("alter_partition_reassignments", callback, reassignments)
 
     def list_partition_reassignments(self, partitions: Any, callback: Callable[[Any], None]) -> None:
         self._answer("list_partition_reassignments", callback, partitions)
+
+    def describe_controller_context(self, callback: Callable[[Any], None]) -> None:
+        self._answer("describe_controller_context", callback)
 
 
 def handler(controller: FakeController | None = None, timeout_s: float = 5.0) -> BrokerRequestHandler:
@@ -134,6 +164,9 @@ def test_controller_apis_answer_not_controller_unless_the_local_controller_is_ac
         Errors.NOT_CONTROLLER
     )
     assert h.handle(A.ALTER_PARTITION_REASSIGNMENTS, A.AlterPartitionReassignmentsRequest({})).error == (
+        Errors.NOT_CONTROLLER
+    )
+    assert h.handle(A.DESCRIBE_CONTROLLER_CONTEXT, A.DescribeControllerContextRequest()).error == (
         Errors.NOT_CONTROLLER
     )
     assert controller is None or controller.calls == []
@@ -249,3 +282,116 @@ def test_broker_apis_round_trip_over_a_real_connection() -> None:
             raw.request(A.ALTER_ISR, {"broker_id": "two", "broker_epoch": 1, "topics": []})
         assert bad.value.code == "INVALID_REQUEST" and "AlterIsr" in str(bad.value)
         assert len(controller.calls) == 2  # the bad request never reached the controller
+
+
+def test_operation_ids_travel_with_admin_requests_and_bad_ones_are_refused() -> None:
+    controller = FakeController(
+        answers={
+            "controlled_shutdown": set(),
+            "elect_leaders": {T0: 2},
+            "alter_partition_reassignments": {T0: ApiError(Errors.NONE)},
+        }
+    )
+    with (
+        TransportServer("127.0.0.1", 0, handler(controller).handle) as server,
+        TransportClient("127.0.0.1", server.port) as client,
+    ):
+        client.request(A.CONTROLLED_SHUTDOWN, A.ControlledShutdownRequest(2, 7, "op-cs"))
+        client.request(A.ELECT_LEADERS, A.ElectLeadersRequest("preferred", (T0,), "op-elect"))
+        client.request(
+            A.ALTER_PARTITION_REASSIGNMENTS, A.AlterPartitionReassignmentsRequest({T0: (2, 3)}, "op-re")
+        )
+        client.request(A.ELECT_LEADERS, A.ElectLeadersRequest("preferred", (T0,)))  # an older client: none
+        assert controller.operation_ids == ["op-cs", "op-elect", "op-re", None]
+        with pytest.raises(RemoteError, match="operation_id must be a printable string"):
+            client.request(A.ELECT_LEADERS, A.ElectLeadersRequest("preferred", (T0,), "x" * 37))
+    assert len(controller.calls) == 4  # the refused request never reached the controller
+
+
+# -- DescribeControllerContext ------------------------------------------------------------------------
+def _context_document() -> dict[str, Any]:
+    ctx = ControllerContext()
+    ctx.epoch, ctx.epoch_zk_version = 3, 3
+    ctx.update_partition_full_replica_assignment(T0, ReplicaAssignment.of((1, 2)))
+    ctx.update_partition_full_replica_assignment(T1, ReplicaAssignment.of((2, 3, 1), (3,), (1,)))
+    ctx.partitions_being_reassigned.add(T1)
+    ctx.put_partition_leadership_info(T0, LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 4, (1, 2), 6), 3))
+    return describe_context(ctx, 1)
+
+
+def test_describe_controller_context_is_routed_and_crosses_the_wire() -> None:
+    doc = _context_document()
+    controller = FakeController(answers={"describe_controller_context": doc})
+    with (
+        TransportServer("127.0.0.1", 0, handler(controller).handle) as server,
+        TransportClient("127.0.0.1", server.port) as client,
+    ):
+        answer = client.request(A.DESCRIBE_CONTROLLER_CONTEXT, A.DescribeControllerContextRequest(5_000))
+    assert answer == A.DescribeControllerContextResponse("NONE", doc)
+    assert controller.calls == [("describe_controller_context", ())]
+    failed = FakeController(
+        answers={"describe_controller_context": ApiError(Errors.UNKNOWN_SERVER_ERROR, "context is broken")}
+    )
+    response = handler(failed).handle(A.DESCRIBE_CONTROLLER_CONTEXT, A.DescribeControllerContextRequest())
+    assert (response.error, response.context, response.message) == (
+        "UNKNOWN_SERVER_ERROR",
+        None,
+        "context is broken",
+    )
+
+
+def test_describe_controller_context_waits_no_longer_than_the_request_asks() -> None:
+    silent = FakeController()  # enqueues, never answers (a controller stuck on a long event)
+    response = handler(silent, timeout_s=600.0).handle(
+        A.DESCRIBE_CONTROLLER_CONTEXT, A.DescribeControllerContextRequest(50)
+    )
+    assert response == A.DescribeControllerContextResponse(Errors.REQUEST_TIMED_OUT)
+
+
+def test_describe_controller_context_bodies_are_checked() -> None:
+    apis = ApiRegistry(A.BROKER_API_CODECS)
+    with pytest.raises(ProtocolError, match=r"DescribeControllerContext request body: .*timeout_ms must be"):
+        apis.decode_request(A.DESCRIBE_CONTROLLER_CONTEXT, {"timeout_ms": 0})
+    with pytest.raises(ProtocolError, match="expected an integer"):
+        apis.decode_request(A.DESCRIBE_CONTROLLER_CONTEXT, {"timeout_ms": "5"})
+    with pytest.raises(ProtocolError, match=r"between 1 and 2147483647, got <int of \d+ bits>$"):
+        apis.decode_request(A.DESCRIBE_CONTROLLER_CONTEXT, {"timeout_ms": 10**5000})
+    with pytest.raises(ProtocolError, match=r"between 1 and 2147483647, got 0$"):
+        apis.decode_request(A.DESCRIBE_CONTROLLER_CONTEXT, {"timeout_ms": 0})
+    assert apis.decode_request(A.DESCRIBE_CONTROLLER_CONTEXT, {}) == A.DescribeControllerContextRequest()
+    doc = _context_document()
+    doc["partitions"]["leader"] = ["one", None]
+    with pytest.raises(ProtocolError, match=r"response body: .*column partitions.leader must hold int") as e:
+        apis.decode_response(A.DESCRIBE_CONTROLLER_CONTEXT, {"error": "NONE", "context": doc})
+    assert "\n" not in str(e.value)
+    with pytest.raises(ProtocolError, match="expected a JSON object, got NoneType"):
+        apis.decode_response(A.DESCRIBE_CONTROLLER_CONTEXT, {"error": "NONE"})
+    with pytest.raises(ProtocolError, match="a NOT_CONTROLLER answer carries no context"):
+        apis.decode_response(A.DESCRIBE_CONTROLLER_CONTEXT, {"error": "NOT_CONTROLLER", "context": {}})
+
+
+def test_the_admin_client_finds_the_controller_that_describes_its_context() -> None:
+    doc = _context_document()
+    retired = FakeController(active=False)
+    active = FakeController(answers={"describe_controller_context": doc})
+    store = InMemoryMetadataStore()
+    clock = ManualClock()
+    with (
+        TransportServer("127.0.0.1", 0, handler(retired).handle) as old,
+        TransportServer("127.0.0.1", 0, handler(active).handle) as new,
+    ):
+        where = {False: old.port, True: new.port}  # a stale locate names the old controller
+        client = AdminClient(
+            store,
+            locator=lambda fresh: (1, "127.0.0.1", where[fresh]),
+            sleep=clock.sleep,
+            monotonic=clock.monotonic,
+        )
+        with client:
+            assert client.describe_controller_context(timeout_s=5.0).context == doc
+            where[True] = old.port  # now nobody is the controller
+            with pytest.raises(
+                ControllerNotAvailableError, match=r"DescribeControllerContext: .*NOT_CONTROLLER"
+            ):
+                client.describe_controller_context(timeout_s=1.0)
+    assert retired.calls == [] and active.calls == [("describe_controller_context", ())]

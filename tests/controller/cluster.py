@@ -243,12 +243,16 @@ class Cluster:
         return state
 
     def alter_isr(self, leader: int, tp: TopicPartition, isr: Iterable[int]) -> Any:
-        """What leader ``leader`` does when its ISR changes: AlterIsr with what it last saw."""
+        """What leader ``leader`` does when its ISR changes: AlterIsr with what it last saw.
+
+        The controllers are drained (``active``) before the state is read: an event still queued
+        (a broker change) may move the leader, and an AlterIsr built on the state before it would
+        be fenced."""
+        active = self.active().controller
         current = self.state(tp)
         assert current is not None
         lai = current.leader_and_isr
         answer = Answer()
-        active = self.active().controller
         sim = self.brokers[leader]
         active.alter_isr(
             leader,

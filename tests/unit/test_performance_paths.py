@@ -246,3 +246,35 @@ def test_topic_partition_keys_beyond_the_int_digit_limit_are_decode_errors() -> 
     huge = "9" * 5000
     with pytest.raises(ZNodeDecodeError, match="/brokers/topics/t"):
         decode_topic("t", b'{"version":3,"partitions":{"' + huge.encode() + b'":[1]}}')
+
+
+# -- request batch: one state per partition, rebuilt when an input changes -------------------------------
+def test_request_batch_shares_a_partitions_states_across_its_replicas_until_an_input_changes() -> None:
+    from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+
+    ctx = ControllerContext()
+    ctx.set_live_brokers({Broker(b, (EndPoint("h", b),)): b for b in (1, 2, 3)})
+    tp, assignment = TopicPartition("t", 0), ReplicaAssignment((1, 2, 3))
+    ctx.partition_assignments["t"] = {0: assignment}
+    info = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1, 2, 3), 0), 1)
+    ctx.put_partition_leadership_info(tp, info)
+    batch = ControllerBrokerRequestBatch(1, ctx, RecordingBrokerChannel(), lambda _event: None)
+    batch.new_batch()
+    for b in (1, 2, 3):  # what the replica state machine does: one call per replica
+        batch.add_leader_and_isr_request_for_brokers((b,), tp, info, assignment, False)
+    lai = batch.leader_and_isr_request_map
+    assert lai[1][tp] is lai[2][tp] is lai[3][tp]
+    first_um = batch.update_metadata_request_partition_info_map[tp]
+    assert (first_um.leader, first_um.offline_replicas) == (1, ())
+
+    moved = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 2, (2, 3), 0), 1)
+    ctx.put_partition_leadership_info(tp, moved)
+    batch.add_leader_and_isr_request_for_brokers((2,), tp, moved, assignment, False)
+    assert lai[2][tp].leader == 2 and lai[3][tp].leader == 1
+    assert batch.update_metadata_request_partition_info_map[tp].leader == 2
+
+    ctx.remove_live_brokers([3])  # same leadership, different liveness: the metadata is rebuilt
+    batch.add_leader_and_isr_request_for_brokers((2,), tp, moved, assignment, False)
+    assert batch.update_metadata_request_partition_info_map[tp].offline_replicas == (3,)
+    batch.clear()
