@@ -135,6 +135,18 @@ class ClusterConnection:
         }
 
 
+def airflow_fields(c: Any) -> dict[str, Any]:
+    """The fields of an Airflow ``Connection`` that ``cluster_connection`` and ``audit_connection`` take."""
+    return {
+        "host": c.host,
+        "port": c.port,
+        "schema": c.schema,
+        "login": c.login,
+        "password": c.password,
+        "extra": c.extra_dejson,
+    }
+
+
 def cluster_connection(
     conn_id: str,
     *,
@@ -284,3 +296,41 @@ def audit_connection(
     except InvalidArgumentError as e:
         raise InvalidArgumentError(f"connection {conn_id!r}: {e}") from None
     return AuditConnection(conn_id, url.render_as_string(hide_password=False), redacted(url))
+
+
+# -- as environment variables ------------------------------------------------------------------------
+
+
+def conn_env_var(conn_id: str) -> str:
+    """The variable Airflow reads a connection from: ``AIRFLOW_CONN_<ID in upper case>``."""
+    return "AIRFLOW_CONN_" + conn_id.upper()
+
+
+def cluster_conn_json(
+    connect_string: str,
+    chroot: str = "",
+    *,
+    login: str | None = None,
+    password: str | None = None,
+    **extra: Any,
+) -> str:
+    """A ``kafka_controller_cluster`` connection in Airflow's JSON form, for ``AIRFLOW_CONN_*``
+    (how a script or a demo hands Airflow a cluster without touching its metadata DB)."""
+    import json
+
+    conn: dict[str, Any] = {
+        "conn_type": CLUSTER_CONN_TYPE,
+        "host": connect_string,
+        "schema": chroot,
+        "extra": extra,
+    }
+    if login:
+        conn.update(login=login, password=password)
+    return json.dumps(conn)
+
+
+def audit_conn_json(url: str) -> str:
+    """A ``kafka_controller_audit`` connection in Airflow's JSON form, the URL in *extra*."""
+    import json
+
+    return json.dumps({"conn_type": AUDIT_CONN_TYPE, "extra": {"url": url}})

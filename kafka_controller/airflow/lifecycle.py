@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from kafka_controller.cluster.process import argv_of
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 POLL_S = 0.05
@@ -61,35 +62,6 @@ class BrokerLifecycle(Protocol):
 # -- local ------------------------------------------------------------------------------------------
 
 
-def _argv(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def _option(argv: list[str], name: str) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(name + "="):
-            return arg[len(name) + 1 :]
-    return None
-
-
-def is_broker_command(argv: list[str], broker_id: int, connect_string: str) -> bool:
-    """``argv`` runs ``kafka-controller broker`` for this broker id and ZooKeeper connect string."""
-    runs_cli = any(a == "kafka_controller.cli.main" or a.endswith("/kafka-controller") for a in argv[:3])
-    return (
-        runs_cli
-        and "broker" in argv
-        and _option(argv, "--broker-id") == str(broker_id)
-        and _option(argv, "--zookeeper") == connect_string
-    )
-
-
 class LocalLifecycle:
     """Brokers of one ZooKeeper connect string running on this host (see the module docstring)."""
 
@@ -105,16 +77,10 @@ class LocalLifecycle:
     # -- discovery ------------------------------------------------------------------------------
     def pids(self, broker_id: int) -> list[int]:
         """Live processes of this broker (normally one)."""
-        from kafka_controller.cluster.process import process_alive
+        from kafka_controller.cluster.process import broker_pids
 
         self._reap()
-        return [
-            int(entry)
-            for entry in os.listdir("/proc")
-            if entry.isdigit()
-            and is_broker_command(_argv(int(entry)), broker_id, self.connect_string)
-            and process_alive(int(entry))
-        ]
+        return broker_pids(broker_id, self.connect_string)
 
     def is_running(self, broker_id: int) -> bool:
         return bool(self.pids(broker_id))
@@ -131,7 +97,7 @@ class LocalLifecycle:
         if not pids:
             raise LifecycleError(f"broker {broker_id} is not running on this host ({self.connect_string})")
         pid = pids[0]
-        saved: dict[str, Any] = {"argv": _argv(pid)}
+        saved: dict[str, Any] = {"argv": argv_of(pid)}
         for key, link in (("cwd", "cwd"), ("log", "fd/1")):
             try:
                 target = os.readlink(f"/proc/{pid}/{link}")

@@ -43,21 +43,13 @@ class ReassignmentTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from kafka_controller.airflow.connections import cluster_connection
+        from kafka_controller.airflow.connections import airflow_fields, cluster_connection
         from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
         from kafka_controller.airflow.reassignment_plan import plan_from_json
 
         try:
             c = await KafkaClusterHook.aget_connection(self.kafka_controller_conn_id)
-            conn = cluster_connection(
-                self.kafka_controller_conn_id,
-                host=c.host,
-                port=c.port,
-                schema=c.schema,
-                login=c.login,
-                password=c.password,
-                extra=c.extra_dejson,
-            )
+            conn = cluster_connection(self.kafka_controller_conn_id, **airflow_fields(c))
             plan = plan_from_json(self.plan)
             store = await asyncio.to_thread(_open_store, conn)
         except Exception as e:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
+import os
 import sys
 import threading
-from types import FrameType
 from typing import Any
+
+from kafka_controller.cli import common
 
 PROG = "kafka-controller broker"
 
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
     )
-    previous = _install_handlers(server.shutdown_requested)
+    previous = common.install_stop_handlers(server.shutdown_requested)
     try:
         try:
             server.startup()
@@ -124,26 +125,26 @@ def run(args: argparse.Namespace) -> int:
         _say(f"broker {args.broker_id} shutting down")
         clean = server.shutdown()
         _say(f"broker {args.broker_id} stopped ({'controlled' if clean else 'controlled shutdown failed'})")
+        _exit_without_teardown()
         return 0
     finally:
-        _restore_handlers(previous)
+        common.restore_handlers(previous)
+
+
+def _exit_without_teardown() -> None:
+    """End the process now that everything is stopped, flushed and deregistered.
+
+    Interpreter teardown frees the state of every replica object by object, joins leftover
+    threads and finalises modules: for a broker of 10,000 replicas that is a tenth of a second or
+    more between deregistration and exit, for nothing. Only in a process's main thread; the broker
+    command is a process (tests embed ``BrokerServer``, never this function)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _say(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr, flush=True)
-
-
-def _install_handlers(event: threading.Event) -> dict[int, Any]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        event.set()
-
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def _restore_handlers(previous: dict[int, Any]) -> None:
-    for sig, old in previous.items():
-        signal.signal(sig, old)

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from kafka_controller.cli import common
@@ -79,7 +77,7 @@ def run_up(args: argparse.Namespace) -> int:
         broker_config=config,
     )
     stop = threading.Event()
-    previous = _install_handlers(stop)
+    previous = common.install_stop_handlers(stop)
     try:
         cluster.start(timeout=args.start_timeout)
         controller, epoch = cluster.controller()
@@ -105,24 +103,8 @@ def run_up(args: argparse.Namespace) -> int:
         return 0
     finally:
         cluster.close(graceful=False)
-        _restore_handlers(previous)
+        common.restore_handlers(previous)
 
 
 def _say(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr, flush=True)
-
-
-def _install_handlers(event: threading.Event) -> dict[int, Any]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        event.set()
-
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def _restore_handlers(previous: dict[int, Any]) -> None:
-    for sig, old in previous.items():
-        signal.signal(sig, old)

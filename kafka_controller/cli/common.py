@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,7 +76,7 @@ def _quiet_kazoo() -> None:
 def open_store(args: argparse.Namespace) -> Iterator[ZkMetadataStore]:
     """A ZooKeeper session for the command (closed on exit); it creates no paths."""
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-    from kafka_controller.zk.security import ZkClientConfig
+    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
     timeout_ms = max(1000, int(check_timeout(args) * 1000))
     config = ZkClientConfig(
@@ -82,6 +84,7 @@ def open_store(args: argparse.Namespace) -> Iterator[ZkMetadataStore]:
         session_timeout_ms=max(6000, min(timeout_ms, 30000)),
         connection_timeout_ms=min(timeout_ms, 15000),
         create_paths=False,
+        digest=digest_from_env(),
     )
     _quiet_kazoo()
     store = KazooMetadataStore(config)
@@ -157,3 +160,22 @@ def format_table(rows: list[list[str]], header: list[str]) -> list[str]:
     return [
         "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]
     ]
+
+
+def install_stop_handlers(event: threading.Event) -> dict[int, Any]:
+    """SIGINT and SIGTERM set ``event`` (long-running commands stop cleanly on either); returns the
+    handlers they replaced, for ``restore_handlers``. Outside the main thread nothing is installed."""
+
+    def handler(signum: int, frame: object) -> None:
+        event.set()
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def restore_handlers(previous: dict[int, Any]) -> None:
+    for sig, old in previous.items():
+        signal.signal(sig, old)

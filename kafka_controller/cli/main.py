@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from typing import NoReturn
 
-from kafka_controller.domain.errors import KafkaControllerError
+from kafka_controller.domain.errors import BRIEF_LIMIT, KafkaControllerError, cut
 
 #: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -28,12 +29,18 @@ COMMAND_MODULES: tuple[str, ...] = (
     "reconcile_cmd",
 )
 
+_LONG_QUOTED = re.compile(rf"'[^'\n]{{{BRIEF_LIMIT},}}'")
+
 
 class OneLineErrorParser(argparse.ArgumentParser):
     """Usage errors are one line naming what is wrong (and exit 2), like every other CLI error;
     ``--help`` still prints the full usage."""
 
     def error(self, message: str) -> NoReturn:
+        # argparse quotes the offending value whole: a 5,000-digit argument must not make a
+        # 5,000-character line. Quoted values are cut to BRIEF_LIMIT, the whole message to four times it.
+        message = _LONG_QUOTED.sub(lambda m: m.group(0)[: BRIEF_LIMIT - 4] + "...'", message)
+        message = cut(message, 4 * BRIEF_LIMIT)
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

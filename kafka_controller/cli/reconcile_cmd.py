@@ -1,7 +1,10 @@
 """``kafka-controller reconcile``: snapshots, the PySpark reconciliation job, and its remediation plan.
 
-* ``reconcile export --zookeeper CONNECT --out DIR [--broker-views]``: a snapshot from ZooKeeper,
-  with each broker's own view through its ``DescribeReplicas`` API when ``--broker-views`` is given.
+* ``reconcile export --zookeeper CONNECT --out DIR [--broker-views] [--controller-view]``: a
+  snapshot from ZooKeeper, with each broker's own view through its ``DescribeReplicas`` API when
+  ``--broker-views`` is given, and the active controller's context through its
+  ``DescribeControllerContext`` API when ``--controller-view`` is (a controller that does not
+  answer within ``--timeout`` leaves the snapshot without it, and the output says why).
 * ``reconcile export-audit --audit-url URL --out DIR``: a Parquet copy of the audit history.
 * ``reconcile run --snapshot DIR (--audit-url URL | --audit-parquet DIR) --out DIR``: the Spark job
   in local mode (the same as ``spark-submit kafka_controller/reconcile/job.py ...``).
@@ -30,6 +33,11 @@ def register(subparsers: Any) -> None:
     add_zookeeper_option(e)
     e.add_argument("--out", required=True, help="snapshot directory to create")
     e.add_argument("--broker-views", action="store_true", help="ask every broker for its replicas")
+    e.add_argument(
+        "--controller-view",
+        action="store_true",
+        help="ask the active controller for its context (left out, with the reason, if it does not answer)",
+    )
     e.add_argument("--min-insync-replicas", type=int, default=1, help="broker default (default: 1)")
     e.add_argument("--unclean-leader-election", action="store_true", help="broker default is true")
     e.add_argument("--overwrite", action="store_true", help="replace an existing snapshot directory")
@@ -68,16 +76,22 @@ def register(subparsers: Any) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.reconcile.export import admin_broker_source, export_snapshot
+    from kafka_controller.reconcile.export import (
+        admin_broker_source,
+        admin_controller_source,
+        export_snapshot,
+    )
 
     if args.min_insync_replicas < 1:
         raise InvalidArgumentError(f"--min-insync-replicas must be >= 1, got {args.min_insync_replicas}")
     with open_store(args) as store:
-        if args.broker_views:
+        if args.broker_views or args.controller_view:
             with open_admin_client(args, store) as client:
-                result = _export(export_snapshot, store, args, admin_broker_source(client))
+                brokers = admin_broker_source(client) if args.broker_views else None
+                controller = admin_controller_source(client, args.timeout) if args.controller_view else None
+                result = _export(export_snapshot, store, args, brokers, controller)
         else:
-            result = _export(export_snapshot, store, args, None)
+            result = _export(export_snapshot, store, args, None, None)
     print(
         json.dumps(
             {
@@ -85,6 +99,8 @@ def run_export(args: argparse.Namespace) -> int:
                 "snapshot_id": result.snapshot_id,
                 "rows": result.rows,
                 "skipped_topics": result.skipped_topics,
+                "controller_view": result.controller_view,
+                "controller_view_error": result.controller_view_error,
             },
             indent=1,
         )
@@ -92,11 +108,12 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export(export_snapshot: Any, store: Any, args: argparse.Namespace, brokers: Any) -> Any:
+def _export(export_snapshot: Any, store: Any, args: argparse.Namespace, brokers: Any, controller: Any) -> Any:
     return export_snapshot(
         store,
         args.out,
         broker_source=brokers,
+        controller_source=controller,
         source=f"zookeeper:{args.zookeeper}",
         default_min_insync_replicas=args.min_insync_replicas,
         default_unclean_leader_election_enable=args.unclean_leader_election,

@@ -8,12 +8,12 @@ runtime or missing ZooKeeper jars is a set-up problem: one line naming what is m
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
+
+from kafka_controller.cli import common
 
 PROG = "kafka-controller zookeeper"
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     stop_requested = threading.Event()
-    previous = _install_handlers(stop_requested)
+    previous = common.install_stop_handlers(stop_requested)
     server: EmbeddedZooKeeper | None = None
     try:
         server = EmbeddedZooKeeper(
@@ -77,24 +77,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.close()
-        _restore_handlers(previous)
+        common.restore_handlers(previous)
 
 
 def _say(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr, flush=True)
-
-
-def _install_handlers(event: threading.Event) -> dict[int, Any]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        event.set()
-
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def _restore_handlers(previous: dict[int, Any]) -> None:
-    for sig, old in previous.items():
-        signal.signal(sig, old)

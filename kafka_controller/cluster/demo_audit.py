@@ -8,6 +8,7 @@ until the row counts stop growing; the report is then read with the audit packag
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -100,3 +101,42 @@ def render_audit_summary(digest: dict[str, Any]) -> list[str]:
             f"{float(r['duration_ms']):.0f} ms of failover work"
         )
     return lines
+
+
+def dag_operations(url: str, dag_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The operations rows these DAGs recorded (the operators' own and the listener's task and
+    run rows), oldest first, each with how many transitions are linked to it."""
+    from sqlalchemy import select
+
+    from kafka_controller.audit.engine import create_audit_engine
+    from kafka_controller.audit.reports import transitions_per_operation_rows
+    from kafka_controller.audit.schema import operations as ops
+
+    engine = create_audit_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                select(ops)
+                .where(ops.c.airflow_dag_id.in_(list(dag_ids)))
+                .order_by(ops.c.started_ms, ops.c.kind)
+            ).all()
+            linked = {r["operation_id"]: r for r in transitions_per_operation_rows(conn)}
+    finally:
+        engine.dispose()
+    out = []
+    for r in rows:
+        counts = linked.get(r.operation_id, {})
+        out.append(
+            {
+                "operation_id": r.operation_id,
+                "kind": r.kind,
+                "status": r.status,
+                "dry_run": bool(r.dry_run),
+                "airflow_dag_id": r.airflow_dag_id,
+                "airflow_run_id": r.airflow_run_id,
+                "airflow_task_id": r.airflow_task_id,
+                "partition_transitions": int(counts.get("partition_transitions") or 0),
+                "replica_transitions": int(counts.get("replica_transitions") or 0),
+            }
+        )
+    return out

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -23,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.cluster.process import BrokerProcess, broker_command, wait_all_exited
+from kafka_controller.cluster.process import BrokerProcess, broker_command, broker_pids, wait_all_exited
 from kafka_controller.cluster.waits import ClusterError, ClusterWaits
 from kafka_controller.cluster.watch import LeadershipWatch, ShutdownReport, partitions_of
 from kafka_controller.domain.errors import InvalidArgumentError
@@ -165,11 +167,16 @@ class LocalCluster(ClusterWaits):
         if self._store is not None:
             return
         from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-        from kafka_controller.zk.security import ZkClientConfig
+        from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
         logging.getLogger("kazoo").setLevel(logging.WARNING)
-        self._store = KazooMetadataStore(
-            ZkClientConfig(self.connect_string, session_timeout_ms=30_000, connection_timeout_ms=30_000)
+        self._store = KazooMetadataStore(  # brokers inherit the environment, and with it the credentials
+            ZkClientConfig(
+                self.connect_string,
+                session_timeout_ms=30_000,
+                connection_timeout_ms=30_000,
+                digest=digest_from_env(),
+            )
         )
 
     def _start_brokers(self, broker_ids: Sequence[int], deadline: float) -> dict[int, int]:
@@ -313,6 +320,7 @@ class LocalCluster(ClusterWaits):
             for p in self.processes.values():
                 p.kill()
             wait_all_exited(list(self.processes.values()), time.monotonic() + 5.0)
+            self._kill_relaunched()
             if self._admin is not None:
                 self._admin.close()
             if self._store is not None:
@@ -322,6 +330,15 @@ class LocalCluster(ClusterWaits):
                 self.zk.close()
             if self._owns_dir:
                 shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def _kill_relaunched(self) -> None:
+        """Brokers of this cluster that something else relaunched (Airflow's ``local`` lifecycle
+        backend restarts them detached) are not our children, but they are this cluster's: stop
+        them too, or they outlive ``cluster up`` and keep the ports and the ZooKeeper paths."""
+        for broker_id in self.broker_ids:
+            for pid in broker_pids(broker_id, self.connect_string):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
 
     def __enter__(self) -> LocalCluster:
         return self.start()

@@ -222,3 +222,62 @@ def _kill_all() -> None:
     for p in procs:
         with contextlib.suppress(Exception):
             p.kill()
+
+
+# -- discovery of broker processes by command line (brokers this process did not start) -----------
+
+
+def argv_of(pid: int) -> list[str]:
+    """The command line of process ``pid`` ([] when it is gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1 :]
+    return None
+
+
+def is_broker_command(argv: list[str], broker_id: int, connect_string: str) -> bool:
+    """``argv`` runs ``kafka-controller broker`` for this broker id and ZooKeeper connect string."""
+    runs_cli = any(a == "kafka_controller.cli.main" or a.endswith("/kafka-controller") for a in argv[:3])
+    return (
+        runs_cli
+        and "broker" in argv
+        and _option(argv, "--broker-id") == str(broker_id)
+        and _option(argv, "--zookeeper") == connect_string
+    )
+
+
+def broker_pids(broker_id: int, connect_string: str) -> list[int]:
+    """Live processes on this host running broker ``broker_id`` of ``connect_string``."""
+    return [
+        int(entry)
+        for entry in os.listdir("/proc")
+        if entry.isdigit()
+        and is_broker_command(argv_of(int(entry)), broker_id, connect_string)
+        and process_alive(int(entry))
+    ]
+
+
+def children_of(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid``. Brokers and ZooKeeper run in sessions of their own
+    (signals to a terminal do not reach them), so the parent link is what ties them to a command."""
+    out: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.add(int(entry.name))
+    return out

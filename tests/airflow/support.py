@@ -1,33 +1,24 @@
-"""Connections for the Airflow tests, as ``AIRFLOW_CONN_<ID>`` JSON environment variables."""
+"""Connections for the Airflow tests, as ``AIRFLOW_CONN_<ID>`` JSON environment variables (the
+JSON is built by the package's own helpers, which the demo uses too)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+
+from kafka_controller.airflow.connections import (
+    DEFAULT_AUDIT_CONN_ID,
+    DEFAULT_CLUSTER_CONN_ID,
+    audit_conn_json,
+    cluster_conn_json,
+    conn_env_var,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
-CLUSTER_ENV = "AIRFLOW_CONN_KAFKA_CONTROLLER_DEFAULT"
-AUDIT_ENV = "AIRFLOW_CONN_KAFKA_CONTROLLER_AUDIT_DEFAULT"
-
-
-def cluster_conn(
-    connect_string: str, chroot: str, *, login: str | None = None, password: str | None = None, **extra: Any
-) -> str:
-    conn: dict[str, Any] = {
-        "conn_type": "kafka_controller_cluster",
-        "host": connect_string,
-        "schema": chroot,
-        "extra": extra,
-    }
-    if login:
-        conn.update(login=login, password=password)
-    return json.dumps(conn)
-
-
-def audit_conn(url: str) -> str:
-    return json.dumps({"conn_type": "kafka_controller_audit", "extra": {"url": url}})
+CLUSTER_ENV = conn_env_var(DEFAULT_CLUSTER_CONN_ID)
+AUDIT_ENV = conn_env_var(DEFAULT_AUDIT_CONN_ID)
+cluster_conn = cluster_conn_json
+audit_conn = audit_conn_json
 
 
 def audit_conn_env(url: str) -> tuple[str, str]:

@@ -82,3 +82,28 @@ def test_audit_url_from_fields_and_sqlite(tmp_path) -> None:
 def test_bad_audit_fields_are_refused(fields: dict, message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
         audit_connection("a", **fields)
+
+
+@pytest.mark.airflow
+def test_env_var_json_reads_back_through_airflow_as_the_same_connection() -> None:
+    """What the demo and the tests put in ``AIRFLOW_CONN_*`` is what the hooks then parse."""
+    from airflow.sdk import Connection
+
+    from kafka_controller.airflow.connections import (
+        DEFAULT_CLUSTER_CONN_ID,
+        audit_conn_json,
+        cluster_conn_json,
+        conn_env_var,
+    )
+
+    assert conn_env_var(DEFAULT_CLUSTER_CONN_ID) == "AIRFLOW_CONN_KAFKA_CONTROLLER_DEFAULT"
+    lifecycle = {"type": "local", "state_dir": "/tmp/lc"}
+    raw = Connection.from_json(
+        cluster_conn_json("zk:2181", "/k", login="ops", password="s3", lifecycle=lifecycle)
+    )
+    c = cluster_connection(
+        "c", host=raw.host, schema=raw.schema, login=raw.login, password=raw.password, extra=raw.extra_dejson
+    )
+    assert (c.connect_string, c.digest, c.lifecycle) == ("zk:2181/k", ("ops", "s3"), lifecycle)
+    raw = Connection.from_json(audit_conn_json("sqlite:////tmp/a.db"))
+    assert audit_connection("a", extra=raw.extra_dejson).url == "sqlite:////tmp/a.db"

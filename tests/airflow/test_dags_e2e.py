@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafka_controller.airflow.audit_queries import list_operations, operation_transitions, transitions_between
+from kafka_controller.testing.zk_harness import wait_for
 from tests.airflow.cluster_env import ORDERS, Env, assignment, cluster_env, leader
 from tests.airflow.support import CLUSTER_ENV
 
@@ -71,6 +72,16 @@ def test_preferred_leader_rebalance_dry_run_then_for_real(env: Env) -> None:
     )
     assert op["parameters"]["scope"] == "all" and op["airflow_dag_id"] == "preferred_leader_rebalance"
     assert env.operations(run)["airflow_dag_run"]["status"] == "succeeded"  # the listener
+
+    def linked() -> list[tuple[str, int, int, int]]:  # the controller's rows reach SQLite asynchronously
+        return [
+            (t["topic"], t["partition"], t["leader_before"], t["leader_after"])
+            for t in operation_transitions(env.engine, op["operation_id"])
+            if t["kind"] == "partition" and t["controller_id"] != -1
+        ]
+
+    # the operation id travelled with the ElectLeaders request: the election is linked to the row
+    wait_for(lambda: linked() == [("orders", 1, 3, 2)], timeout=30, message="the linked election")
 
 
 # -- controller_failover_drill ---------------------------------------------------------------------
@@ -249,6 +260,9 @@ def test_reconciliation_snapshots_and_runs_the_spark_job(env: Env, tmp_path: Pat
     partitions = len(env.view().partitions)
     assert Path(snap["snapshot"]).is_dir() and snap["rows"]["zk_partitions"] == partitions
     assert snap["rows"]["broker_replicas"] > 0  # the brokers' own views (DescribeReplicas)
+    # the active controller's context (DescribeControllerContext), compared by the job's rules
+    assert snap["controller_view"] is True and snap["controller_view_error"] is None
+    assert snap["rows"]["controller_partitions"] == partitions
     assert snap["audit_rows"]["partition_transitions"] > 0
     job = tis["reconcile"][1]["job"]
     op = env.operations(run)["reconciliation"]

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,9 +17,9 @@ from kafka_controller.airflow.lifecycle import (
     CommandLifecycle,
     LifecycleError,
     LocalLifecycle,
-    is_broker_command,
     lifecycle_backend,
 )
+from kafka_controller.cluster.process import is_broker_command
 from kafka_controller.domain.errors import InvalidArgumentError
 
 FAKE_BROKER = """
@@ -175,3 +176,28 @@ def test_lifecycle_spec_builds_the_named_backend(tmp_path: Path) -> None:
         {"type": "command", "stop": "a {broker_id}", "start": "b {broker_id}"}, CONNECT
     )
     assert isinstance(command, CommandLifecycle) and command.command("start", 4) == ["b", "4"]
+
+
+@pytest.mark.integration
+def test_closing_a_local_cluster_stops_the_brokers_the_local_backend_relaunched(
+    zk_server: Any, tmp_path: Path
+) -> None:
+    from kafka_controller.cluster import LocalCluster
+    from kafka_controller.cluster.process import broker_pids
+
+    cluster = LocalCluster(
+        1, zookeeper=zk_server.connect_string, chroot="/relaunched", data_dir=tmp_path / "c"
+    )
+    lifecycle = LocalLifecycle(cluster.connect_string, tmp_path / "lifecycle")
+    try:
+        cluster.start(timeout=120)
+        lifecycle.stop(1, 30)
+        lifecycle.start(1, 30)  # detached: not a child of the cluster
+        cluster.wait_until(
+            lambda: any(b.id == 1 for b in cluster.store.get_all_brokers_and_epochs()), 60, "broker 1 back"
+        )
+        relaunched = broker_pids(1, cluster.connect_string)
+        assert relaunched and relaunched[0] != cluster.processes[1].pid
+    finally:
+        cluster.close(graceful=False)
+    assert broker_pids(1, cluster.connect_string) == []

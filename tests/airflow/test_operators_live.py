@@ -168,3 +168,57 @@ def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferra
         and env.operations_by_id(done["operation_id"])["kind"] == "reassignment_verify"
     )
     env.healthy()
+
+
+def test_a_rolling_restart_retried_after_a_crash_skips_what_was_restarted_and_unpauses(env: Env) -> None:
+    """Attempt 1 restarts one broker, records it, and dies as a SIGKILLed worker does: no
+    ``finally``, so the auto-rebalance pause stays. The retry (same task state store) restarts only
+    the other broker and puts back the value the first attempt replaced, not the pause it left."""
+    from kafka_controller.airflow.maintenance import check_stop, restart_order
+    from kafka_controller.airflow.operators import RollingRestartOperator
+    from kafka_controller.airflow.operators.cluster import RESTARTED_KEY
+
+    class WorkerLost(BaseException):
+        pass
+
+    class DyingStore(TaskStore):
+        """The worker is lost right after the first broker is recorded as restarted."""
+
+        def set(self, key: str, value: object, **kw: object) -> None:
+            super().set(key, value, **kw)
+            if key == RESTARTED_KEY:
+                raise WorkerLost
+
+    env.healthy()
+    controller, _ = env.cluster.controller()
+    view = env.view()
+    safe = [b for b in (1, 2, 3) if check_stop(view, b).safe]  # not solo<b> of an earlier test
+    first, second = restart_order(safe, controller)[:2]
+    assert env.store.get_entity_config("brokers", "<default>") == {}
+    epochs = env.cluster.registered()
+
+    def attempt() -> RollingRestartOperator:
+        return RollingRestartOperator(
+            task_id="rolling_restart", brokers=[first, second], dry_run=False, catch_up_timeout_s=120
+        )
+
+    store = DyingStore()
+    crashed = attempt()
+    crashed._resume = lambda: None  # type: ignore[method-assign]  # a killed worker runs no finally
+    with pytest.raises(WorkerLost):
+        crashed.execute(context("rolling_restart", store, dag_id="rolling_controlled_shutdown"))
+    crashed._close_hooks()  # a dead worker's ZooKeeper session dies with its process
+    after_crash = env.cluster.registered()
+    assert after_crash[first] != epochs[first] and after_crash[second] == epochs[second]
+    assert env.store.get_entity_config("brokers", "<default>") == {"auto.leader.rebalance.enable": "false"}
+
+    retry_store = TaskStore(store)  # what survived the attempt; this worker stays alive
+    result = attempt().execute(context("rolling_restart", retry_store, dag_id="rolling_controlled_shutdown"))
+    assert result["steps"][0] == {"broker_id": first, "skipped": "restarted by an earlier attempt"}
+    assert result["steps"][1]["broker_id"] == second
+    after_retry = env.cluster.registered()
+    assert after_retry[first] == after_crash[first]  # not restarted again
+    assert after_retry[second] != epochs[second]
+    assert env.store.get_entity_config("brokers", "<default>") == {}  # unpaused, not left "false"
+    assert retry_store == {}  # nothing left for a later retry to act on
+    env.healthy()

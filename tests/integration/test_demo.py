@@ -1,5 +1,6 @@
-"""``kafka-controller demo`` end to end, as a user runs it: a subprocess, exit 0, a JSON summary whose
-facts were read back from ZooKeeper and the audit store, and no process left behind."""
+"""``kafka-controller demo --scenario scripted`` end to end, as a user runs it: a subprocess, exit 0,
+a JSON summary whose facts were read back from ZooKeeper and the audit store, and no process left
+behind. The default scenario (Airflow) is tested in ``tests/airflow/test_demo.py``."""
 
 from __future__ import annotations
 
@@ -13,30 +14,16 @@ from pathlib import Path
 import orjson
 import pytest
 
+from kafka_controller.cluster.process import children_of as _children_of
 from kafka_controller.cluster.process import process_alive
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.slow]
 
 
-def _children_of(pid: int) -> set[int]:
-    """Every live process whose parent is ``pid`` (ZooKeeper's JVM and the brokers run in their
-    own sessions, so the parent link is what ties them to the demo)."""
-    out: set[int] = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                out.add(int(entry.name))
-    return out
-
-
 def test_demo_runs_the_whole_scenario_and_cleans_up(tmp_path: Path) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_controller.cli.main", "demo", "--json"],
+        [sys.executable, "-m", "kafka_controller.cli.main", "demo", "--scenario", "scripted", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
@@ -93,7 +80,7 @@ def test_demo_runs_the_whole_scenario_and_cleans_up(tmp_path: Path) -> None:
 def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_controller.cli.main", "demo"],
+        [sys.executable, "-m", "kafka_controller.cli.main", "demo", "--scenario", "scripted"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=env,

@@ -16,6 +16,7 @@ from kafka_controller.airflow.connections import (
     AUDIT_CONN_TYPE,
     DEFAULT_AUDIT_CONN_ID,
     AuditConnection,
+    airflow_fields,
     audit_connection,
 )
 from kafka_controller.domain.audit_records import AuditRecord
@@ -38,15 +39,7 @@ class AuditStoreHook(BaseHook):
     @cached_property
     def connection(self) -> AuditConnection:
         c = self.get_connection(self.kafka_controller_audit_conn_id)
-        return audit_connection(
-            self.kafka_controller_audit_conn_id,
-            host=c.host,
-            port=c.port,
-            schema=c.schema,
-            login=c.login,
-            password=c.password,
-            extra=c.extra_dejson,
-        )
+        return audit_connection(self.kafka_controller_audit_conn_id, **airflow_fields(c))
 
     @property
     def redacted_url(self) -> str:

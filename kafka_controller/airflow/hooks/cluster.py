@@ -9,7 +9,6 @@ connection object; ``describe_connection`` is what may be logged or recorded.
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ from kafka_controller.airflow.connections import (
     CLUSTER_CONN_TYPE,
     DEFAULT_CLUSTER_CONN_ID,
     ClusterConnection,
+    airflow_fields,
     cluster_connection,
 )
 from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
@@ -33,6 +33,10 @@ AUTO_REBALANCE = "auto.leader.rebalance.enable"
 
 class OperationTimeoutError(KafkaControllerError):
     """A wait did not reach its goal in time; the message says what was awaited and what was seen."""
+
+
+class OperationCancelledError(KafkaControllerError):
+    """The task was killed (``on_kill``) while this hook was waiting or about to reconnect."""
 
 
 class KafkaClusterHook(BaseHook):
@@ -51,26 +55,31 @@ class KafkaClusterHook(BaseHook):
         self.clock: Clock = clock or SystemClock()
         self._store: Any = None
         self._admin: Any = None
+        self._cancelled = False
 
     # -- connection ---------------------------------------------------------------------------------
     @cached_property
     def connection(self) -> ClusterConnection:
         c = self.get_connection(self.kafka_controller_conn_id)
-        return cluster_connection(
-            self.kafka_controller_conn_id,
-            host=c.host,
-            port=c.port,
-            schema=c.schema,
-            login=c.login,
-            password=c.password,
-            extra=c.extra_dejson,
-        )
+        return cluster_connection(self.kafka_controller_conn_id, **airflow_fields(c))
 
     def describe_connection(self) -> dict[str, Any]:
         return self.connection.describe()
 
+    def cancel(self) -> None:
+        """The task was killed: ``wait_for`` loops of this hook stop, and it opens no new session.
+
+        Airflow calls ``on_kill`` from another thread than the one running ``execute``; without
+        this, that thread would reopen the session ``close`` had just ended, and keep polling."""
+        self._cancelled = True
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled:
+            raise OperationCancelledError("the task was killed")
+
     def get_store(self) -> Any:
         """The kazoo metadata store (one session per hook, closed by ``close``)."""
+        self._check_cancelled()
         if self._store is None:
             import logging
 
@@ -153,10 +162,13 @@ class KafkaClusterHook(BaseHook):
         deadline = self.clock.monotonic() + timeout_s
         last = ""
         while True:
+            self._check_cancelled()
             try:
                 value = probe()
                 if value:
                     return value
+            except OperationCancelledError:
+                raise
             except KafkaControllerError as e:
                 last = f" (last error: {e})"
             if self.clock.monotonic() >= deadline:
@@ -177,12 +189,9 @@ class KafkaClusterHook(BaseHook):
 
     # -- admin requests ---------------------------------------------------------------------------------
     def _admin_call(self, name: str, *args: Any, operation_id: str | None) -> Any:
-        """Pass the operation id to the controller when the admin API carries it (so the transitions
-        it causes are linked to the operations row); older clients take no id."""
-        method = getattr(self.get_admin_client(), name)
-        if operation_id is not None and "operation_id" in inspect.signature(method).parameters:
-            return method(*args, operation_id=operation_id)
-        return method(*args)
+        """Call the admin API ``name`` with the operation id, so that the transitions it causes are
+        linked to the operations row."""
+        return getattr(self.get_admin_client(), name)(*args, operation_id=operation_id)
 
     def elect_leaders(
         self,

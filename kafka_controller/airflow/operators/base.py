@@ -143,6 +143,8 @@ class KafkaOperationOperator(BaseOperator):
             self.cancel()
         finally:
             self._finish("cancelled", "the task was killed")
+            if self._cluster is not None:
+                self._cluster.cancel()  # ``execute`` may still run in another thread: stop it polling
             self._close_hooks()  # the task is going away: end its ZooKeeper session now
 
     # -- dry runs ---------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from kafka_controller.airflow.params import as_bool, as_int, as_int_list
 from kafka_controller.domain.errors import InvalidArgumentError
 
 RESTARTED_KEY = "kafka_controller_restarted_brokers"
+#: ``{"value": <auto.leader.rebalance.enable the first attempt replaced, or None>}``.
+PAUSE_KEY = "kafka_controller_auto_rebalance_replaced"
 
 
 def _registered(op: KafkaOperationOperator, broker_id: int) -> None:
@@ -153,7 +155,10 @@ class BrokerLifecycleOperator(KafkaOperationOperator):
 class RollingRestartOperator(KafkaOperationOperator):
     """Restart brokers one at a time, the active controller last, with auto leader rebalance paused
     for the window (see ``runbooks.rolling_restart`` for each step's guard and waits). A retried
-    task skips the brokers an earlier attempt restarted (kept in the task state store)."""
+    task skips the brokers an earlier attempt restarted, and puts back the auto-rebalance value the
+    *first* attempt replaced: an attempt killed before its ``finally`` leaves the pause in place, and
+    the retry must not take that pause for the operator's own setting (both kept in the task state
+    store)."""
 
     operation_kind = "rolling_restart"
     template_fields: Sequence[str] = (
@@ -214,7 +219,13 @@ class RollingRestartOperator(KafkaOperationOperator):
                 store.set(RESTARTED_KEY, sorted(done))
 
         if self.pause_auto_rebalance:
-            self._paused = (self.cluster.pause_auto_rebalance(),)
+            replaced = self.cluster.pause_auto_rebalance()
+            earlier = store.get(PAUSE_KEY) if store is not None else None
+            if isinstance(earlier, dict) and "value" in earlier:
+                replaced = earlier["value"]
+            elif store is not None:
+                store.set(PAUSE_KEY, {"value": replaced})
+            self._paused = (replaced,)
         try:
             result = rolling_restart(
                 self.cluster,
@@ -229,6 +240,7 @@ class RollingRestartOperator(KafkaOperationOperator):
             self._resume()
         if store is not None:
             store.delete(RESTARTED_KEY)
+            store.delete(PAUSE_KEY)
         return {**result, "auto_rebalance_paused": self.pause_auto_rebalance}
 
     _paused: tuple[str | None] | None = None

@@ -37,8 +37,11 @@ def _run_dir(base: Any, context: Any, kind: str) -> Path:
 
 
 class SnapshotExportOperator(KafkaOperationOperator):
-    """ZooKeeper (batched reads), each broker's own view of its replicas (DescribeReplicas), and a
-    Parquet copy of the audit history, under ``<output_dir>/<run id>/``."""
+    """ZooKeeper (batched reads), each broker's own view of its replicas (DescribeReplicas), the
+    active controller's context (DescribeControllerContext) and a Parquet copy of the audit history,
+    under ``<output_dir>/<run id>/``. A controller that does not answer within the connection's
+    request timeout leaves the snapshot without its view: the task still succeeds, and its XCom
+    (``controller_view``, ``controller_view_error``) and log say so."""
 
     operation_kind = "snapshot_export"
     mutating = False
@@ -49,12 +52,14 @@ class SnapshotExportOperator(KafkaOperationOperator):
         *,
         output_dir: str | None = None,
         broker_views: bool = True,
+        controller_view: bool = True,
         audit_history: bool = True,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.output_dir = output_dir
         self.broker_views = broker_views
+        self.controller_view = controller_view
         self.audit_history = audit_history
 
     def prepare(self, context: Any) -> dict[str, Any]:
@@ -64,25 +69,38 @@ class SnapshotExportOperator(KafkaOperationOperator):
         return {
             "output_dir": str(self._dir),
             "broker_views": self.broker_views,
+            "controller_view": self.controller_view,
             "audit_history": self.audit_history,
         }
 
     def run(self, context: Any) -> dict[str, Any]:
         from kafka_controller.reconcile.export import (
             admin_broker_source,
+            admin_controller_source,
             export_audit_history,
             export_snapshot,
         )
 
         self._dir.mkdir(parents=True, exist_ok=True)
-        source = admin_broker_source(self.cluster.get_admin_client()) if self.broker_views else None
-        result = export_snapshot(self.cluster.get_store(), self._dir / "snapshot", broker_source=source)
+        admin = self.cluster.get_admin_client() if self.broker_views or self.controller_view else None
+        result = export_snapshot(
+            self.cluster.get_store(),
+            self._dir / "snapshot",
+            broker_source=admin_broker_source(admin) if self.broker_views else None,
+            controller_source=admin_controller_source(admin) if self.controller_view else None,
+        )
         out: dict[str, Any] = {
             "snapshot": str(result.path),
             "snapshot_id": result.snapshot_id,
             "rows": dict(result.rows),
             "skipped_topics": dict(result.skipped_topics),
+            "controller_view": result.controller_view,
+            "controller_view_error": result.controller_view_error,
         }
+        if self.controller_view and not result.controller_view:
+            self.log.warning(
+                "snapshot written without the controller's view: %s", result.controller_view_error
+            )
         if self.audit_history:
             out["audit_parquet"] = str(self._dir / "audit")
             out["audit_rows"] = export_audit_history(self.audit.connection.url, self._dir / "audit")
