@@ -4,7 +4,14 @@ ZooKeeper is read with the store's batched reads only (topics in chunks, every s
 chunk in one multi-read, topic configs in one batched read), never one round trip per partition.
 The two other views come from pluggable sources (``reconcile.sources``, re-exported here):
 ``replica_manager_source``, ``admin_broker_source`` and the ``DescribeReplicaStates`` hook for
-brokers; ``context_controller_source`` and the ``DescribeControllerContext`` hook for the controller.
+brokers; ``context_controller_source``, ``admin_controller_source`` (the live controller's
+``DescribeControllerContext`` API) and the row-JSON hook for the controller.
+
+A controller view that cannot be had (no controller answered in time, or the controller changed
+between the ZooKeeper read and the answer) does not fail the export: the snapshot is written
+without it, ``meta.controller_view_error`` and ``ExportResult.controller_view_error`` say why, and
+a warning is logged. A malformed answer (or a source's bad row) still fails the export, with
+nothing written.
 
 The views are read *after* ZooKeeper, so on a busy cluster a view can be a little newer than the
 ZooKeeper data; the rules compare leader epochs, so "newer" shows up as a mismatch with evidence.
@@ -31,9 +38,12 @@ from kafka_controller.reconcile.sources import (
     BrokerViewSource,
     ControllerView,
     ControllerViewSource,
+    ControllerViewUnavailableError,
     admin_broker_source,
+    admin_controller_source,
     broker_view_from_json,
     context_controller_source,
+    controller_view_from_description,
     controller_view_from_json,
     describe_controller_context,
     describe_controller_context_source,
@@ -47,10 +57,13 @@ __all__ = [
     "BrokerViewSource",
     "ControllerView",
     "ControllerViewSource",
+    "ControllerViewUnavailableError",
     "ExportResult",
     "admin_broker_source",
+    "admin_controller_source",
     "broker_view_from_json",
     "context_controller_source",
+    "controller_view_from_description",
     "controller_view_from_json",
     "describe_controller_context",
     "describe_controller_context_source",
@@ -73,6 +86,9 @@ class ExportResult:
     rows: dict[str, int]
     #: Topics whose znode could not be read or decoded (left out of the snapshot), with the reason.
     skipped_topics: dict[str, str]
+    #: Whether the controller's view is in the snapshot, and why not when it was asked for.
+    controller_view: bool = False
+    controller_view_error: str | None = None
 
 
 # -- ZooKeeper -----------------------------------------------------------------------------------
@@ -121,7 +137,7 @@ def export_snapshot(
                 [_broker_row(b, e, b.id in reported) for b, e in (brokers[i] for i in sorted(brokers))],
             ),
         )
-        controller = controller_source() if controller_source is not None else None
+        controller, controller_error = _read_controller_view(controller_source, controller_id, epoch)
         if controller is not None:
             _write_controller_view(writer, controller)
         snapshot_id = str(uuid.uuid4())
@@ -136,11 +152,14 @@ def export_snapshot(
                 "controller_epoch_zk_version": epoch[1] if epoch else None,
                 "broker_views": broker_source is not None,
                 "controller_view": controller is not None,
+                "controller_view_error": controller_error,
                 "default_min_insync_replicas": default_min_insync_replicas,
                 "default_unclean_leader_election_enable": default_unclean_leader_election_enable,
             }
         )
-    return ExportResult(writer.path, snapshot_id, dict(writer.rows), skipped)
+    return ExportResult(
+        writer.path, snapshot_id, dict(writer.rows), skipped, controller is not None, controller_error
+    )
 
 
 def _export_topics(
@@ -257,16 +276,44 @@ def _write_broker_views(writer: S.SnapshotWriter, views: Iterable[BrokerView]) -
     return reported
 
 
+def _read_controller_view(
+    source: ControllerViewSource | None, controller_id: int | None, epoch: tuple[int, int] | None
+) -> tuple[ControllerView | None, str | None]:
+    """The view, or None and why not. A view from another controller or epoch than ZooKeeper named
+    at the start of the export is left out: its context belongs to another moment."""
+    if source is None:
+        return None, None
+    try:
+        view = source()
+    except ControllerViewUnavailableError as e:
+        reason = str(e) or type(e).__name__
+    else:
+        if (
+            controller_id is None
+            or epoch is None
+            or (view.controller_id, view.epoch) == (controller_id, epoch[0])
+        ):
+            return view, None
+        reason = (
+            f"the controller changed during the export (ZooKeeper named controller {controller_id} "
+            f"epoch {epoch[0]}, the answer came from controller {view.controller_id} epoch {view.epoch})"
+        )
+    log.warning("snapshot: written without the controller's view: %s", reason)
+    return None, reason
+
+
 def _write_controller_view(writer: S.SnapshotWriter, view: ControllerView) -> None:
-    for table, rows in (
-        ("controller_partitions", view.partitions),
-        ("controller_replicas", view.replicas),
-        ("reassignments", view.reassignments),
-    ):
-        for i, r in enumerate(rows if not view.checked else ()):
-            S.check_row(table, r, f"controller {table} row {i}")
-        for i in range(0, len(rows), PARTITION_CHUNK * 5):
-            writer.write(table, _columns(S.TABLES[table], rows[i : i + PARTITION_CHUNK * 5]))
+    if not view.checked:
+        for table, rows in zip(
+            ("controller_partitions", "controller_replicas", "reassignments"), view.rows(), strict=True
+        ):
+            for i, r in enumerate(rows):
+                S.check_row(table, r, f"controller {table} row {i}")
+    step = PARTITION_CHUNK * 5
+    for table, columns in view.columns().items():
+        n = len(columns["partition"])
+        for i in range(0, n, step):
+            writer.write(table, {k: v[i : i + step] for k, v in columns.items()})
 
 
 # -- the audit history ---------------------------------------------------------------------------

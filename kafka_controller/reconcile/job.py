@@ -243,6 +243,9 @@ def _run(spark: Any, config: JobConfig, inputs: Any, run_dir: str, store: Any) -
     try:
         partitions = prepared.pz.count()
         lap("load")
+        for frame in cached[1:]:  # the joins and the audit window, so "rules" times the rules alone
+            frame.count()
+        lap("prepare")
         # One partition per core: findings are few, and the union of fifteen rules has many partitions.
         findings = rules.run_rules(prepared).coalesce(spark.sparkContext.defaultParallelism).persist()
         cached.append(findings)

@@ -27,7 +27,8 @@ The JSON row shapes of the two admin APIs the runtime exposes for the exporter (
 malformed row fails with a one-line error naming the row and field, before anything is written.
 
 ``SNAPSHOT_VERSION`` goes up whenever a column is added, removed or retyped; readers refuse newer
-versions with a one-line error instead of misreading them.
+versions with a one-line error instead of misreading them, and read older ones with the columns
+added since as nulls. Version 2 added ``meta.controller_view_error``.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from kafka_controller.domain.errors import InvalidArgumentError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,11 @@ TABLES: dict[str, tuple[Field, ...]] = {
         _f("controller_epoch_zk_version", "int32"),
         _f("broker_views", "bool", False, "true when broker_replicas was filled by a broker source"),
         _f("controller_view", "bool", False, "true when controller_* were filled by a controller source"),
+        _f(
+            "controller_view_error",
+            "string",
+            doc="why controller_* are empty although the view was asked for (e.g. no answer in time)",
+        ),
         _f("default_min_insync_replicas", "int32", False),
         _f("default_unclean_leader_election_enable", "bool", False),
     ),
@@ -190,8 +196,9 @@ BROKER_VIEW_FIELDS: tuple[str, ...] = (
     "log_end_offset",
     "high_watermark",
 )
-#: ``DescribeControllerContext`` (active controller): ``{"version":1,"controller_id":N,"epoch":E,
-#: "epoch_zk_version":V,"partitions":[{...}],"replicas":[{...}],"reassignments":[{...}]}``.
+#: ``DescribeControllerContext`` (active controller) as rows: ``{"version":1,"controller_id":N,"epoch":E,
+#: "epoch_zk_version":V,"partitions":[{...}],"replicas":[{...}],"reassignments":[{...}]}``. The API
+#: itself answers the same tables as columns (``core.context_description``).
 CONTROLLER_PARTITION_FIELDS: tuple[str, ...] = tuple(f.name for f in TABLES["controller_partitions"])
 CONTROLLER_REPLICA_FIELDS: tuple[str, ...] = tuple(f.name for f in TABLES["controller_replicas"])
 REASSIGNMENT_FIELDS: tuple[str, ...] = tuple(f.name for f in TABLES["reassignments"])

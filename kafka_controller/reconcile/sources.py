@@ -6,8 +6,12 @@
   is **the hook** for the runtime's ``DescribeReplicaStates`` JSON (rows: ``snapshot.BROKER_VIEW_FIELDS``).
 * ``ControllerViewSource() -> ControllerView``: the active controller's context.
   ``context_controller_source`` reads a ``ControllerContext`` directly (call it on the event thread,
-  or while the controller is idle); ``describe_controller_context_source`` is **the hook** for the
-  runtime's ``DescribeControllerContext`` JSON, which ``describe_controller_context`` builds.
+  or while the controller is idle); ``admin_controller_source`` calls the active controller's
+  ``DescribeControllerContext`` API (a columnar document, ``core.context_description``) through an
+  ``AdminClient``; ``describe_controller_context_source`` is the hook for the same answer as row
+  JSON, which ``describe_controller_context`` builds. A source that cannot reach the controller
+  raises ``ControllerViewUnavailableError``: the exporter then writes the snapshot without the view
+  and records why.
 
 Every row is checked against the snapshot schema before anything is written: a malformed answer is a
 one-line error naming the row and field.
@@ -20,9 +24,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.core.context_description import (
+    check_description,
+    describe_context,
+    description_rows,
+    expand_description,
+)
+from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
 from kafka_controller.reconcile import snapshot as S
+from kafka_controller.transport.errors import ProtocolError
 
 if TYPE_CHECKING:
     from kafka_controller.core.context import ControllerContext
@@ -43,15 +54,51 @@ class BrokerView:
 
 @dataclass(slots=True)
 class ControllerView:
-    """The controller's context as rows (``snapshot.CONTROLLER_*_FIELDS``, ``REASSIGNMENT_FIELDS``)."""
+    """The controller's context as rows (``snapshot.CONTROLLER_*_FIELDS``, ``REASSIGNMENT_FIELDS``),
+    or as the checked columnar ``description`` the ``DescribeControllerContext`` API answers (then
+    the row lists are empty: at 100,000 partitions, building a dict per row costs more than the
+    whole answer, and the exporter writes the columns as they are). ``rows()`` gives rows either way."""
 
     controller_id: int
     epoch: int
     epoch_zk_version: int
-    partitions: list[dict[str, Any]]
-    replicas: list[dict[str, Any]]
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    replicas: list[dict[str, Any]] = field(default_factory=list)
     reassignments: list[dict[str, Any]] = field(default_factory=list)
     checked: bool = False
+    description: dict[str, Any] | None = None
+
+    def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(partitions, replicas, reassignments)`` rows."""
+        if self.description is not None:
+            return description_rows(self.description)
+        return self.partitions, self.replicas, self.reassignments
+
+    def columns(self) -> dict[str, dict[str, list[Any]]]:
+        """The snapshot tables (``controller_partitions``, ``controller_replicas``,
+        ``reassignments``) as columns; replica lists may be shared between rows."""
+        if self.description is not None:
+            t = expand_description(self.description)
+            n = len(t["reassignments"]["partition"])
+            reassignments = {**t["reassignments"], "source": ["controller"] * n, "started_ms": [None] * n}
+            return {
+                "controller_partitions": t["partitions"],
+                "controller_replicas": t["replicas"],
+                "reassignments": reassignments,
+            }
+        return {
+            table: {f.name: [r[f.name] for r in rows] for f in S.TABLES[table]}
+            for table, rows in (
+                ("controller_partitions", self.partitions),
+                ("controller_replicas", self.replicas),
+                ("reassignments", self.reassignments),
+            )
+        }
+
+
+class ControllerViewUnavailableError(KafkaControllerError):
+    """The controller did not answer (none registered, moved, timed out, unreachable): the snapshot
+    is written without its view, and says why."""
 
 
 BrokerViewSource = Callable[[Sequence[int]], Iterable[BrokerView]]
@@ -85,39 +132,8 @@ def context_controller_source(context: ControllerContext, controller_id: int) ->
 def _context_rows(
     ctx: ControllerContext,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    queued = ctx.topics_to_be_deleted
-    states = ctx.partition_states
-    leadership = ctx.partitions_leadership_info
-    partitions = []
-    for tp, a in ctx.iter_assignments():
-        state = states.get(tp)
-        partitions.append(
-            {
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "state": None if state is None else state.kafka_name,
-                **leadership_row(leadership.get(tp)),
-                "replicas": list(a.replicas),
-                "adding_replicas": list(a.adding_replicas),
-                "removing_replicas": list(a.removing_replicas),
-                "queued_for_deletion": tp.topic in queued,
-            }
-        )
-    replicas = [
-        {"topic": r.topic, "partition": r.partition, "replica": r.replica, "state": s.kafka_name}
-        for r, s in ctx.replica_states.items()
-    ]
-    reassignments = [
-        {
-            "topic": tp.topic,
-            "partition": tp.partition,
-            "target_replicas": list(ctx.partition_full_replica_assignment(tp).target_replicas),
-            "source": "controller",
-            "started_ms": None,
-        }
-        for tp in sorted(ctx.partitions_being_reassigned)
-    ]
-    return partitions, replicas, reassignments
+    """One definition of the controller's rows: the API's columnar document, expanded."""
+    return description_rows(describe_context(ctx, -1))
 
 
 def describe_controller_context(context: ControllerContext, controller_id: int) -> dict[str, Any]:
@@ -183,8 +199,40 @@ def _check_version(doc: Mapping[str, Any], api: str) -> None:
 
 
 def describe_controller_context_source(fetch: Callable[[], Mapping[str, Any]]) -> ControllerViewSource:
-    """Hook: ``fetch()`` calls the active controller's ``DescribeControllerContext`` and returns its JSON."""
+    """Hook: ``fetch()`` returns a ``DescribeControllerContext`` answer as row JSON."""
     return lambda: controller_view_from_json(fetch())
+
+
+def controller_view_from_description(doc: Any) -> ControllerView:
+    """A view of a columnar ``DescribeControllerContext`` document (``core.context_description``),
+    checked: a malformed one is a one-line ``InvalidArgumentError``."""
+    try:
+        check_description(doc)
+    except ValueError as e:
+        raise InvalidArgumentError(f"DescribeControllerContext: {e}") from None
+    return ControllerView(
+        doc["controller_id"], doc["epoch"], doc["epoch_zk_version"], checked=True, description=doc
+    )
+
+
+def admin_controller_source(client: Any, timeout_s: float | None = None) -> ControllerViewSource:
+    """The active controller's ``DescribeControllerContext`` API through an ``AdminClient`` (which
+    finds the controller in ZooKeeper and follows it when it moves). No answer within ``timeout_s``
+    (default: the client's), or any transport or controller error, is ``ControllerViewUnavailableError``;
+    a malformed answer is ``InvalidArgumentError``."""
+
+    def read() -> ControllerView:
+        try:
+            answer = client.describe_controller_context(timeout_s=timeout_s)
+        except InvalidArgumentError:
+            raise
+        except ProtocolError as e:  # an answer, but malformed: a bug to report, not an outage
+            raise InvalidArgumentError(f"malformed DescribeControllerContext answer: {e}") from None
+        except KafkaControllerError as e:
+            raise ControllerViewUnavailableError(str(e)) from None
+        return controller_view_from_description(answer.context)
+
+    return read
 
 
 def describe_replica_states_source(fetch: Callable[[int], Mapping[str, Any] | None]) -> BrokerViewSource:
@@ -234,7 +282,6 @@ def _replica_row(p: Any, now: int) -> dict[str, Any]:
 
 def admin_broker_source(client: Any) -> BrokerViewSource:
     """Brokers' ``DescribeReplicas`` API through an ``AdminClient``; a broker that fails is left out."""
-    from kafka_controller.domain.errors import KafkaControllerError
 
     def read(broker_ids: Sequence[int]) -> Iterable[BrokerView]:
         for b in broker_ids:

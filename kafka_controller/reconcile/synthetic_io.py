@@ -136,6 +136,7 @@ def write_snapshot(f: Fleet, root: Path, chunk: int) -> None:
                 "controller_epoch_zk_version": 1,
                 "broker_views": True,
                 "controller_view": True,
+                "controller_view_error": None,
                 "default_min_insync_replicas": 1,
                 "default_unclean_leader_election_enable": False,
             }.items()

@@ -10,9 +10,9 @@
 * Both controllers' transitions go through ``ControllerAuditSink`` (stamping controller, epoch and
   sequence) into a real ``AuditWriter`` on a SQLite audit store.
 
-Placeholder: the multi-process version (real broker processes, embedded ZooKeeper, SIGKILL) is to
-be added when the runtime's ``DescribeControllerContext`` lands; it will use the same exporter with
-``admin_broker_source`` and ``describe_controller_context_source``.
+The multi-process version (real broker processes, embedded ZooKeeper, SIGKILL) is
+``test_live_drill.py``: the same exporter with ``admin_broker_source`` and
+``admin_controller_source`` (the runtime's ``DescribeControllerContext``).
 """
 
 from __future__ import annotations

@@ -230,6 +230,15 @@ def test_cli_exports_a_snapshot_from_real_zookeeper(zk_connect: str, tmp_path: P
     )
     rc = main(["reconcile", "export", "--zookeeper", zk_connect, "--out", str(tmp_path / "snap")])
     assert rc == 1 and "already exists" in capsys.readouterr().err
+    # Broker 1 is registered as the controller, but nothing listens on its port: the snapshot is
+    # still written, without the controller's view, and the output says why.
+    argv = ["reconcile", "export", "--zookeeper", zk_connect, "--out", str(tmp_path / "snap2")]
+    rc = main([*argv, "--controller-view", "--timeout", "2"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["controller_view"] is False
+    assert "DescribeControllerContext: no active controller answered in time" in out["controller_view_error"]
+    meta = S.read_meta(tmp_path / "snap2")
+    assert (meta["controller_view"], meta["controller_view_error"]) == (False, out["controller_view_error"])
 
 
 def test_a_custom_source_with_a_bad_row_writes_nothing(tmp_path: Path) -> None:
@@ -242,3 +251,104 @@ def test_a_custom_source_with_a_bad_row_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="broker 2 replica row 0: field 'leader' must not be null"):
         E.export_snapshot(d.harness.store, tmp_path / "snap", broker_source=brokers)
     assert not [p for p in tmp_path.iterdir() if "snap" in p.name]
+
+
+# -- the controller's view from the DescribeControllerContext API ------------------------------------
+class DescribingClient:
+    """An ``AdminClient`` stand-in: answers DescribeControllerContext from a context, or fails."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.timeouts: list[float | None] = []
+
+    def describe_controller_context(
+        self, timeout_s: float | None = None
+    ) -> A.DescribeControllerContextResponse:
+        self.timeouts.append(timeout_s)
+        if isinstance(answer := self.answer, Exception):
+            raise answer
+        return A.DescribeControllerContextResponse("NONE", answer)
+
+
+def test_the_api_view_is_written_as_the_in_process_one(tmp_path: Path) -> None:
+    from kafka_controller.core.context_description import describe_context
+
+    d = drill.start(sqlite_audit_url(tmp_path), tmp_path / "spool")
+    d.writer.close()
+    ctx = d.harness.context
+    client = DescribingClient(json.loads(json.dumps(describe_context(ctx, 4))))
+    via_api = _export(d, tmp_path / "api", d.harness.store, E.admin_controller_source(client, 7.5))
+    direct = _export(d, tmp_path / "direct", d.harness.store, E.context_controller_source(ctx, 4))
+    assert client.timeouts == [7.5]
+    assert via_api.controller_view and via_api.controller_view_error is None
+    for table in ("controller_partitions", "controller_replicas", "reassignments"):
+        assert (
+            pq.read_table(via_api.path / table).to_pylist() == pq.read_table(direct.path / table).to_pylist()
+        )
+    assert via_api.rows["controller_partitions"] == len(drill.all_partitions())
+    assert via_api.rows["controller_replicas"] > len(drill.all_partitions())
+    view = E.admin_controller_source(client)()
+    assert view.checked and view.rows() == E.context_controller_source(ctx, 4)().rows()
+
+
+def test_a_silent_controller_leaves_the_view_out_and_says_why(tmp_path: Path, caplog: Any) -> None:
+    from kafka_controller.broker.admin_client import ControllerNotAvailableError
+
+    d = drill.start(sqlite_audit_url(tmp_path), tmp_path / "spool")
+    d.writer.close()
+    silent = DescribingClient(ControllerNotAvailableError("DescribeControllerContext: no active controller"))
+    with caplog.at_level("WARNING", logger="kafka_controller.reconcile.export"):
+        result = _export(d, tmp_path / "snap", d.harness.store, E.admin_controller_source(silent, 1.0))
+    assert not result.controller_view
+    assert result.controller_view_error == "DescribeControllerContext: no active controller"
+    meta = S.read_meta(result.path)
+    assert (meta["controller_view"], meta["controller_view_error"]) == (False, result.controller_view_error)
+    assert result.rows["controller_partitions"] == 0 and result.rows["zk_partitions"] == len(
+        drill.all_partitions()
+    )
+    assert "written without the controller's view: DescribeControllerContext" in caplog.text
+
+
+def test_a_view_from_another_controller_is_left_out(tmp_path: Path) -> None:
+    d = drill.start(sqlite_audit_url(tmp_path), tmp_path / "spool")
+    d.writer.close()
+    result = _export(d, tmp_path / "snap", d.harness.store, E.context_controller_source(d.harness.context, 9))
+    assert not result.controller_view and result.rows["controller_partitions"] == 0
+    assert result.controller_view_error is not None
+    assert "controller changed during the export" in result.controller_view_error
+    assert "ZooKeeper named controller 4 epoch 1, the answer came from controller 9 epoch 1" in (
+        result.controller_view_error
+    )
+
+
+def test_a_malformed_api_answer_fails_the_export_and_writes_nothing(tmp_path: Path) -> None:
+    from kafka_controller.core.context_description import describe_context
+    from kafka_controller.transport.errors import ProtocolError
+
+    d = drill.start(sqlite_audit_url(tmp_path), tmp_path / "spool")
+    d.writer.close()
+    doc = describe_context(d.harness.context, 4)
+    doc["replicas"]["replica"][0] = "4"
+    with pytest.raises(
+        InvalidArgumentError, match=r"DescribeControllerContext: column replicas\.replica must hold"
+    ):
+        _export(d, tmp_path / "snap", d.harness.store, E.admin_controller_source(DescribingClient(doc)))
+    garbled = DescribingClient(ProtocolError("malformed DescribeControllerContext response body: ..."))
+    with pytest.raises(InvalidArgumentError, match="malformed DescribeControllerContext answer"):
+        _export(d, tmp_path / "snap", d.harness.store, E.admin_controller_source(garbled))
+    assert not [p for p in tmp_path.iterdir() if "snap" in p.name]
+
+
+def test_a_version_1_snapshot_is_still_read(tmp_path: Path) -> None:
+    """Snapshots written before ``meta.controller_view_error`` existed read it as null."""
+    import pyarrow as pa
+
+    d = drill.start(sqlite_audit_url(tmp_path), tmp_path / "spool")
+    d.writer.close()
+    result = E.export_snapshot(d.harness.store, tmp_path / "snap", clock=d.clock)
+    meta_file = result.path / "meta" / "part-00000.parquet"
+    old = pq.read_table(meta_file).drop_columns(["controller_view_error"])
+    old = old.set_column(0, "schema_version", pa.array([1], pa.int32()))
+    pq.write_table(old, meta_file)
+    assert S.read_meta(result.path)["schema_version"] == 1
+    assert S.read_arrow(result.path, "meta").to_pylist()[0]["controller_view_error"] is None
