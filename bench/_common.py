@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import shutil
+import sqlite3
 import tempfile
 import threading
 import time
@@ -46,11 +47,11 @@ from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from kafka_controller.zk.security import ZkClientConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
-#: Broker settings of every benchmark cluster. The simulated followers fetch every second instead of
-#: every 200 ms: at RF 3 each broker follows 40,000 partitions, and at the default rate the data
-#: plane alone keeps a whole core of this 2-core machine busy (measured), which would be charged to
+#: Broker settings of every benchmark cluster. The simulated followers fetch every 5 s instead of
+#: every 200 ms: at RF 3 each broker follows 40,000 partitions, and even at one fetch a second the
+#: data plane alone kept 1.2 of this machine's 2 cores busy (measured), which would be charged to
 #: the controller. Auto rebalance is off so that nothing periodic runs during a timed operation.
-BENCH_BROKER_CONFIG = {"sim.fetch.interval.ms": "1000", "auto.leader.rebalance.enable": "false"}
+BENCH_BROKER_CONFIG = {"sim.fetch.interval.ms": "5000", "auto.leader.rebalance.enable": "false"}
 #: Holds ``/controller`` while the brokers register (see ``hold_election``); never a broker id.
 PLACEHOLDER_CONTROLLER_ID = 999
 BROKERS = 5
@@ -129,6 +130,7 @@ class BenchCluster:
     assignment: Assignment
     partitions: list[TopicPartition]
     setup_seconds: dict[str, float]
+    audit_db: Path | None = None
 
     def pid(self, broker_id: int) -> int:
         pid = self.cluster.processes[broker_id].pid
@@ -176,7 +178,8 @@ def bench_cluster(
         with hold_election(store, BROKERS):
             cluster.start(timeout=600)
         timings["start_brokers"] = time.perf_counter() - t1
-        bench = BenchCluster(zk, store, cluster, assignment, partitions_of(assignment), timings)
+        audit_db = work / "audit.db" if audit else None
+        bench = BenchCluster(zk, store, cluster, assignment, partitions_of(assignment), timings, audit_db)
         t2 = time.perf_counter()
         settle(bench)
         timings["settle"] = time.perf_counter() - t2
@@ -327,6 +330,30 @@ def poll(probe: Callable[[], Any], timeout: float, what: str, interval: float = 
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
+
+
+def audit_rows(db: Path) -> int:
+    """Transition rows committed to a benchmark's SQLite audit store so far."""
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn:
+        return sum(
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("partition_transitions", "replica_transitions")
+        )
+
+
+def wait_audit_drained(db: Path, timeout: float = 120.0) -> tuple[int, float]:
+    """Until the row count stops growing (unchanged over 1 s); the count and the epoch time at
+    which it last grew."""
+    deadline = time.monotonic() + timeout
+    count, grew_at, unchanged_since = audit_rows(db), time.time(), time.monotonic()
+    while time.monotonic() - unchanged_since < 1.0:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"audit rows still growing after {timeout:g}s")
+        time.sleep(0.05)
+        now = audit_rows(db)
+        if now != count:
+            count, grew_at, unchanged_since = now, time.time(), time.monotonic()
+    return count, grew_at
 
 
 def ratio(a: float, b: float) -> float | None:

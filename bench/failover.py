@@ -44,6 +44,7 @@ from bench._common import (
     ratio,
     report,
     rss_mb,
+    wait_audit_drained,
 )
 from bench.floor import failover_read_paths, read_floor, state_paths, write_floor
 from kafka_controller.domain.errors import KafkaControllerError
@@ -130,6 +131,14 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
     cpu = {name: round(cpu_seconds(pid) - cpu0[name], 2) for name, pid in pids.items()}
     rss_after = rss_mb(bench.pid(new))
 
+    drained: dict[str, Any] = {}
+    if bench.audit_db is not None:
+        rows, last_row = wait_audit_drained(bench.audit_db)
+        drained = {
+            "audit_rows_total": rows,
+            "audit_drained_after_election_seconds": round(last_row - elected, 3),
+        }
+
     read_s = read_floor(store, failover_read_paths(store, bench.partitions))
     write_s = write_floor(store, written)
     floor = read_s + write_s
@@ -156,6 +165,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
             "seconds": round(floor, 3),
         },
         "ratio_to_floor": ratio(failover, floor),
+        **drained,
     }
 
 
