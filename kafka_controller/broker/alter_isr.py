@@ -52,6 +52,8 @@ class AlterIsrManager:
         self._running = False
         self._thread: threading.Thread | None = None
         self.sent_requests = 0  # observable in tests: batching means few requests
+        # The last answer re-queued partitions with a retriable error: back off before resending.
+        self._partitions_to_retry = False
 
     def submit(self, tp: TopicPartition, proposal: LeaderAndIsr) -> None:
         """Queue a proposal (the partition already marked it pending); returns at once."""
@@ -85,7 +87,7 @@ class AlterIsrManager:
                     return
             ok = self.send_pending(fresh)
             fresh = not ok
-            if not ok:
+            if not ok or self._partitions_to_retry:
                 with self._cond:
                     self._cond.wait_for(lambda: not self._running, self.retry_backoff_s)
 
@@ -97,6 +99,7 @@ class AlterIsrManager:
 
     def send_once(self, batch: dict[TopicPartition, LeaderAndIsr], fresh: bool = False) -> bool:
         """Send ``batch`` and settle the answers; False when it must be retried as a whole."""
+        self._partitions_to_retry = False
         batch = self._still_wanted(batch)
         if not batch:
             return True
@@ -136,6 +139,9 @@ class AlterIsrManager:
                 else:
                     retry[tp] = proposal
         if retry:
+            # A partition the controller could not update (its ZooKeeper session is suspended, say)
+            # waits the backoff too: resent at once, it would spin against the controller.
+            self._partitions_to_retry = True
             self._requeue(retry)
         return True
 

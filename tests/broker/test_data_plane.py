@@ -6,6 +6,8 @@ started, and time is a manual clock: every step is explicit.
 
 from __future__ import annotations
 
+import itertools
+import time
 from typing import Any
 
 from kafka_controller.broker import apis as A
@@ -203,3 +205,35 @@ def test_after_stop_fetching_no_fetcher_thread_runs_but_fetches_are_still_served
     c.rm[2].become_leader_or_follower(leader_and_isr([state("t", 2, 2, 0, (2, 1), replicas=(1, 2))]))
     served = plane.handle_fetch(A.FetchRequest(1, ("t",), (2,), (0,), (0,)))
     assert served.errors == ("NONE",)
+
+
+def test_a_partition_the_controller_failed_to_update_is_resent_only_after_the_backoff() -> None:
+    """UNKNOWN_SERVER_ERROR for a partition (the controller's ZooKeeper session is suspended) is
+    retried, but after ``retry_backoff_s``: resent at once it spun at thousands of requests a
+    second against the controller (seen in a ZooKeeper-restart fault trial)."""
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0)
+    c.clock.advance(LAG_MS / 1000 + 0.1)
+    c.plane[1].maybe_shrink_isr()
+    failure = {T0: Errors.UNKNOWN_SERVER_ERROR}
+    c.controller.script = [failure, failure, failure]
+    sent_at: list[float] = []
+
+    def timed(request: A.AlterIsrRequest, fresh: bool) -> A.AlterIsrResponse:
+        sent_at.append(time.monotonic())
+        return c.controller(request, fresh)
+
+    backoff = 0.2
+    manager = AlterIsrManager(c.rm[1], lambda: 10, timed, retry_backoff_s=backoff)
+    manager.submit(T0, LeaderAndIsr(1, 0, (1,), 0))
+    manager.start()
+    try:
+        deadline = time.monotonic() + 30
+        while c.part(1).isr != (1,):
+            assert time.monotonic() < deadline, f"ISR never applied after {len(sent_at)} requests"
+            time.sleep(0.01)  # polling interval
+    finally:
+        manager.stop()
+    assert len(sent_at) == 4  # three failures, then the success
+    gaps = [b - a for a, b in itertools.pairwise(sent_at)]
+    assert min(gaps) >= backoff * 0.9, gaps
