@@ -35,6 +35,7 @@ from kafka_controller.controller.events import (
     Reelect,
     RegisterBrokerAndReelect,
     ReplicaLeaderElection,
+    SessionReconnected,
     TopicChange,
     TopicDeletion,
     ZkPartitionReassignment,
@@ -298,8 +299,14 @@ class ControllerBase(abc.ABC):
         if event is SessionEvent.EXPIRED:
             self._session_expired = True
             self.event_manager.clear_and_put(Expire())
+        elif event is SessionEvent.SUSPENDED:
+            self._session_suspended = True
         elif event is SessionEvent.CONNECTED and self._session_expired:
-            self._session_expired = False
+            self._session_expired = self._session_suspended = False
             self.enqueue(RegisterBrokerAndReelect())
+        elif event is SessionEvent.CONNECTED and self._session_suspended:
+            self._session_suspended = False
+            self.enqueue(SessionReconnected())
 
     _session_expired = False
+    _session_suspended = False

@@ -103,6 +103,14 @@ class RegisterBrokerAndReelect(_Plain):
     state = _S.CONTROLLER_CHANGE
 
 
+class SessionReconnected(_Plain):
+    """Not a Kafka event: the session reconnected after SUSPENDED (the same session). Kafka's
+    ZooKeeper requests wait for the connection; ours fail fast, so an event handled meanwhile may
+    have stopped half-way. Idle: no Kafka rate-and-time timer counts it."""
+
+    state = _S.IDLE
+
+
 class Expire(_Plain):
     state = _S.CONTROLLER_CHANGE
 

@@ -53,7 +53,7 @@ from kafka_controller.core.topic_deletion_manager import TopicDeletionManager
 from kafka_controller.domain.errors import ControllerMovedError, InvalidArgumentError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.states import ReplicaState
-from kafka_controller.domain.values import Broker
+from kafka_controller.domain.values import Broker, LeaderIsrAndControllerEpoch
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, NullAuditSink, SystemClock
 
 log = logging.getLogger("kafka_controller.controller")
@@ -289,6 +289,7 @@ class KafkaController(
             ev.Reelect: lambda e: self.process_reelect(),
             ev.RegisterBrokerAndReelect: lambda e: self.process_register_broker_and_reelect(),
             ev.Expire: lambda e: self.process_expire(),
+            ev.SessionReconnected: lambda e: self.process_session_reconnected(),
             ev.BrokerChange: lambda e: self.process_broker_change(),
             ev.BrokerModifications: lambda e: self.process_broker_modification(e.broker_id),
             ev.TopicChange: lambda e: self.process_topic_change(),
@@ -353,6 +354,28 @@ class KafkaController(
             self.config = self.config.with_overrides({UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
             self.build_state_machines()
         self.process_unclean_leader_election_enable()
+
+    def process_session_reconnected(self) -> None:
+        """Finish what the connection loss may have cut short (not Kafka's, whose ZooKeeper calls
+        wait for the connection instead of failing): an event that failed meanwhile may have written
+        an ISR that completes a reassignment and then failed to read it back, and no later ISR
+        change would re-check it; or failed to elect leaders. So re-check every reassignment in
+        flight (one batched read; the ones whose targets are all in the ISR are completed), and
+        elect what is offline. Watch-driven work needs nothing: the watch layer re-arms dropped
+        watches and fires those whose znode changed."""
+        if not self.is_active:
+            return
+        ctx = self.controller_context
+        reassigning = sorted(ctx.partitions_being_reassigned)
+        log.info("Session reconnected: re-checking %d reassignments in flight", len(reassigning))
+        if reassigning:
+            states = self.store.get_partition_states(reassigning)
+            for tp in reassigning:
+                read = states.get(tp)
+                targets = set(ctx.partition_full_replica_assignment(tp).target_replicas)
+                if isinstance(read, LeaderIsrAndControllerEpoch) and targets <= set(read.leader_and_isr.isr):
+                    self.maybe_complete_reassignment(tp)
+        self.partition_state_machine.trigger_online_partition_state_change()
 
     def _process_describe_controller_context(self, e: ev.DescribeControllerContext) -> None:
         """Only the active controller's context is worth describing; a failure while building it is
