@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_controller.admin.describe import ClusterView
 from kafka_controller.cluster import LocalCluster
 from kafka_controller.zk import paths as P
 from tests.cli.clirun import run
@@ -72,7 +73,17 @@ def test_broker_failure_and_bounce(cluster: LocalCluster) -> None:
     old_epoch = cluster.registered()[victim]
 
     cluster.kill_broker(victim, wait_deregistered=True, timeout=TIMEOUT)
-    view = wait_all_led(cluster)
+
+    def victim_out() -> ClusterView | None:
+        # Every partition led again, and the victim out of every ISR it can leave: the controller
+        # shrinks ISRs after it has seen the broker go, so "all led" alone can come first.
+        view = wait_all_led(cluster)
+        moved = all(
+            p.leader != victim and victim not in p.isr for p in view.partitions if set(p.replicas) - {victim}
+        )
+        return view if moved else None
+
+    view = cluster.wait_until(victim_out, TIMEOUT, f"broker {victim} out of every leadership and ISR")
     for p in view.partitions:
         if set(p.replicas) - {victim}:
             assert p.leader != victim and victim not in p.isr, p
