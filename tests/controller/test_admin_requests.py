@@ -4,8 +4,6 @@ per-partition answers of Kafka 2.8 (spec §8.8, §8.9, §8.11, §8.12)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from kafka_controller.controller.events import ApiError, ElectionType
@@ -16,13 +14,6 @@ from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster, wait_until
 
 TP = TopicPartition("t", 0)
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    yield c
-    c.close()
 
 
 def _elect(

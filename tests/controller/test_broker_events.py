@@ -4,10 +4,6 @@ ISR-change notifications that brokers on older IBPs still write."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from kafka_controller.controller.events import ApiError, UpdateFeatures
 from kafka_controller.domain.requests import (
     ControlResponse,
@@ -27,13 +23,6 @@ from kafka_controller.testing.recording_channel import SentRequest, default_resp
 from tests.controller.cluster import Answer, Cluster, wait_until
 
 TP = TopicPartition("t", 0)
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    yield c
-    c.close()
 
 
 def test_storage_error_in_leader_and_isr_response_moves_leadership(cluster: Cluster) -> None:

@@ -4,10 +4,8 @@ controller taking over a real Kafka 2.8 cluster must do (spec §8.2-8.4)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import orjson
-import pytest
 
 from kafka_controller.controller.events import MockEvent
 from kafka_controller.domain.audit_records import ControllerEventRecord, PartitionTransition
@@ -19,13 +17,6 @@ from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Cluster, wait_until
 
 TP = TopicPartition("topic1", 0)
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    yield c
-    c.close()
 
 
 def test_handle_illegal_state_exception(cluster: Cluster) -> None:

@@ -5,9 +5,6 @@ building it is an error answer, not a dead controller."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-
-import pytest
 
 from kafka_controller.controller import events as ev
 from kafka_controller.controller.controller_state import ControllerState
@@ -17,13 +14,6 @@ from kafka_controller.domain.values import TopicPartition
 from tests.controller.cluster import Answer, Cluster
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    yield c
-    c.close()
 
 
 def _describe(controller: object) -> tuple[object, threading.Thread]:

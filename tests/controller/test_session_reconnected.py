@@ -7,9 +7,6 @@ completed it failed to read, and no later ISR change came to re-check it: stuck 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-
-import pytest
 
 from kafka_controller.controller import events as ev
 from kafka_controller.domain.requests import Errors
@@ -17,13 +14,6 @@ from kafka_controller.domain.values import LeaderAndIsr, ReplicaAssignment, Topi
 from tests.controller.cluster import Answer, Cluster, drain, wait_until
 
 TP = TopicPartition("t", 0)
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    yield c
-    c.close()
 
 
 def _assignment(cluster: Cluster) -> ReplicaAssignment:
