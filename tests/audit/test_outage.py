@@ -114,7 +114,10 @@ def test_server_killed_mid_run_and_restarted_every_row_once(
     assert stats.accepted == expected
     assert stats.spooled >= 3_000 and stats.replayed == stats.spooled
     assert (stats.dropped, stats.rejected, stats.spool_rows, stats.pending) == (0, 0, 0, 0)
-    assert stats.written + stats.replayed - stats.duplicates == expected
+    # A batch the server committed just before dying is in doubt to the writer: spooled, then
+    # replayed as duplicates. At most one batch (500 rows) is in flight when the server dies.
+    in_doubt = expected - (stats.written + stats.replayed - stats.duplicates)
+    assert in_doubt in (0, 500) and stats.duplicates >= in_doubt
 
 
 @pytest.mark.postgres
