@@ -11,6 +11,9 @@ from typing import Protocol
 
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 
+#: One ``add_leader_and_isr_requests`` entry: recipients, partition, its leadership and assignment.
+LeaderAndIsrEntry = tuple[Iterable[int], TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment]
+
 
 class RequestBatch(Protocol):
     def new_batch(self) -> None:
@@ -28,6 +31,15 @@ class RequestBatch(Protocol):
         replica_assignment: ReplicaAssignment,
         is_new: bool,
     ) -> None: ...
+
+    def add_leader_and_isr_requests(
+        self,
+        entries: Iterable[LeaderAndIsrEntry],
+        is_new: bool,
+    ) -> None:
+        """``add_leader_and_isr_request_for_brokers(*entry, is_new)`` for each entry, in order: the
+        bulk form the state machines use (the real batch reads the context once for all)."""
+        ...
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool

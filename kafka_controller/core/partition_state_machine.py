@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafka_controller.core.batch_api import RequestBatch
+from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.election import (
     ElectionDecision,
@@ -303,7 +303,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
                 self._failed(tp, _NEW, _ONLINE, e, records)
             return []
         initialized: list[TopicPartition] = []
-        add_leader_and_isr = self._batch.add_leader_and_isr_request_for_brokers
+        requests: list[LeaderAndIsrEntry] = []
         for tp, leadership in to_create.items():
             if tp not in responses:
                 missing = StateChangeFailedError(f"the metadata store gave no create result for {tp}")
@@ -315,12 +315,11 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
                 continue
             ctx.put_partition_leadership_info(tp, leadership)
             leader_and_isr = leadership.leader_and_isr
-            add_leader_and_isr(
-                leader_and_isr.isr, tp, leadership, ctx.partition_full_replica_assignment(tp), True
-            )
+            requests.append((leader_and_isr.isr, tp, leadership, ctx.partition_full_replica_assignment(tp)))
             initialized.append(tp)
             if records is not None:
                 records.append(self._transition(tp, _NEW, _ONLINE, after=leader_and_isr))
+        self._batch.add_leader_and_isr_requests(requests, True)
         if initialized:
             state_change_log.info("Initialized leader and ISR of %d new partitions", len(initialized))
         return initialized
@@ -415,7 +414,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         failed_before_update = len(failed)
         put_leadership = ctx.put_partition_leadership_info
         assignments = ctx.partition_assignments
-        add_leader_and_isr = self._batch.add_leader_and_isr_request_for_brokers
+        requests: list[LeaderAndIsrEntry] = []
         for tp, outcome in update.finished.items():
             if tp not in to_update:
                 continue
@@ -425,10 +424,11 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
                 # ctx.partition_full_replica_assignment(tp), inlined for the hot path.
                 per_topic = assignments.get(tp.topic)
                 full = per_topic.get(tp.partition) if per_topic is not None else None
-                add_leader_and_isr(recipients[tp], tp, leadership, full or EMPTY_ASSIGNMENT, False)
+                requests.append((recipients[tp], tp, leadership, full or EMPTY_ASSIGNMENT))
                 elected[tp] = outcome
             else:
                 failed[tp] = outcome
+        self._batch.add_leader_and_isr_requests(requests, False)
         retry = [tp for tp in update.to_retry if tp in to_update and tp not in elected and tp not in failed]
         if len(elected) + len(failed) - failed_before_update + len(retry) < len(to_update):
             answered = elected.keys() | failed.keys() | set(retry)

@@ -13,7 +13,7 @@ import abc
 import logging
 from collections.abc import Sequence
 
-from kafka_controller.core.batch_api import RequestBatch
+from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.domain.audit_records import (
@@ -259,9 +259,9 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         ctx = self.controller_context
         leadership = ctx.partitions_leadership_info
         full_assignment = ctx.partition_full_replica_assignment
-        add_leader_and_isr = self._batch.add_leader_and_isr_request_for_brokers
         broker_ids = (replica_id,)
         tracking = self._tracking
+        requests: list[LeaderAndIsrEntry] = []
         for replica, state in valid:
             tp = replica.topic_partition
             info = leadership.get(tp)
@@ -275,10 +275,11 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
                     )
                     ctx.update_partition_full_replica_assignment(tp, fixed)
             elif info is not None:
-                add_leader_and_isr(broker_ids, tp, info, full_assignment(tp), False)
+                requests.append((broker_ids, tp, info, full_assignment(tp)))
             ctx.replica_states[replica] = _ONLINE
             if tracking:
                 self._succeeded(replica, state, _ONLINE, info, info)
+        self._batch.add_leader_and_isr_requests(requests, False)
 
     def _to_offline(self, replica_id: int, valid: _Valid) -> None:
         ctx = self.controller_context
@@ -303,7 +304,7 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
             )
             queued_for_deletion = ctx.topics_to_be_deleted
             full_assignment = ctx.partition_full_replica_assignment
-            add_leader_and_isr = self._batch.add_leader_and_isr_request_for_brokers
+            requests: list[LeaderAndIsrEntry] = []
             log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
             tracking = self._tracking
             # Recipients = RS minus this replica; few distinct RS exist, so compute each once.
@@ -331,10 +332,11 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
                     if recipients is None:
                         recipients = tuple(b for b in a.replicas if b != replica_id)
                         recipients_of[a.replicas] = recipients
-                    add_leader_and_isr(recipients, tp, after, a, False)
+                    requests.append((recipients, tp, after, a))
                 states[replica] = _OFFLINE
                 if tracking:
                     self._succeeded(replica, state, _OFFLINE, before, after)
+            self._batch.add_leader_and_isr_requests(requests, False)
 
         if leaderless:
             # KAFKA-6650: UpdateMetadata with only the live broker list. One call for all of them

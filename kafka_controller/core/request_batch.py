@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from typing import NoReturn
 
+from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.events import (
     leader_and_isr_callback,
@@ -38,6 +39,7 @@ from kafka_controller.domain.requests import (
     build_update_metadata_partition_state,
 )
 from kafka_controller.domain.values import (
+    EMPTY_ASSIGNMENT,
     EPOCH_DURING_DELETE,
     LEADER_DURING_DELETE,
     NO_EPOCH,
@@ -164,27 +166,74 @@ class ControllerBrokerRequestBatch:
     ) -> None:
         """Queue ``tp``'s state for each broker (``is_new`` is sticky within the batch), then queue
         UpdateMetadata for ``tp`` to every live-or-shutting-down broker."""
-        state: LeaderAndIsrPartitionState | None = None
+        self.add_leader_and_isr_requests(
+            ((broker_ids, tp, leader_isr_and_controller_epoch, replica_assignment),), is_new
+        )
+
+    def add_leader_and_isr_requests(self, entries: Iterable[LeaderAndIsrEntry], is_new: bool) -> None:
+        """``add_leader_and_isr_request_for_brokers(*entry, is_new)`` for each entry, in order.
+
+        The state machines queue a partition once per replica: a failover makes 300,000 calls at
+        RF 3. What the UpdateMetadata entries need from the context (live brokers, offline log
+        dirs, topics being deleted) cannot change while these entries are queued, so it is read
+        once here, and each distinct replica list's offline subset is computed once.
+        """
+        ctx = self._context
+        live = ctx.live_broker_ids
+        offline_dirs = ctx.replicas_on_offline_dirs
+        deleting = ctx.topics_to_be_deleted
+        leadership = ctx.partitions_leadership_info
+        assignments = ctx.partition_assignments
         requests = self._lai
-        for broker_id in broker_ids:
-            if broker_id < 0:
+        queued = self._um_partitions
+        um_memo = self._um_memo
+        offline_of: dict[tuple[int, ...], tuple[int, ...]] = {}
+        for broker_ids, tp, info, assignment in entries:
+            state: LeaderAndIsrPartitionState | None = None
+            for broker_id in broker_ids:
+                if broker_id < 0:
+                    continue
+                per_broker = requests.get(broker_id)
+                if per_broker is None:
+                    per_broker = requests[broker_id] = {}
+                previous = per_broker.get(tp)
+                if previous is not None and previous.is_new and not is_new:
+                    per_broker[tp] = _leader_and_isr_state(tp, info, assignment, True)
+                    continue
+                if state is None:
+                    state = self._shared_leader_and_isr_state(tp, info, assignment, is_new)
+                per_broker[tp] = state
+            self._um_to_all_live = True
+            # UpdateMetadata for tp: the context's leadership and assignment, not the entry's.
+            current = leadership.get(tp)
+            if current is None:
+                log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
                 continue
-            per_broker = requests.get(broker_id)
-            if per_broker is None:
-                per_broker = requests[broker_id] = {}
-            previous = per_broker.get(tp)
-            if previous is not None and previous.is_new and not is_new:
-                per_broker[tp] = _leader_and_isr_state(
-                    tp, leader_isr_and_controller_epoch, replica_assignment, True
-                )
+            per_topic = assignments.get(tp.topic)
+            full = per_topic.get(tp.partition) if per_topic is not None else None
+            replicas = (full or EMPTY_ASSIGNMENT).replicas
+            if offline_dirs:
+                offline = tuple([r for r in replicas if r not in live or tp in offline_dirs.get(r, ())])
+            else:
+                cached = offline_of.get(replicas)
+                if cached is None:
+                    cached = offline_of[replicas] = tuple([r for r in replicas if r not in live])
+                offline = cached
+            is_deleting = tp.topic in deleting
+            # Rebuild only when an input differs, or when something else replaced the queued state.
+            memo = um_memo.get(tp)
+            if (
+                memo is not None
+                and memo[0] is current
+                and memo[1] is replicas
+                and memo[2] == offline
+                and memo[3] == is_deleting
+                and queued.get(tp) is memo[4]
+            ):
                 continue
-            if state is None:
-                state = self._shared_leader_and_isr_state(
-                    tp, leader_isr_and_controller_epoch, replica_assignment, is_new
-                )
-            per_broker[tp] = state
-        self._um_to_all_live = True
-        self._add_update_metadata_partition(tp)
+            um_state = _update_metadata_state(tp, current, replicas, offline, is_deleting)
+            queued[tp] = um_state
+            um_memo[tp] = (current, replicas, offline, is_deleting, um_state)
 
     def _shared_leader_and_isr_state(
         self,
@@ -262,37 +311,6 @@ class ControllerBrokerRequestBatch:
             else:
                 offline = tuple([r for r in replicas if r not in live])
             queued[tp] = _update_metadata_state(tp, info, replicas, offline, tp.topic in deleting)
-
-    def _add_update_metadata_partition(self, tp: TopicPartition) -> None:
-        """One partition (each LeaderAndIsr entry): no per-call set building."""
-        ctx = self._context
-        info = ctx.partition_leadership_info(tp)
-        if info is None:
-            log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
-            return
-        replicas = ctx.partition_replica_assignment(tp)
-        is_online = ctx.is_replica_online
-        offline: tuple[int, ...] = ()
-        for r in replicas:
-            if not is_online(r, tp):
-                offline = tuple([x for x in replicas if not is_online(x, tp)])
-                break
-        deleting = tp.topic in ctx.topics_to_be_deleted
-        # Queued once per replica of a partition (see ``_shared_leader_and_isr_state``): rebuild only
-        # when an input differs, or when something else replaced the queued state since.
-        memo = self._um_memo.get(tp)
-        if (
-            memo is not None
-            and memo[0] is info
-            and memo[1] is replicas
-            and memo[2] == offline
-            and memo[3] == deleting
-            and self._um_partitions.get(tp) is memo[4]
-        ):
-            return
-        state = _update_metadata_state(tp, info, replicas, offline, deleting)
-        self._um_partitions[tp] = state
-        self._um_memo[tp] = (info, replicas, offline, deleting, state)
 
     def _resolve_um_brokers(self) -> set[int]:
         if self._um_to_all_live:

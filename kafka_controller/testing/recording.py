@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.domain.audit_records import AuditRecord
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
@@ -58,6 +59,15 @@ class RecordingRequestBatch:
                 is_new,
             )
         )
+
+    def add_leader_and_isr_requests(
+        self,
+        entries: Iterable[LeaderAndIsrEntry],
+        is_new: bool,
+    ) -> None:
+        """Recorded as the per-entry calls it stands for, so call lists match Kafka's either way."""
+        for broker_ids, tp, leadership, assignment in entries:
+            self.add_leader_and_isr_request_for_brokers(broker_ids, tp, leadership, assignment, is_new)
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool

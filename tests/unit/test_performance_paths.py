@@ -278,3 +278,88 @@ def test_request_batch_shares_a_partitions_states_across_its_replicas_until_an_i
     batch.add_leader_and_isr_request_for_brokers((2,), tp, moved, assignment, False)
     assert batch.update_metadata_request_partition_info_map[tp].offline_replicas == (3,)
     batch.clear()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bulk_leader_and_isr_queueing_matches_kafkas_per_entry_rules(seed: int) -> None:
+    """``add_leader_and_isr_requests`` against an oracle written from Kafka's rules, not from the
+    batch: per broker the last entry's state (``is_new`` sticky); UpdateMetadata from the context's
+    leadership and assignment, offline = not ``is_replica_online``, leader -2 while deleting."""
+    import random
+
+    from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+
+    rng = random.Random(seed)
+    ctx = ControllerContext()
+    ctx.set_live_brokers({Broker(b, (EndPoint("h", b),)): b for b in (1, 2, 3, 4) if rng.random() < 0.8})
+    ctx.shutting_down_broker_ids.update(b for b in (1, 2, 3, 4) if rng.random() < 0.2)
+    tps = [TopicPartition(f"t{t}", p) for t in range(3) for p in range(4)]
+    for tp in tps:
+        replicas = tuple(rng.sample([1, 2, 3, 4, 5], rng.randint(1, 3)))
+        ctx.partition_assignments.setdefault(tp.topic, {})[tp.partition] = ReplicaAssignment(replicas)
+        if rng.random() < 0.85:
+            isr = replicas[: rng.randint(1, len(replicas))]
+            ctx.put_partition_leadership_info(
+                tp, LeaderIsrAndControllerEpoch(LeaderAndIsr(isr[0], rng.randint(0, 3), isr, 0), 1)
+            )
+    if rng.random() < 0.5:
+        ctx.replicas_on_offline_dirs[rng.choice([1, 2, 3])] = {rng.choice(tps) for _ in range(3)}
+    if rng.random() < 0.5:
+        ctx.topics_to_be_deleted.add("t1")
+    batch = ControllerBrokerRequestBatch(1, ctx, RecordingBrokerChannel(), lambda _e: None)
+    want_lai: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+    queued: set[TopicPartition] = set()
+    for _ in range(3):
+        is_new = rng.random() < 0.3
+        part = []
+        for _ in range(10):
+            tp = rng.choice(tps)
+            info = ctx.partition_leadership_info(tp) or LeaderIsrAndControllerEpoch(
+                LeaderAndIsr(1, 0, (1,), 0), 1
+            )
+            a = ctx.partition_full_replica_assignment(tp)
+            recipients = tuple(rng.sample([-1, 1, 2, 3, 4, 5], rng.randint(0, 3)))
+            part.append((recipients, tp, info, a))
+            queued.add(tp)
+            for b in recipients:
+                if b < 0:
+                    continue
+                previous = want_lai.setdefault(b, {}).get(tp)
+                new = is_new or (previous is not None and previous.is_new)
+                lai = info.leader_and_isr
+                want_lai[b][tp] = build_leader_and_isr_partition_state(
+                    tp.topic, tp.partition, info.controller_epoch, lai.leader, lai.leader_epoch,
+                    lai.isr, lai.zk_version, a.replicas, a.adding_replicas, a.removing_replicas, new,
+                )  # fmt: skip
+        batch.add_leader_and_isr_requests(part, is_new)
+
+    want_um = {}
+    for tp in queued:
+        info = ctx.partition_leadership_info(tp)
+        if info is None:
+            continue
+        replicas = ctx.partition_replica_assignment(tp)
+        lai = info.leader_and_isr
+        deleting = tp.topic in ctx.topics_to_be_deleted
+        want_um[tp] = build_update_metadata_partition_state(
+            tp.topic, tp.partition, info.controller_epoch, -2 if deleting else lai.leader,
+            0 if deleting else lai.leader_epoch, lai.isr, 0 if deleting else lai.zk_version, replicas,
+            tuple(r for r in replicas if not ctx.is_replica_online(r, tp)),
+        )  # fmt: skip
+    assert {b: dict(m) for b, m in batch.leader_and_isr_request_map.items()} == want_lai
+    assert dict(batch.update_metadata_request_partition_info_map) == want_um
+    want_brokers = ctx.live_or_shutting_down_broker_ids if queued else set()
+    assert set(batch.update_metadata_request_broker_set) == want_brokers
+
+
+def test_recording_batch_records_bulk_queueing_as_the_per_entry_calls() -> None:
+    tp = TopicPartition("t", 0)
+    info = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1, 2), 0), 1)
+    assignment = ReplicaAssignment((1, 2))
+    batch = RecordingRequestBatch()
+    batch.add_leader_and_isr_requests([((1,), tp, info, assignment), ((2,), tp, info, assignment)], True)
+    assert batch.calls == [
+        ("add_leader_and_isr_request_for_brokers", (1,), tp, info, assignment, True),
+        ("add_leader_and_isr_request_for_brokers", (2,), tp, info, assignment, True),
+    ]

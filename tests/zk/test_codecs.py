@@ -284,3 +284,18 @@ def test_topic_round_trip(parts: list[tuple[list[int], list[int]]], with_id: boo
     }
     topic_id = C.new_topic_id() if with_id else None
     assert C.decode_topic("t", C.encode_topic(assignment, topic_id)) == (topic_id, assignment)
+
+
+@given(leader=ints, epoch=ints, isr=st.lists(st.integers(-1, 2**31 - 1), max_size=8), ce=ints)
+def test_partition_state_bytes_are_kafkas_json(leader: int, epoch: int, isr: list[int], ce: int) -> None:
+    """The formatted encoding is byte for byte the JSON document in Kafka's key order."""
+    state = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, epoch, tuple(isr), 0), ce)
+    doc = {"controller_epoch": ce, "leader": leader, "version": 1, "leader_epoch": epoch, "isr": isr}
+    assert C.encode_partition_state(state) == orjson.dumps(doc)
+
+
+def test_partition_state_isr_cache_is_bounded() -> None:
+    for i in range(C._ISR_TEXT_MAX + 10):
+        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (i, i + 1), 0), 1)
+        assert C.encode_partition_state(state).endswith(b'"isr":[%d,%d]}' % (i, i + 1))
+    assert len(C._ISR_TEXT) <= C._ISR_TEXT_MAX
