@@ -206,7 +206,10 @@ class BrokerServer:
         self._cleanup.append(("data plane", self.data_plane.stop))
 
         channel_manager = ControllerChannelManager(
-            self.broker_id, clock=clock, timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0
+            self.broker_id,
+            clock=clock,
+            timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
+            local_handler=self.handler.handle,
         )
         self._cleanup.append(("channel manager", channel_manager.shutdown))
         self.controller = KafkaController(

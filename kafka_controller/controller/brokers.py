@@ -155,11 +155,17 @@ class BrokerChanges(ControllerBase):
             log.error("Received error %s in LeaderAndIsr response from broker %d", response.error, broker_id)
             return
         ctx = self.controller_context
-        offline = {tp for tp, e in response.partition_errors.items() if e is Errors.KAFKA_STORAGE_ERROR}
-        online = {tp for tp, e in response.partition_errors.items() if e is Errors.NONE}
+        errors = response.partition_errors
+        offline = {tp for tp, e in errors.items() if e is Errors.KAFKA_STORAGE_ERROR}
         previous: set[TopicPartition] = ctx.replicas_on_offline_dirs.get(broker_id, set())
-        current = (previous - online) | offline
-        ctx.replicas_on_offline_dirs[broker_id] = current
+        # Replicas answered NONE are back online; only those already marked offline can change
+        # (a failover's responses cover 100,000 partitions, almost never one marked offline).
+        back = {tp for tp in previous if errors.get(tp) is Errors.NONE}
+        current = (previous - back) | offline
+        if current:
+            ctx.replicas_on_offline_dirs[broker_id] = current
+        else:  # no empty entries: the hot paths skip the per-replica check while the map is empty
+            ctx.replicas_on_offline_dirs.pop(broker_id, None)
         new_offline = current - previous
         if new_offline:
             log.info("Mark replicas %s on broker %d as offline", sorted(new_offline), broker_id)

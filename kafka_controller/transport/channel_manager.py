@@ -47,6 +47,33 @@ def _transport_client(host: str, port: int, timeout_s: float) -> RequestClient:
     return TransportClient(host, port, timeout_s=timeout_s)
 
 
+#: ``handler(api, request) -> response``: the broker's own request handler, as its server calls it.
+LocalHandler = Callable[[str, Any], Any]
+
+
+class LocalClient:
+    """Requests from a controller to the broker hosting it: the handler is called directly.
+
+    The request object is what the broker would decode, and the response what the controller
+    would decode, so encoding both for a loopback socket only costs CPU under the same GIL: after
+    a 100,000-partition failover, ~0.6 s of it. Failures map as the wire's would: the handler
+    raising is the broker answering with an error envelope (``RemoteError``).
+    """
+
+    def __init__(self, handler: LocalHandler) -> None:
+        self._handler = handler
+
+    def request(self, api: str, body: Any) -> Any:
+        try:
+            return self._handler(api, body)
+        except Exception as e:  # the server's answer to a failed handler (``TransportServer._answer``)
+            logger.exception("Local broker handler failed on %s", api)
+            raise RemoteError(Errors.UNKNOWN_SERVER_ERROR.value, f"{type(e).__name__}: {e}") from e
+
+    def close(self) -> None:
+        pass
+
+
 @dataclass(eq=False)
 class _BrokerQueue:
     broker: Broker
@@ -69,13 +96,17 @@ class ControllerChannelManager:
         retry_backoff_s: float = 0.1,
         listener_name: str = "PLAINTEXT",
         client_factory: ClientFactory = _transport_client,
+        local_handler: LocalHandler | None = None,
     ) -> None:
+        """``local_handler``: the request handler of the broker hosting this controller (id
+        ``controller_id``); requests to it skip the socket (``LocalClient``)."""
         self.controller_id = controller_id
         self._clock: Clock = clock or SystemClock()
         self._timeout_s = timeout_s  # Kafka's controller.socket.timeout.ms
         self._backoff_s = retry_backoff_s
         self._listener_name = listener_name
         self._client_factory = client_factory
+        self._local_handler = local_handler
         self._lock = threading.Lock()
         self._brokers: dict[int, _BrokerQueue] = {}
 
@@ -99,7 +130,11 @@ class ControllerChannelManager:
         with self._lock:
             if broker.id in self._brokers:
                 return
-            state = _BrokerQueue(broker, self._client_factory(endpoint.host, endpoint.port, self._timeout_s))
+            if broker.id == self.controller_id and self._local_handler is not None:
+                client: RequestClient = LocalClient(self._local_handler)
+            else:
+                client = self._client_factory(endpoint.host, endpoint.port, self._timeout_s)
+            state = _BrokerQueue(broker, client)
             state.thread = threading.Thread(
                 target=self._send_loop,
                 args=(state,),

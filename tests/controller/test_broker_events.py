@@ -49,6 +49,36 @@ def test_storage_error_in_leader_and_isr_response_moves_leadership(cluster: Clus
     assert state.leader_and_isr.isr == (1,)
 
 
+def test_replicas_answered_none_leave_the_offline_dir_set_and_empty_sets_are_dropped(
+    cluster: Cluster,
+) -> None:
+    """Kafka's ``previous -- online ++ offline``; a broker with nothing offline keeps no entry."""
+    from kafka_controller.controller import events as ev
+
+    cluster.start_all([0, 1])
+    cluster.create_topic("t", {0: [0, 1], 1: [0, 1]})
+    cluster.wait_state(TP, 1, 0, 0, "topic creation")
+    active = cluster.active()
+    ctx = active.controller.controller_context
+    tp1 = TopicPartition("t", 1)
+    cluster.wait_idle()
+    assert 0 not in ctx.replicas_on_offline_dirs  # every earlier answer was NONE: no empty entry
+
+    def answer(errors: dict[TopicPartition, Errors]) -> None:
+        active.controller.enqueue(
+            ev.LeaderAndIsrResponseReceived(LeaderAndIsrResponse(Errors.NONE, errors), 0)
+        )
+        cluster.wait_idle()
+
+    answer({TP: Errors.NONE, tp1: Errors.NONE})
+    assert 0 not in ctx.replicas_on_offline_dirs
+    ctx.replicas_on_offline_dirs[0] = {TP, tp1}  # as two earlier storage errors would leave it
+    answer({TP: Errors.NONE})  # TP is back; tp1 not mentioned: still offline
+    assert ctx.replicas_on_offline_dirs[0] == {tp1}
+    answer({tp1: Errors.NONE, TP: Errors.FENCED_LEADER_EPOCH})
+    assert 0 not in ctx.replicas_on_offline_dirs
+
+
 def _ok(sent: SentRequest) -> ControlResponse:
     return default_response(sent.request)
 

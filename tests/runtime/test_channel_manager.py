@@ -193,3 +193,52 @@ def test_bad_input_is_refused(manager: ControllerChannelManager) -> None:
     manager.add_broker(broker_at(8, free_port()))
     with pytest.raises(InvalidArgumentError, match="str is not a controller-to-broker request"):
         manager.send_request(8, "LeaderAndIsr")  # type: ignore[arg-type]
+
+
+def test_requests_to_the_hosting_broker_go_straight_to_its_handler_in_order() -> None:
+    """The controller's own broker gets the very request objects, in FIFO order, with no socket
+    (its endpoint's port is closed); other brokers still go over the wire."""
+    seen: list[tuple[str, object]] = []
+
+    def handler(api: str, request: object) -> object:
+        seen.append((api, request))
+        if api == "LeaderAndIsr":
+            return LeaderAndIsrResponse(Errors.NONE, {})
+        return UpdateMetadataResponse(Errors.NONE)
+
+    remote = TransportServer("127.0.0.1", 0, BrokerSide()).start()
+    cm = ControllerChannelManager(1, timeout_s=DEADLINE_S, local_handler=handler)
+    responses = Responses()
+    try:
+        cm.add_broker(broker_at(1, free_port()))
+        cm.add_broker(broker_at(2, remote.port))
+        lai, um = leader_and_isr(1, 2), update_metadata(1)
+        cm.send_request(1, lai, responses.callback("local-lai"))
+        cm.send_request(1, um, responses.callback("local-um"))
+        cm.send_request(2, update_metadata(1), responses.callback("remote-um"))
+        answers = dict(responses.take() for _ in range(3))
+    finally:
+        cm.shutdown()
+        remote.stop()
+    assert [api for api, _ in seen] == ["LeaderAndIsr", "UpdateMetadata"]
+    assert seen[0][1] is lai and seen[1][1] is um
+    assert answers["local-lai"] == LeaderAndIsrResponse(Errors.NONE, {})
+    assert answers["remote-um"] == UpdateMetadataResponse(Errors.NONE)
+
+
+def test_a_failing_local_handler_answers_as_the_wire_would() -> None:
+    def failing(api: str, request: object) -> object:
+        raise RuntimeError("disk on fire")
+
+    cm = ControllerChannelManager(1, timeout_s=DEADLINE_S, local_handler=failing)
+    responses = Responses()
+    try:
+        cm.add_broker(broker_at(1, free_port()))
+        request = leader_and_isr(1, 2)
+        cm.send_request(1, request, responses.callback("lai"))
+        _, lai = responses.take()
+    finally:
+        cm.shutdown()
+    assert isinstance(lai, LeaderAndIsrResponse) and lai.error is Errors.UNKNOWN_SERVER_ERROR
+    assert set(lai.partition_errors.values()) == {Errors.UNKNOWN_SERVER_ERROR}
+    assert len(lai.partition_errors) == len(request.partition_states)

@@ -730,12 +730,17 @@ def test_initialize_replica_state_marks_offline_replicas_ineligible(h: Harness) 
     h.assign(RA(5, 6))
     h.assign(RA(5), t1)
     h.ctx.replicas_on_offline_dirs[5] = {t1}
-    h.rsm.initialize_replica_state()
+    online, offline = h.rsm.initialize_replica_state()
     assert h.ctx.replica_states == {
         REPLICA: ONLINE,
         PartitionAndReplica(PARTITION, 6): INELIGIBLE,
         PartitionAndReplica(t1, 5): INELIGIBLE,
     }
+    assert (online, sorted(offline)) == (
+        [REPLICA],
+        sorted([PartitionAndReplica(PARTITION, 6), PartitionAndReplica(t1, 5)]),
+    )
+    assert (set(online), set(offline)) == tuple(map(set, h.ctx.online_and_offline_replicas()))
     assert h.batch.calls == []
 
 
