@@ -52,6 +52,7 @@ from kafka_controller.domain.values import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicPartition,
+    build_leader_isr_and_controller_epoch,
 )
 from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore
 
@@ -419,7 +420,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
             if tp not in to_update:
                 continue
             if isinstance(outcome, LeaderAndIsr):
-                leadership = LeaderIsrAndControllerEpoch(outcome, epoch)
+                leadership = build_leader_isr_and_controller_epoch(outcome, epoch)
                 put_leadership(tp, leadership)
                 # ctx.partition_full_replica_assignment(tp), inlined for the hot path.
                 per_topic = assignments.get(tp.topic)

@@ -38,6 +38,7 @@ from kafka_controller.domain.values import (
     PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
+    build_leader_isr_and_controller_epoch,
 )
 from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore
 
@@ -465,7 +466,7 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         put_leadership = ctx.put_partition_leadership_info
         for updates in (kept, written):
             for tp, lai in updates:
-                info = LeaderIsrAndControllerEpoch(lai, epoch)
+                info = build_leader_isr_and_controller_epoch(lai, epoch)
                 put_leadership(tp, info)
                 results[tp] = info
         return to_retry

@@ -17,7 +17,7 @@ from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult,
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.admin_codecs import decode_entity_config
 from kafka_controller.zk.backend import BADVERSION, CREATE, NONODE, OK, PERSISTENT, SET_DATA, error_for_code
-from kafka_controller.zk.codecs import decode_partition_state, encode_partition_state
+from kafka_controller.zk.codecs import decode_partition_state, encode_leader_and_isr, encode_partition_state
 from kafka_controller.zk.store_admin import AdminZNodes
 from kafka_controller.zk.store_base import StoreCore
 from kafka_controller.zk.store_cluster import ClusterZNodes
@@ -92,7 +92,7 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
             (
                 SET_DATA,
                 _state_path(tp),
-                encode_partition_state(LeaderIsrAndControllerEpoch(lai, controller_epoch)),
+                encode_leader_and_isr(lai, controller_epoch),
                 lai.zk_version,
             )
             for tp, lai in leader_and_isrs.items()
