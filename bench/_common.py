@@ -369,6 +369,16 @@ def environment() -> dict[str, Any]:
     }
 
 
+def median_run(run: Callable[[], dict[str, Any]], reps: int, key: str) -> dict[str, Any]:
+    """``run()`` ``reps`` times; the run with the median ``key``, plus every run's ``key`` under
+    ``<key>_all`` (one figure on a shared 2-core machine moves by 5-10% from run to run)."""
+    runs = sorted((run() for _ in range(reps)), key=lambda r: float(r[key]))
+    chosen = dict(runs[(len(runs) - 1) // 2])
+    if reps > 1:
+        chosen[f"{key}_all"] = [r[key] for r in runs]
+    return chosen
+
+
 def report(name: str, result: dict[str, Any]) -> None:
     """Print one JSON line and append it to ``bench/results/<name>.jsonl``."""
     line = json.dumps({"bench": name, "env": environment(), **result})

@@ -19,6 +19,7 @@ appends it to ``bench/results/controlled_shutdown.jsonl``.
 
     .venv/bin/python bench/controlled_shutdown.py              # Kafka's layout, audit off and on
     .venv/bin/python bench/controlled_shutdown.py --scale 0.2 --no-audit
+    .venv/bin/python bench/controlled_shutdown.py --reps 3        # median of 3 runs of each case
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from bench._common import (
     controlled_shutdown_layout,
     cpu_seconds,
     leaders,
+    median_run,
     poll,
     ratio,
     report,
@@ -139,11 +141,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's layout (default 1)")
     parser.add_argument("--no-audit", action="store_true", help="skip the audit-on run")
+    parser.add_argument("--reps", type=int, default=1, help="runs of each case; the median is reported")
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
+    if not 1 <= args.reps <= 9:
+        parser.error(f"--reps must be in 1..9, got {args.reps}")
     topics = max(10, int(25_000 * args.scale))
-    off = run_once(topics, audit=False)
+    off = median_run(lambda: run_once(topics, audit=False), args.reps, "seconds")
     result: dict[str, Any] = {
         "scale": args.scale,
         "topics": topics,
@@ -157,7 +162,7 @@ def main() -> None:
         "ratio_to_kafka_1_1": ratio(off["seconds"], KAFKA["controlled_shutdown_s"]["kafka_1_1"]),
     }
     if not args.no_audit:
-        on = run_once(topics, audit=True)
+        on = median_run(lambda: run_once(topics, audit=True), args.reps, "seconds")
         result["audit_on"] = on
         result["audit_on_to_off"] = ratio(on["seconds"], off["seconds"])
     report("controlled_shutdown", result)

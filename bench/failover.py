@@ -21,6 +21,7 @@ appends it to ``bench/results/failover.jsonl``.
 
     .venv/bin/python bench/failover.py                  # RF 1 and RF 3, audit off and on (RF 1)
     .venv/bin/python bench/failover.py --rf 1 --scale 0.1 --no-audit
+    .venv/bin/python bench/failover.py --reps 3         # median of 3 runs of each case
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from bench._common import (
     bench_cluster,
     cpu_seconds,
     failover_layout,
+    median_run,
     poll,
     ratio,
     report,
@@ -185,9 +187,12 @@ def main() -> None:
     parser.add_argument(
         "--no-audit", action="store_true", help="skip the audit-on run (done for the first RF)"
     )
+    parser.add_argument("--reps", type=int, default=1, help="runs of each case; the median is reported")
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
+    if not 1 <= args.reps <= 9:
+        parser.error(f"--reps must be in 1..9, got {args.reps}")
     topics = max(1, int(2_000 * args.scale))
     result: dict[str, Any] = {
         "scale": args.scale,
@@ -199,14 +204,14 @@ def main() -> None:
         "kafka_seconds": KAFKA["failover_s"],
     }
     for i, rf in enumerate(args.rf):
-        off = run_once(topics, rf, audit=False)
+        off = median_run(lambda rf=rf: run_once(topics, rf, audit=False), args.reps, "failover_seconds")
         entry: dict[str, Any] = {
             "audit_off": off,
             "meets_goal": off["failover_seconds"] <= GOAL_S,
             "ratio_to_kafka_1_1": ratio(off["failover_seconds"], KAFKA["failover_s"]["kafka_1_1"]),
         }
         if i == 0 and not args.no_audit:
-            on = run_once(topics, rf, audit=True)
+            on = median_run(lambda rf=rf: run_once(topics, rf, audit=True), args.reps, "failover_seconds")
             entry["audit_on"] = on
             entry["audit_on_to_off"] = ratio(on["failover_seconds"], off["failover_seconds"])
         result[f"rf{rf}"] = entry
