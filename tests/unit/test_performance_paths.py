@@ -194,6 +194,23 @@ def test_fast_constructor_refuses_classes_it_would_build_wrongly() -> None:
         fast_constructor(Checked)
 
 
+def test_fast_constructor_of_a_subclass_sets_inherited_slots_too() -> None:
+    """Fields split across a frozen base and its subclass: the descriptor path, same object."""
+
+    @dataclass(frozen=True, slots=True)
+    class Base:
+        a: int
+
+    @dataclass(frozen=True, slots=True)
+    class Child(Base):
+        b: str
+
+    fast = fast_constructor(Child)(1, "x")
+    assert type(fast) is Child and fast == Child(1, "x") and hash(fast) == hash(Child(1, "x"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.b = "y"  # type: ignore[misc]
+
+
 # -- bulk leadership load -------------------------------------------------------------------------------
 def test_bulk_leadership_load_keeps_the_same_cache_and_imbalance_count_as_one_by_one() -> None:
     def context() -> ControllerContext:
