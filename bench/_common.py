@@ -46,7 +46,11 @@ from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from kafka_controller.zk.security import ZkClientConfig
 
-RESULTS = Path(__file__).resolve().parent / "results"
+#: Where ``report`` appends; ``KAFKA_CONTROLLER_BENCH_RESULTS`` moves it (the smoke tests do, so a
+#: test run never adds lines to the committed results).
+RESULTS = Path(
+    os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results"
+)
 #: Broker settings of every benchmark cluster. The simulated followers fetch every 5 s instead of
 #: every 200 ms: at RF 3 each broker follows 40,000 partitions, and even at one fetch a second the
 #: data plane alone kept 1.2 of this machine's 2 cores busy (measured), which would be charged to
@@ -380,7 +384,7 @@ def median_run(run: Callable[[], dict[str, Any]], reps: int, key: str) -> dict[s
 
 
 def report(name: str, result: dict[str, Any]) -> None:
-    """Print one JSON line and append it to ``bench/results/<name>.jsonl``."""
+    """Print one JSON line and append it to ``<RESULTS>/<name>.jsonl``."""
     line = json.dumps({"bench": name, "env": environment(), **result})
     print(line, flush=True)
     RESULTS.mkdir(exist_ok=True)

@@ -1,0 +1,60 @@
+"""The issue-8 benchmarks at a small scale, run as a user runs them: a subprocess that exits 0 and
+prints one JSON object whose facts were checked against ZooKeeper by the benchmark itself (every
+partition led after the failover, nothing led by the broker at its exit). Timing goals are not
+asserted here; they live in the benchmarks' own output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.slow]
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _run(tmp_path: Path, script: str, *args: str) -> dict[str, Any]:
+    env = {**os.environ, "TMPDIR": str(tmp_path), "KAFKA_CONTROLLER_BENCH_RESULTS": str(tmp_path / "results")}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    stored = (tmp_path / "results" / f"{result['bench']}.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in stored] == [result]
+    return result
+
+
+def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path) -> None:
+    result = _run(tmp_path, "failover.py", "--rf", "3", "--scale", "0.01", "--no-audit")
+    run = result["rf3"]["audit_off"]
+    assert result["partitions"] == 20 * 50
+    assert run["epochs"][1] == run["epochs"][0] + 1
+    assert run["new_controller"] != run["old_controller"]
+    # RF 3 on 5 brokers: the partitions the dead controller led were re-elected and every replica
+    # it held left the ISR, so state znodes were written, and every one is led by a live broker.
+    assert run["state_znodes_written"] > 0
+    assert run["floor"]["seconds"] > 0 and run["failover_seconds"] > 0
+    assert "audit_on" not in result["rf3"]
+
+
+def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_path: Path) -> None:
+    result = _run(tmp_path, "controlled_shutdown.py", "--scale", "0.01", "--reps", "2")
+    for case in ("audit_off", "audit_on"):
+        run = result[case]
+        assert run["exit_code"] == 0
+        assert run["led_by_broker"] > 0 and run["led_at_exit"] == 0
+        assert run["shut_down_broker"] != run["controller"]
+        assert len(run["seconds_all"]) == 2 and run["seconds"] in run["seconds_all"]
+    assert result["audit_on"]["floor"]["seconds"] > 0
