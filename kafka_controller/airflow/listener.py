@@ -4,42 +4,118 @@ Each outcome becomes a finished ``operations`` row (kind ``airflow_dag_run`` or 
 with the Airflow ids, so a report lists what ran next to what it changed. A failed task also
 finishes, as ``failed``, any operation row it left ``running`` (a crash or a kill cut it short).
 
-Listeners run in task processes and in the scheduler: the engine is opened lazily, once per process
-id (a forked child never reuses its parent's connections), and nothing here ever raises into
-Airflow: a broken audit store is logged, the DAG goes on.
+Airflow calls listeners in task processes (task outcomes) and in the scheduler (DAG-run outcomes,
+and tasks the scheduler fails itself). In the scheduler the listener runs inside
+``DagRun.update_state`` with the scheduler's ORM session open, so it:
+
+* reads only column values of the objects it is handed (no relationship that would lazy-load);
+* never resolves a connection through Airflow: the audit URL comes from ``audit_target`` (the
+  plugin's ``[kafka_controller] audit_url``, an ``AIRFLOW_CONN_*`` variable, or, only in a task
+  process, the task SDK);
+* only enqueues: a daemon thread writes the row, so a slow or broken audit store never holds up
+  scheduling. A task process writes before it exits (it has nothing else to do).
+
+The store is opened lazily, once per process id (a forked child never reuses its parent's
+connections), and nothing here ever raises into Airflow: a failure is logged, the DAG goes on.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import logging
 import os
+import queue
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from airflow.listeners import hookimpl
 
+from kafka_controller.airflow.audit_target import in_task_process, listener_audit_url
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID
 
 log = logging.getLogger(__name__)
 
 DAG_TAG = "kafka-controller"
 AUDIT_CONN_ENV = "KAFKA_CONTROLLER_AUDIT_CONN_ID"
+FLUSH_AT_EXIT_S = 5.0
 
 
 def _ms(value: Any) -> int | None:
     return int(value.timestamp() * 1000) if value is not None and hasattr(value, "timestamp") else None
 
 
+def _loaded(obj: Any, name: str) -> Any:
+    """An attribute only if it is already on the object: never a lazy load through an ORM session."""
+    try:
+        return vars(obj).get(name)
+    except TypeError:  # no __dict__ (slots): a plain value object, safe to read
+        return getattr(obj, name, None)
+
+
+def _never_raises(fn: Callable[..., None]) -> Callable[..., None]:
+    """A listener hook that logs instead of raising: Airflow's own state changes come first."""
+
+    @functools.wraps(fn)  # pluggy reads the argument names through __wrapped__
+    def hook(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except Exception as e:
+            log.warning("kafka-controller listener: %s failed: %s", fn.__name__, e)
+
+    return hook
+
+
 def _tags(obj: Any) -> set[str]:
-    """Tags of the DAG behind a DagRun or a task instance, whichever shape Airflow hands over."""
-    for path in (("dag",), ("task", "dag"), ("dag_model",)):
+    """Tags of the DAG behind a DagRun or a task instance, from what is already loaded."""
+    for path in (("dag",), ("task", "dag")):
         target = obj
         for attr in path:
-            target = getattr(target, attr, None)
+            target = _loaded(target, attr) if target is not None else None
         tags = getattr(target, "tags", None)
         if tags:
             return {getattr(t, "name", t) for t in tags}
     return set()
+
+
+class _Store:
+    """One process's audit store: an engine and an ``OperationLog`` on it."""
+
+    def __init__(self, url: str) -> None:
+        from kafka_controller.audit.engine import create_audit_engine
+        from kafka_controller.audit.operations import OperationLog
+
+        self.engine = create_audit_engine(url)
+        self.operations = OperationLog(self.engine)
+
+
+class _Background:
+    """A daemon thread that runs queued writes in order; ``flush`` waits for what was queued."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Callable[[], None] | threading.Event] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="kafka-controller-audit-listener", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            try:
+                item()
+            except Exception as e:  # pragma: no cover - each write guards itself
+                log.warning("kafka-controller listener: %s", e)
+
+    def submit(self, write: Callable[[], None]) -> None:
+        self._queue.put(write)
+
+    def flush(self, timeout_s: float) -> bool:
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout_s)
 
 
 class AuditListener:
@@ -49,25 +125,64 @@ class AuditListener:
         self._conn_id = conn_id
         self.only_tag = only_tag
         self._pid: int | None = None
-        self._hook: Any = None
+        self._store: _Store | None = None
+        self._resolved = False
+        self._background: _Background | None = None
+        self._lock = threading.Lock()
 
     @property
     def conn_id(self) -> str:
         return self._conn_id or os.environ.get(AUDIT_CONN_ENV) or DEFAULT_AUDIT_CONN_ID
 
-    def _audit(self) -> Any:
-        if self._pid != os.getpid():  # first use in this process, or a forked child
-            from kafka_controller.airflow.hooks.audit import AuditStoreHook
+    def _audit(self) -> _Store | None:
+        """This process's store, or None when no audit URL is known to this process."""
+        with self._lock:
+            if self._pid != os.getpid():  # first use in this process, or a forked child
+                self._pid, self._store, self._resolved, self._background = os.getpid(), None, False, None
+            if not self._resolved:
+                self._resolved = True
+                url = listener_audit_url(self.conn_id)
+                if url is None:
+                    log.info(
+                        "kafka-controller listener: no audit store known to this process (set "
+                        "[kafka_controller] audit_url); outcomes seen here are not recorded"
+                    )
+                else:
+                    self._store = _Store(url)
+            return self._store
 
-            self._hook, self._pid = AuditStoreHook(self.conn_id), os.getpid()
-        return self._hook
+    def _submit(self, what: str, write: Callable[[_Store], None]) -> None:
+        """Run ``write`` now in a task process, else on the background thread; never raise."""
+
+        def guarded() -> None:
+            try:
+                store = self._audit()
+                if store is not None:
+                    write(store)
+            except Exception as e:  # never break Airflow for the sake of an audit row
+                log.warning("kafka-controller listener: could not record %s: %s", what, e)
+
+        if in_task_process():
+            guarded()
+            return
+        with self._lock:
+            if self._background is None or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._background = _Background()
+            background = self._background
+        background.submit(guarded)
+
+    def flush(self, timeout_s: float = FLUSH_AT_EXIT_S) -> bool:
+        """Wait until every queued write is done (tests, and the process's exit)."""
+        background = self._background
+        return True if background is None or self._pid != os.getpid() else background.flush(timeout_s)
 
     def _wanted(self, obj: Any, dag_id: str | None) -> bool:
         if self.only_tag is None:
             return True
         from kafka_controller.airflow.dag_ids import DAG_IDS
 
-        return self.only_tag in _tags(obj) or dag_id in DAG_IDS
+        return dag_id in DAG_IDS or self.only_tag in _tags(obj)
 
     def _record(
         self,
@@ -80,12 +195,11 @@ class AuditListener:
         why: str,
         dry_run: bool = False,
     ) -> None:
-        try:
-            audit = self._audit()
-            op = audit.start_operation(kind, who or "airflow", why, params, dry_run, **ids)
-            audit.finish_operation(op, status, error)
-        except Exception as e:  # never break Airflow for the sake of an audit row
-            log.warning("kafka-controller listener: could not record %s: %s", kind, e)
+        def write(store: _Store) -> None:
+            op = store.operations.start_operation(kind, who or "airflow", why, params, dry_run, **ids)
+            store.operations.finish_operation(op, status, error)
+
+        self._submit(kind, write)
 
     # -- DAG runs (scheduler, or dag.test's process) ------------------------------------------------
     def _dag_run(self, dag_run: Any, status: str, msg: str) -> None:
@@ -112,10 +226,12 @@ class AuditListener:
         )
 
     @hookimpl
+    @_never_raises
     def on_dag_run_success(self, dag_run: Any, msg: str) -> None:
         self._dag_run(dag_run, "succeeded", msg)
 
     @hookimpl
+    @_never_raises
     def on_dag_run_failed(self, dag_run: Any, msg: str) -> None:
         self._dag_run(dag_run, "failed", msg)
 
@@ -133,22 +249,23 @@ class AuditListener:
                 else (text[0] if text else "failed")
             )
         if status == "failed":
-            try:
+            ti_ids, failed_at, text = dict(ids), int(time.time() * 1000), message or "the task failed"
+
+            def close_running(store: _Store) -> None:
                 from kafka_controller.airflow.audit_queries import fail_running_operations
 
-                audit = self._audit()
                 n = fail_running_operations(
-                    audit.get_engine(),
-                    ti.dag_id,
-                    ti.run_id,
-                    ti.task_id,
-                    message or "the task failed",
-                    int(time.time() * 1000),
+                    store.engine,
+                    ti_ids["airflow_dag_id"],
+                    ti_ids["airflow_run_id"],
+                    ti_ids["airflow_task_id"],
+                    text,
+                    failed_at,
                 )
                 if n:
                     log.info("kafka-controller listener: finished %d operation(s) the task left running", n)
-            except Exception as e:
-                log.warning("kafka-controller listener: could not close running operations: %s", e)
+
+            self._submit("the operations the task left running", close_running)
         params = {
             "try_number": getattr(ti, "try_number", None),
             "map_index": getattr(ti, "map_index", -1),
@@ -158,16 +275,22 @@ class AuditListener:
         self._record("airflow_task", status, message, params, ids, None, f"task {ti.task_id} of {ti.dag_id}")
 
     @hookimpl
+    @_never_raises
     def on_task_instance_success(self, previous_state: Any, task_instance: Any) -> None:
         self._task(task_instance, "succeeded", None)
 
     @hookimpl
+    @_never_raises
     def on_task_instance_failed(self, previous_state: Any, task_instance: Any, error: Any) -> None:
         self._task(task_instance, "failed", error if error is not None else "the task failed")
 
     @hookimpl
+    @_never_raises
     def on_task_instance_skipped(self, previous_state: Any, task_instance: Any) -> None:
         self._task(task_instance, "cancelled", "skipped")
 
 
 audit_listener = AuditListener()
+
+
+atexit.register(audit_listener.flush)

@@ -30,16 +30,25 @@ def airflow_auth() -> Any:
 
 
 def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
-    """Engine from the audit connection, opened on first use (the API server resolves connections)."""
+    """Engine of the audit store, opened on first use: from the plugin's ``[kafka_controller]
+    audit_url``, an ``AIRFLOW_CONN_*`` variable, or the api-server's metadata DB (``audit_target``);
+    never through the task SDK, which the api-server must not use."""
     lock = threading.Lock()
     engine: list[Any] = []
 
     def get() -> Any:
         with lock:
             if not engine:
-                from kafka_controller.airflow.hooks.audit import AuditStoreHook
+                from kafka_controller.airflow.audit_target import web_audit_url
+                from kafka_controller.audit.engine import AuditStoreError, create_audit_engine
 
-                engine.append(AuditStoreHook(conn_id).get_engine())
+                url = web_audit_url(conn_id)
+                if url is None:
+                    raise AuditStoreError(
+                        f"no audit store configured: set [kafka_controller] audit_url in airflow.cfg "
+                        f"or add the connection {conn_id!r}"
+                    )
+                engine.append(create_audit_engine(url))
             return engine[0]
 
     return get

@@ -59,6 +59,7 @@ def test_dag_run_outcomes_of_our_dags_are_recorded(audit_env: str) -> None:
     listener.on_dag_run_success(dag_run(), "success")
     listener.on_dag_run_failed(dag_run(run_id="manual__2", conf={"dry_run": True}), "task_failure")
     listener.on_dag_run_success(dag_run(dag_id="someone_elses", tags=()), "success")
+    assert listener.flush()
     recorded = {r["airflow_run_id"]: r for r in rows(audit_env)}
     assert set(recorded) == {"manual__1", "manual__2"}
     ok, failed = recorded["manual__1"], recorded["manual__2"]
@@ -89,6 +90,7 @@ def test_a_failed_task_also_finishes_the_operations_it_left_running(audit_env: s
         unrelated = log.start_operation("rolling_restart", "bob", "r", None, False, airflow_task_id="other")
     listener = AuditListener()
     listener.on_task_instance_failed(None, task_instance(), RuntimeError("broker 2 did not exit\nstack..."))
+    assert listener.flush()
     engine = create_audit_engine(audit_env)
     try:
         assert get_operation(engine, left)["status"] == "failed"
@@ -104,6 +106,7 @@ def test_task_success_and_skip(audit_env: str) -> None:
     listener = AuditListener()
     listener.on_task_instance_success(None, task_instance(task_id="a"))
     listener.on_task_instance_skipped(None, task_instance(task_id="b"))
+    assert listener.flush()
     got = {r["airflow_task_id"]: (r["status"], r["error"]) for r in rows(audit_env)}
     assert got == {"a": ("succeeded", None), "b": ("cancelled", "skipped")}
 
@@ -116,6 +119,7 @@ def test_a_broken_audit_store_never_breaks_airflow(monkeypatch: pytest.MonkeyPat
     listener = AuditListener()
     listener.on_dag_run_success(dag_run(), "success")
     listener.on_task_instance_failed(None, task_instance(), "boom")
+    assert listener.flush()
     assert "could not record" in caplog.text
 
 
