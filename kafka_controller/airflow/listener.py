@@ -249,7 +249,7 @@ class AuditListener:
                 else (text[0] if text else "failed")
             )
         if status == "failed":
-            ti_ids, failed_at, text = dict(ids), int(time.time() * 1000), message or "the task failed"
+            ti_ids, failed_at, why = dict(ids), int(time.time() * 1000), message or "the task failed"
 
             def close_running(store: _Store) -> None:
                 from kafka_controller.airflow.audit_queries import fail_running_operations
@@ -259,7 +259,7 @@ class AuditListener:
                     ti_ids["airflow_dag_id"],
                     ti_ids["airflow_run_id"],
                     ti_ids["airflow_task_id"],
-                    text,
+                    why,
                     failed_at,
                 )
                 if n:

@@ -23,6 +23,12 @@ from kafka_controller.airflow.maintenance import (
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import TopicPartition
 
+Say = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    """The default ``say``: progress goes nowhere (callers that log pass their logger)."""
+
 
 def _caught_up(broker_id: int, view: ClusterView) -> bool:
     return broker_caught_up(view, broker_id)
@@ -68,22 +74,59 @@ class Watch:
         return result
 
 
+# -- guards, shared by the live runs and their dry runs ------------------------------------------------
+
+
+def drill_refusal(view: ClusterView) -> str | None:
+    """Why a failover drill must not start now, or None."""
+    if view.controller_id is None or view.controller_epoch is None:
+        return "there is no active controller to resign"
+    stuck = leaderless_with_live_isr(view)
+    if stuck:
+        return f"{len(stuck)} partition(s) already lack a live leader, e.g. {stuck[0]}; not drilling now"
+    return None
+
+
+def unhealthy_before(view: ClusterView, broker_id: int) -> str | None:
+    if any(p.offline or p.under_replicated for p in view.partitions):
+        return (
+            f"the cluster is not healthy before broker {broker_id}: "
+            f"{view.summary['offline']} offline, {view.summary['under_replicated']} under-replicated"
+        )
+    return None
+
+
+def rolling_restart_refusal(
+    view: ClusterView, order: Sequence[int], planned: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """The first refusal the live rolling restart would meet: a sick cluster, or a broker whose stop
+    takes partitions offline (each planned step's ``offline_after``, in ``order``)."""
+    for broker_id, step in zip(order, planned, strict=True):
+        sick = unhealthy_before(view, broker_id)
+        if sick:
+            return sick
+        if step["offline_after"]:
+            off = step["offline_after"]
+            return f"{step['action']} would take {len(off)} partition(s) offline, e.g. {off[0]}"
+    return None
+
+
 # -- controller failover drill -----------------------------------------------------------------------
 
 
-def failover_drill(hook: Any, *, timeout_s: float = 120.0) -> dict[str, Any]:
+def failover_drill(hook: Any, *, timeout_s: float = 120.0, say: Say = _quiet) -> dict[str, Any]:
     """Make the controller resign (fenced delete of ``/controller``), wait for a new epoch, and for
     every partition with a live ISR replica to have a live leader; the times are measured from the
     deletion."""
     watch = Watch(hook)
     before = watch.view()
-    if before.controller_id is None or before.controller_epoch is None:
-        raise RefusedError("there is no active controller to resign")
-    stuck = leaderless_with_live_isr(before)
-    if stuck:
-        raise RefusedError(
-            f"{len(stuck)} partition(s) already lack a live leader, e.g. {stuck[0]}; not drilling now"
-        )
+    refusal = drill_refusal(before)
+    if refusal:
+        raise RefusedError(refusal)
+    say(
+        f"controller {before.controller_id} (epoch {before.controller_epoch}) leads a cluster of "
+        f"{len(before.brokers)} brokers and {len(before.partitions)} partitions; making it resign"
+    )
     old_id, old_epoch = hook.resign_controller()
     t0 = hook.clock.monotonic()
 
@@ -95,10 +138,18 @@ def failover_drill(hook: Any, *, timeout_s: float = 120.0) -> dict[str, Any]:
         elected, timeout_s, f"a controller epoch above {old_epoch}", interval_s=0.02
     )
     t_elected = hook.clock.monotonic()
+    say(
+        f"controller {new_id} elected (epoch {new_epoch}) "
+        f"{(t_elected - t0) * 1000:.0f} ms after the resignation"
+    )
     after = watch.until(
         lambda v: not leaderless_with_live_isr(v), timeout_s, "every partition to have a live leader"
     )
     t_recovered = hook.clock.monotonic()
+    say(
+        f"every partition with a live in-sync replica is led again {(t_recovered - t0) * 1000:.0f} ms after "
+        f"the resignation; at most {watch.max_offline} partition(s) were seen offline"
+    )
     return {
         "resigned": {"broker_id": old_id, "epoch": old_epoch},
         "elected": {"broker_id": new_id, "epoch": new_epoch},
@@ -121,14 +172,24 @@ def wait_registered(hook: Any, broker_id: int, registered: bool, timeout_s: floa
 
 
 def stop_broker(
-    hook: Any, lifecycle: Any, broker_id: int, timeouts: Timeouts, operation_id: str | None
+    hook: Any,
+    lifecycle: Any,
+    broker_id: int,
+    timeouts: Timeouts,
+    operation_id: str | None,
+    say: Say = _quiet,
 ) -> dict[str, Any]:
     """Move leadership away (the controller's controlled shutdown), then stop the process."""
     t0 = hook.clock.monotonic()
     remaining = hook.controlled_shutdown(broker_id, timeouts.shutdown_s, operation_id)
     t_demoted = hook.clock.monotonic()
+    say(
+        f"broker {broker_id}: controlled shutdown done in {(t_demoted - t0) * 1000:.0f} ms"
+        + (f", still leading {len(remaining)} partition(s)" if remaining else ", it leads nothing")
+    )
     lifecycle.stop(broker_id, timeouts.shutdown_s)
     wait_registered(hook, broker_id, False, timeouts.shutdown_s)
+    say(f"broker {broker_id}: stopped ({lifecycle.name}) and deregistered")
     return {
         "still_led_at_stop": remaining,
         "demote_ms": round((t_demoted - t0) * 1000, 1),
@@ -136,11 +197,15 @@ def stop_broker(
     }
 
 
-def start_broker(hook: Any, lifecycle: Any, broker_id: int, timeouts: Timeouts) -> dict[str, Any]:
+def start_broker(
+    hook: Any, lifecycle: Any, broker_id: int, timeouts: Timeouts, say: Say = _quiet
+) -> dict[str, Any]:
     t0 = hook.clock.monotonic()
     lifecycle.start(broker_id, timeouts.start_s)
     wait_registered(hook, broker_id, True, timeouts.start_s)
-    return {"start_ms": round((hook.clock.monotonic() - t0) * 1000, 1)}
+    start_ms = round((hook.clock.monotonic() - t0) * 1000, 1)
+    say(f"broker {broker_id}: started and registered in {start_ms:.0f} ms")
+    return {"start_ms": start_ms}
 
 
 def rolling_restart(
@@ -152,28 +217,37 @@ def rolling_restart(
     operation_id: str | None,
     done: Collection[int] = (),
     on_broker_done: Callable[[int], None] = lambda _b: None,
+    say: Say = _quiet,
 ) -> dict[str, Any]:
     """One broker at a time, in ``order`` (the active controller last): guard, controlled shutdown,
     stop, start, wait until back in every ISR with nothing under-replicated, preferred election for
     its partitions. Brokers in ``done`` (a retried task) are skipped."""
     watch = Watch(hook)
     steps: list[dict[str, Any]] = []
-    for broker_id in order:
+    say(
+        f"rolling restart of {len(order)} broker(s) in this order: {list(order)} (the active controller last)"
+    )
+    for n, broker_id in enumerate(order, 1):
         if broker_id in done:
             steps.append({"broker_id": broker_id, "skipped": "restarted by an earlier attempt"})
+            say(f"broker {broker_id} ({n}/{len(order)}): skipped, restarted by an earlier attempt")
             continue
         view = watch.view()
         check = check_stop(view, broker_id)
         if not check.safe:
             raise RefusedError(check.reason)
-        if any(p.offline or p.under_replicated for p in view.partitions):
-            raise RefusedError(
-                f"the cluster is not healthy before broker {broker_id}: "
-                f"{view.summary['offline']} offline, {view.summary['under_replicated']} under-replicated"
-            )
+        sick = unhealthy_before(view, broker_id)
+        if sick:
+            raise RefusedError(sick)
         step: dict[str, Any] = {"broker_id": broker_id, "was_controller": view.controller_id == broker_id}
-        step.update(stop_broker(hook, lifecycle, broker_id, timeouts, operation_id))
-        step.update(start_broker(hook, lifecycle, broker_id, timeouts))
+        led = sum(p.leader == broker_id for p in view.partitions)
+        say(
+            f"broker {broker_id} ({n}/{len(order)}): leads {led} partition(s)"
+            + (", the active controller" if step["was_controller"] else "")
+            + "; restarting"
+        )
+        step.update(stop_broker(hook, lifecycle, broker_id, timeouts, operation_id, say))
+        step.update(start_broker(hook, lifecycle, broker_id, timeouts, say))
         t0 = hook.clock.monotonic()
         view = watch.until(
             functools.partial(_caught_up, broker_id),
@@ -181,12 +255,18 @@ def rolling_restart(
             f"broker {broker_id} to rejoin every ISR with nothing under-replicated",
         )
         step["catch_up_ms"] = round((hook.clock.monotonic() - t0) * 1000, 1)
+        say(f"broker {broker_id}: back in every ISR after {step['catch_up_ms']:.0f} ms")
         step["preferred_election"] = preferred_election(
-            hook, preferred_partitions_of(view, broker_id), operation_id
+            hook, preferred_partitions_of(view, broker_id), operation_id, say
         )
         steps.append(step)
         on_broker_done(broker_id)
     final = watch.view()
+    say(
+        f"rolling restart done: {sum('skipped' not in s for s in steps)} broker(s) restarted, at most "
+        f"{watch.max_offline} partition(s) seen offline, {final.summary['not_preferred_leader']} not on "
+        "their preferred leader"
+    )
     return {
         "order": list(order),
         "steps": steps,
@@ -197,14 +277,26 @@ def rolling_restart(
 
 
 def preferred_election(
-    hook: Any, partitions: Collection[TopicPartition] | None, operation_id: str | None
+    hook: Any, partitions: Collection[TopicPartition] | None, operation_id: str | None, say: Say = _quiet
 ) -> dict[str, Any]:
     """Preferred election; ``partitions`` None = all. Grouped as Kafka's tool prints them."""
     from kafka_controller.admin.election import group_election_results
 
     if partitions is not None and not partitions:
+        say("preferred election: no partition to elect")
         return {"elected": {}, "not_needed": [], "failed": {}}
     outcome = group_election_results(hook.elect_leaders("preferred", partitions, operation_id))
+    scope = "all partitions" if partitions is None else f"{len(partitions)} partition(s)"
+    say(
+        f"preferred election ({scope}): "
+        f"{len(outcome.succeeded)} elected, {len(outcome.not_needed)} already on their preferred leader, "
+        f"{len(outcome.failed)} failed"
+        + (
+            f" (e.g. {next(iter(outcome.failed))}: {next(iter(outcome.failed.values()))[0]})"
+            if outcome.failed
+            else ""
+        )
+    )
     return {
         "elected": {str(tp): leader for tp, leader in outcome.succeeded.items()},
         "not_needed": [str(tp) for tp in outcome.not_needed],
@@ -241,6 +333,7 @@ def execute_reassignment(
     *,
     operation_id: str | None,
     batch_timeout_s: float,
+    say: Say = _quiet,
 ) -> list[dict[str, Any]]:
     """Batch after batch: submit what is neither complete nor in flight, wait until the whole batch
     is complete. Safe to call again after a crash: finished work is skipped, work in flight awaited."""
@@ -262,6 +355,11 @@ def execute_reassignment(
             lambda s=sub: len(reassignment_progress(hook.get_store(), s)["complete"]) == len(s),
             batch_timeout_s,
             f"batch {i + 1} of {len(batches)} ({len(sub)} partitions) to complete",
+        )
+        say(
+            f"batch {i + 1}/{len(batches)}: {len(sub)} partition(s) complete after "
+            f"{(hook.clock.monotonic() - t0) * 1000:.0f} ms ({len(submitted)} submitted, "
+            f"{len(progress['complete'])} already done, {len(progress['in_progress'])} resumed in flight)"
         )
         reports.append(
             {

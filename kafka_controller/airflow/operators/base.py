@@ -5,6 +5,10 @@ finish the row with the outcome, return a JSON-ready summary (the XCom).
   before anything is written, so bad input fails the task with one line and leaves no trace.
 * ``run`` does the work. Mutating operators default to ``dry_run=True``: they then plan with the
   in-memory controller (``plan``) and record the planned transitions, linked to the row.
+* The task log says what happens in a few readable lines: the plan (dry run) or the progress (per
+  broker, per batch; the runbooks' ``say``), then the result (``describe_result``).
+* A dry run whose real run would be refused fails, with the plan recorded (``refuse_dry_run``), as
+  ``kafka-reassign-partitions --verify`` fails on what it cannot do.
 * The row carries requester, reason, parameters (never a secret: the cluster appears as
   ``describe_connection()``), the Airflow ids and the outcome; ``on_kill`` marks it cancelled.
 
@@ -13,6 +17,8 @@ Heavy imports (kazoo, SQLAlchemy, the controller) happen inside ``execute`` via 
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -25,6 +31,34 @@ from kafka_controller.airflow.params import as_bool, as_text
 def one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def compact(value: Any, limit: int = 600) -> str:
+    """A JSON line for the task log, cut at ``limit`` characters."""
+    text = json.dumps(value, default=str, sort_keys=True, separators=(", ", ": "))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def plan_lines(summary: dict[str, Any], limit: int = 5) -> list[str]:
+    """A planned change (``PlannedChange.summary``) as the lines a reviewer reads first."""
+    moved = summary.get("leaders_moved", {})
+    shown = ", ".join(f"{tp} {a}->{b}" for tp, (a, b) in list(moved.items())[:limit])
+    more = f" (+{len(moved) - limit} more)" if len(moved) > limit else ""
+    lines = [
+        f"plan {summary['action']}: {len(moved)} leadership(s) move{': ' + shown + more if moved else ''}; "
+        f"{summary['partition_transitions']} partition and {summary['replica_transitions']} replica "
+        "transitions planned"
+    ]
+    if summary.get("offline_after"):
+        off = summary["offline_after"]
+        lines.append(
+            f"plan {summary['action']}: {len(off)} partition(s) would go OFFLINE: {', '.join(off[:limit])}"
+        )
+    if summary.get("unclean_needed"):
+        lines.append(
+            f"plan {summary['action']}: unclean election needed for {sorted(summary['unclean_needed'])}"
+        )
+    return lines
 
 
 class KafkaOperationOperator(BaseOperator):
@@ -105,6 +139,7 @@ class KafkaOperationOperator(BaseOperator):
         return requester, reason
 
     def execute(self, context: Any) -> dict[str, Any]:
+        logging.getLogger("alembic").setLevel(logging.WARNING)  # schema checks are not news
         try:
             dry_run = self.is_dry_run()
             parameters = self.prepare(context)
@@ -119,22 +154,41 @@ class KafkaOperationOperator(BaseOperator):
                 airflow_run_id=context["run_id"],
                 airflow_task_id=context["ti"].task_id,
             )
-            self.log.info("operation %s (%s, dry_run=%s)", self.operation_id, self.operation_kind, dry_run)
+            self.log.info(
+                "%s %s: operation %s on %s",
+                "DRY RUN (nothing changes)" if dry_run else "LIVE",
+                self.operation_kind,
+                self.operation_id,
+                self.cluster.describe_connection().get("zookeeper"),
+            )
+            if parameters:
+                self.log.info("parameters: %s", compact(parameters))
             try:
                 result = self.run(context)
             except BaseException as e:
+                self.log.error("%s failed: %s", self.operation_kind, one_line(e))
                 self._finish("failed", one_line(e))
                 raise
-            self._finish("succeeded", None)
+            for line in self.describe_result(result):
+                self.log.info("%s", line)
+            self._finish("succeeded", None, result)
             return {"operation_id": self.operation_id, "dry_run": dry_run, **result}
         finally:
             self._close_hooks()
 
-    def _finish(self, status: str, error: str | None) -> None:
+    def describe_result(self, result: dict[str, Any]) -> list[str]:
+        """The result as a few log lines (subclasses say it better); the XCom holds all of it."""
+        return [f"result: {compact(result)}"]
+
+    def say(self, message: str) -> None:
+        """Progress for the task log (handed to the runbooks)."""
+        self.log.info("%s", message)
+
+    def _finish(self, status: str, error: str | None, result: dict[str, Any] | None = None) -> None:
         if self.operation_id is None:
             return
         try:
-            self.audit.finish_operation(self.operation_id, status, error)
+            self.audit.finish_operation(self.operation_id, status, error, result=result)
         except Exception as e:  # the outcome of the work matters more than the row's
             self.log.error("could not finish operation %s as %s: %s", self.operation_id, status, one_line(e))
 
@@ -153,8 +207,21 @@ class KafkaOperationOperator(BaseOperator):
         changes = list(changes)
         records = [r for c in changes for r in c.transitions]
         stored = self.audit.record_transitions(records)
-        self.log.info("dry run: recorded %d planned transitions", stored)
-        return [c.summary() for c in changes]
+        summaries = [c.summary() for c in changes]
+        for summary in summaries:
+            for line in plan_lines(summary):
+                self.log.info("%s", line)
+        self.log.info(
+            "dry run: recorded %d planned transitions under operation %s", stored, self.operation_id
+        )
+        return summaries
+
+    def refuse_dry_run(self, reason: str | None) -> None:
+        """Fail the dry run (its plan is recorded) when the real run would be refused for ``reason``."""
+        if reason:
+            from kafka_controller.airflow.runbooks import RefusedError
+
+            raise RefusedError(f"dry run: the real run would be refused: {reason}")
 
     def dry_run_of(self, snapshot: Any | None = None) -> Any:
         from kafka_controller.airflow.planner import DryRun

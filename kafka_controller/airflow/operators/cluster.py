@@ -39,12 +39,25 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
         return {"timeout_s": self._timeout}
 
     def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.runbooks import failover_drill
+        from kafka_controller.airflow.runbooks import drill_refusal, failover_drill
 
         if self.is_dry_run():
             with self.dry_run_of() as plan:
-                return {"plan": self.record_plan([plan.baseline])}
-        return failover_drill(self.cluster, timeout_s=self._timeout)
+                result = {"plan": self.record_plan([plan.baseline])}
+            self.refuse_dry_run(drill_refusal(self.cluster.describe()))
+            return result
+        return failover_drill(self.cluster, timeout_s=self._timeout, say=self.say)
+
+    def describe_result(self, result: dict[str, Any]) -> list[str]:
+        if "elected" not in result:
+            return super().describe_result(result)
+        old, new = result["resigned"], result["elected"]
+        return [
+            f"drill result: controller {old['broker_id']} (epoch {old['epoch']}) -> {new['broker_id']} "
+            f"(epoch {new['epoch']}); new controller after {result['election_ms']:.0f} ms, every partition "
+            f"led after {result['recovery_ms']:.0f} ms; {result['offline_after']} offline now, at most "
+            f"{result['max_offline_seen']} seen offline"
+        ]
 
 
 class ControlledShutdownOperator(KafkaOperationOperator):
@@ -86,9 +99,12 @@ class ControlledShutdownOperator(KafkaOperationOperator):
 
         if self.is_dry_run():
             with self.dry_run_of() as plan:
-                return {
+                result = {
                     "plan": self.record_plan([plan.controlled_shutdown(self._broker, then_stop=self._stop)])
                 }
+            check = check_stop(self.cluster.describe(), self._broker)
+            self.refuse_dry_run(None if check.safe or self._allow_offline else check.reason)
+            return result
         check = check_stop(self.cluster.describe(), self._broker)
         if not check.safe and not self._allow_offline:
             raise RefusedError(check.reason)
@@ -100,7 +116,7 @@ class ControlledShutdownOperator(KafkaOperationOperator):
         lifecycle = self.cluster.lifecycle()
         return {
             "broker_id": self._broker,
-            **stop_broker(self.cluster, lifecycle, self._broker, Timeouts(), self.operation_id),
+            **stop_broker(self.cluster, lifecycle, self._broker, Timeouts(), self.operation_id, self.say),
         }
 
 
@@ -144,10 +160,14 @@ class BrokerLifecycleOperator(KafkaOperationOperator):
         lifecycle = self.cluster.lifecycle()
         timeouts = Timeouts(shutdown_s=self.timeout_s, start_s=self.timeout_s)
         if self._action == "start":
-            return {"broker_id": b, **start_broker(self.cluster, lifecycle, b, timeouts)}
+            return {"broker_id": b, **start_broker(self.cluster, lifecycle, b, timeouts, self.say)}
         if self._action == "stop":
-            return {"broker_id": b, **stop_broker(self.cluster, lifecycle, b, timeouts, self.operation_id)}
+            return {
+                "broker_id": b,
+                **stop_broker(self.cluster, lifecycle, b, timeouts, self.operation_id, self.say),
+            }
         lifecycle.kill(b, self.timeout_s)
+        self.say(f"broker {b}: killed ({lifecycle.name}); waiting for its ZooKeeper session to end")
         wait_registered(self.cluster, b, False, self.timeout_s)
         return {"broker_id": b, "killed": True}
 
@@ -198,7 +218,7 @@ class RollingRestartOperator(KafkaOperationOperator):
 
     def run(self, context: Any) -> dict[str, Any]:
         from kafka_controller.airflow.planner import plan_rolling_restart
-        from kafka_controller.airflow.runbooks import Timeouts, rolling_restart
+        from kafka_controller.airflow.runbooks import Timeouts, rolling_restart, rolling_restart_refusal
 
         if self.is_dry_run():
             steps = plan_rolling_restart(
@@ -209,6 +229,7 @@ class RollingRestartOperator(KafkaOperationOperator):
             )
             summaries = self.record_plan(steps)
             refused = [s["action"] for s in summaries if s["offline_after"]]
+            self.refuse_dry_run(rolling_restart_refusal(self.cluster.describe(), self._order, summaries))
             return {"order": self._order, "plan": summaries, "would_refuse": refused}
         store = context.get("task_state_store")
         done = set(store.get(RESTARTED_KEY) or []) if store is not None else set()
@@ -219,6 +240,7 @@ class RollingRestartOperator(KafkaOperationOperator):
                 store.set(RESTARTED_KEY, sorted(done))
 
         if self.pause_auto_rebalance:
+            self.say("pausing auto leader rebalance for the window (auto.leader.rebalance.enable=false)")
             replaced = self.cluster.pause_auto_rebalance()
             earlier = store.get(PAUSE_KEY) if store is not None else None
             if isinstance(earlier, dict) and "value" in earlier:
@@ -235,6 +257,7 @@ class RollingRestartOperator(KafkaOperationOperator):
                 operation_id=self.operation_id,
                 done=done,
                 on_broker_done=remember,
+                say=self.say,
             )
         finally:
             self._resume()
@@ -250,6 +273,7 @@ class RollingRestartOperator(KafkaOperationOperator):
         if self._paused is not None:
             previous, self._paused = self._paused[0], None
             self.cluster.resume_auto_rebalance(previous)
+            self.say(f"auto leader rebalance restored ({previous if previous is not None else 'unset'})")
 
     def cancel(self) -> None:
         self._resume()

@@ -46,7 +46,7 @@ class PreferredLeaderElectionOperator(KafkaOperationOperator):
             with self.dry_run_of() as plan:
                 return {"plan": self.record_plan([plan.elect_leaders("preferred", self._targets)])}
         before = self.cluster.describe().summary["not_preferred_leader"]
-        result = preferred_election(self.cluster, self._targets, self.operation_id)
+        result = preferred_election(self.cluster, self._targets, self.operation_id, self.say)
         after = self.cluster.describe().summary["not_preferred_leader"]
         return {**result, "not_preferred_leader_before": before, "not_preferred_leader_after": after}
 

@@ -209,6 +209,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
             batches,
             operation_id=self.operation_id,
             batch_timeout_s=self.batch_timeout_s,
+            say=self.say,
         )
         if not self.wait_for_last_batch:
             last = {tp: self._plan[tp] for tp in self._batches[-1]}
