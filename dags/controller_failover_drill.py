@@ -1,5 +1,6 @@
-"""Weekly controller-failover drill: the controller resigns (fenced delete of /controller); the run
-measures until a new epoch leads every partition that has a live in-sync replica.
+"""Weekly controller-failover drill: the controller is lost (``method``: it resigns by a fenced delete
+of /controller, or its broker is killed with SIGKILL and started again afterwards); the run measures,
+from the loss, until a new epoch leads every partition that has a live in-sync replica.
 
 Dry run by default (the in-memory controller's failover on a copy of the metadata); set the
 ``dry_run`` param default to false once the plan looks right.
@@ -26,6 +27,13 @@ with DAG(
         "timeout_s": Param(
             120, type="integer", minimum=1, maximum=3600, description="Deadline for recovery."
         ),
+        "method": Param(
+            "resign",
+            type="string",
+            enum=["resign", "kill"],
+            description="resign: delete /controller. kill: SIGKILL the controller's broker (a crash; "
+            "the outage lasts about the ZooKeeper session timeout), then start it again.",
+        ),
     },
     doc_md=__doc__,
 ):
@@ -35,4 +43,5 @@ with DAG(
         requester="{{ params.requester }}",
         reason="{{ params.reason }}",
         timeout_s="{{ params.timeout_s }}",
+        method="{{ params.method }}",
     )

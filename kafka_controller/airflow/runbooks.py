@@ -114,21 +114,47 @@ def rolling_restart_refusal(
 # -- controller failover drill -----------------------------------------------------------------------
 
 
-def failover_drill(hook: Any, *, timeout_s: float = 120.0, say: Say = _quiet) -> dict[str, Any]:
-    """Make the controller resign (fenced delete of ``/controller``), wait for a new epoch, and for
-    every partition with a live ISR replica to have a live leader; the times are measured from the
-    deletion."""
+DRILL_METHODS = ("resign", "kill")
+
+
+def failover_drill(
+    hook: Any,
+    *,
+    timeout_s: float = 120.0,
+    say: Say = _quiet,
+    method: str = "resign",
+    lifecycle: Any = None,
+    on_lost: Callable[[int, int, int, str], None] = lambda _b, _e, _t, _d: None,
+) -> dict[str, Any]:
+    """Lose the controller, wait for a new epoch, and for every partition with a live ISR replica to
+    have a live leader; every time is measured from the loss.
+
+    ``resign``: a fenced delete of ``/controller`` (the controller steps down, its broker stays).
+    ``kill``: SIGKILL of the controller's broker through ``lifecycle`` (what a crash looks like: the
+    cluster notices only when its ZooKeeper session expires), then the broker is started again and
+    the drill waits until it is back in every ISR. ``on_lost(broker, epoch, wall ms, detail)`` is
+    told when the controller was lost, so that the audit can measure the outage from then.
+    """
+    if method not in DRILL_METHODS:
+        raise RefusedError(f"unknown drill method {method!r} (expected one of {', '.join(DRILL_METHODS)})")
     watch = Watch(hook)
     before = watch.view()
     refusal = drill_refusal(before)
     if refusal:
         raise RefusedError(refusal)
+    old_id, old_epoch = int(before.controller_id or 0), int(before.controller_epoch or 0)
     say(
-        f"controller {before.controller_id} (epoch {before.controller_epoch}) leads a cluster of "
-        f"{len(before.brokers)} brokers and {len(before.partitions)} partitions; making it resign"
+        f"controller {old_id} (epoch {old_epoch}) leads a cluster of {len(before.brokers)} brokers and "
+        f"{len(before.partitions)} partitions; "
+        + ("making it resign" if method == "resign" else f"killing broker {old_id} (SIGKILL)")
     )
-    old_id, old_epoch = hook.resign_controller()
+    lost_at_ms = hook.clock.time_ms()
     t0 = hook.clock.monotonic()
+    if method == "resign":
+        old_id, old_epoch = hook.resign_controller()
+    else:
+        lifecycle.kill(old_id, timeout_s)
+    on_lost(old_id, old_epoch, lost_at_ms, f"{method} by a failover drill")
 
     def elected() -> tuple[int, int] | None:
         cid, epoch, _ = hook.controller()
@@ -140,7 +166,7 @@ def failover_drill(hook: Any, *, timeout_s: float = 120.0, say: Say = _quiet) ->
     t_elected = hook.clock.monotonic()
     say(
         f"controller {new_id} elected (epoch {new_epoch}) "
-        f"{(t_elected - t0) * 1000:.0f} ms after the resignation"
+        f"{(t_elected - t0) * 1000:.0f} ms after the controller was lost"
     )
     after = watch.until(
         lambda v: not leaderless_with_live_isr(v), timeout_s, "every partition to have a live leader"
@@ -148,17 +174,27 @@ def failover_drill(hook: Any, *, timeout_s: float = 120.0, say: Say = _quiet) ->
     t_recovered = hook.clock.monotonic()
     say(
         f"every partition with a live in-sync replica is led again {(t_recovered - t0) * 1000:.0f} ms after "
-        f"the resignation; at most {watch.max_offline} partition(s) were seen offline"
+        f"the controller was lost; at most {watch.max_offline} partition(s) were seen offline"
     )
-    return {
+    result: dict[str, Any] = {
+        "method": method,
         "resigned": {"broker_id": old_id, "epoch": old_epoch},
         "elected": {"broker_id": new_id, "epoch": new_epoch},
+        "lost_at_ms": lost_at_ms,
         "election_ms": round((t_elected - t0) * 1000, 1),
         "recovery_ms": round((t_recovered - t0) * 1000, 1),
         "partitions": len(after.partitions),
         "offline_after": sum(p.offline for p in after.partitions),
         "max_offline_seen": watch.max_offline,
     }
+    if method == "kill":
+        timeouts = Timeouts(start_s=timeout_s, catch_up_s=timeout_s)
+        result["restart"] = start_broker(hook, lifecycle, old_id, timeouts, say)
+        watch.until(
+            functools.partial(_caught_up, old_id), timeouts.catch_up_s, f"broker {old_id} to rejoin every ISR"
+        )
+        say(f"broker {old_id}: back in every ISR; the cluster is whole again")
+    return result
 
 
 # -- brokers --------------------------------------------------------------------------------------------

@@ -85,8 +85,13 @@ class AuditStoreHook(BaseHook):
             )
         )
 
-    def finish_operation(self, operation_id: str, status: str, error: str | None = None) -> None:
-        self.operation_log().finish_operation(operation_id, status, error)
+    def finish_operation(
+        self, operation_id: str, status: str, error: str | None = None, result: Any = None
+    ) -> None:
+        self.operation_log().finish_operation(operation_id, status, error)  # result: audit-trust branch
+
+    def record_controller_lost(self, broker_id: int, controller_epoch: int, at_ms: int, detail: str) -> None:
+        """Placeholder until the audit-trust branch lands."""
 
     def get_operation(self, operation_id: str) -> dict[str, Any] | None:
         from kafka_controller.airflow.audit_queries import get_operation

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.sdk import BaseHook
 
@@ -25,6 +25,9 @@ from kafka_controller.airflow.connections import (
 from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.ports import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from kafka_controller.broker.admin_client import AdminClient
 
 T = TypeVar("T")
 DEFAULT_BROKER = "<default>"  # Kafka's entity name for the cluster-wide dynamic broker config
@@ -89,12 +92,13 @@ class KafkaClusterHook(BaseHook):
             self._store = KazooMetadataStore(self.connection.zk_config(), clock=self.clock)
         return self._store
 
-    def get_admin_client(self) -> Any:
+    def get_admin_client(self) -> AdminClient:
         if self._admin is None:
             from kafka_controller.broker.admin_client import AdminClient
 
             self._admin = AdminClient(self.get_store(), timeout_s=self.connection.request_timeout_s)
-        return self._admin
+        admin: AdminClient = self._admin
+        return admin
 
     def lifecycle(self) -> Any:
         from kafka_controller.airflow.lifecycle import lifecycle_backend
@@ -188,11 +192,6 @@ class KafkaClusterHook(BaseHook):
         return cid, epoch
 
     # -- admin requests ---------------------------------------------------------------------------------
-    def _admin_call(self, name: str, *args: Any, operation_id: str | None) -> Any:
-        """Call the admin API ``name`` with the operation id, so that the transitions it causes are
-        linked to the operations row."""
-        return getattr(self.get_admin_client(), name)(*args, operation_id=operation_id)
-
     def elect_leaders(
         self,
         election_type: str,
@@ -200,18 +199,17 @@ class KafkaClusterHook(BaseHook):
         operation_id: str | None = None,
     ) -> dict[TopicPartition, tuple[str, int, str | None]]:
         """``{tp: (error name, leader, message)}`` for each partition the controller answered."""
-        response = self._admin_call(
-            "elect_leaders",
-            election_type,
-            None if partitions is None else list(partitions),
-            operation_id=operation_id,
+        # the operation id travels with each request, so the transitions it causes link to the row
+        response = self.get_admin_client().elect_leaders(
+            election_type, None if partitions is None else list(partitions), operation_id=operation_id
         )
         return {tp: (str(r.error), r.leader, r.message) for tp, r in response.results.items()}
 
     def alter_reassignments(
         self, plan: Mapping[TopicPartition, Sequence[int] | None], operation_id: str | None = None
     ) -> dict[TopicPartition, tuple[str, str | None]]:
-        response = self._admin_call("alter_partition_reassignments", dict(plan), operation_id=operation_id)
+        admin = self.get_admin_client()
+        response = admin.alter_partition_reassignments(dict(plan), operation_id=operation_id)
         return {tp: (str(r.error), r.message) for tp, r in response.results.items()}
 
     def controlled_shutdown(
@@ -229,8 +227,8 @@ class KafkaClusterHook(BaseHook):
 
         def attempt() -> bool:
             nonlocal remaining
-            response = self._admin_call(
-                "controlled_shutdown", broker_id, epochs[broker_id], operation_id=operation_id
+            response = self.get_admin_client().controlled_shutdown(
+                broker_id, epochs[broker_id], operation_id=operation_id
             )
             remaining = sorted(map(str, response.partitions_remaining))
             return not remaining

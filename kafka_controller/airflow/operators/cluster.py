@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kafka_controller.airflow.operators.base import KafkaOperationOperator
+from kafka_controller.airflow.operators.base import KafkaOperationOperator, one_line
 from kafka_controller.airflow.params import as_bool, as_int, as_int_list
 from kafka_controller.domain.errors import InvalidArgumentError
 
@@ -22,21 +22,41 @@ def _registered(op: KafkaOperationOperator, broker_id: int) -> None:
 
 
 class ControllerFailoverDrillOperator(KafkaOperationOperator):
-    """Make the controller resign; measure until a new epoch leads every partition it can.
+    """Lose the controller (``method``: ``resign``, or ``kill`` its broker, which is then started
+    again); measure from the loss until a new epoch leads every partition it can. The loss is
+    recorded in the audit, so that the failover's recovery is measured from it.
 
     Dry run: the in-memory controller's failover on the snapshot (what the new controller would
     change)."""
 
     operation_kind = "controller_failover_drill"
-    template_fields: Sequence[str] = (*KafkaOperationOperator.template_fields, "timeout_s")
+    template_fields: Sequence[str] = (*KafkaOperationOperator.template_fields, "timeout_s", "method")
 
-    def __init__(self, *, timeout_s: float | str = 120.0, **kwargs: Any) -> None:
+    def __init__(self, *, timeout_s: float | str = 120.0, method: str = "resign", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.timeout_s = timeout_s
+        self.method = method
 
     def prepare(self, context: Any) -> dict[str, Any]:
+        from kafka_controller.airflow.runbooks import DRILL_METHODS
+
         self._timeout = float(as_int("timeout_s", self.timeout_s, minimum=1))
-        return {"timeout_s": self._timeout}
+        self._method = str(self.method).strip().lower()
+        if self._method not in DRILL_METHODS:
+            raise InvalidArgumentError(
+                f"parameter 'method' must be one of {', '.join(DRILL_METHODS)}, got {self.method!r}"
+            )
+        if self._method == "kill" and not self.is_dry_run():
+            self.cluster.lifecycle()  # a missing or malformed backend fails here, before the row
+        return {"timeout_s": self._timeout, "method": self._method}
+
+    def _lost(self, broker_id: int, epoch: int, at_ms: int, detail: str) -> None:
+        try:
+            self.audit.record_controller_lost(
+                broker_id, epoch, at_ms, f"{detail} (operation {self.operation_id})"
+            )
+        except Exception as e:  # the drill goes on; the report then measures from what the controller saw
+            self.log.warning("could not record the controller's loss in the audit: %s", one_line(e))
 
     def run(self, context: Any) -> dict[str, Any]:
         from kafka_controller.airflow.runbooks import drill_refusal, failover_drill
@@ -46,14 +66,22 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
                 result = {"plan": self.record_plan([plan.baseline])}
             self.refuse_dry_run(drill_refusal(self.cluster.describe()))
             return result
-        return failover_drill(self.cluster, timeout_s=self._timeout, say=self.say)
+        return failover_drill(
+            self.cluster,
+            timeout_s=self._timeout,
+            say=self.say,
+            method=self._method,
+            lifecycle=self.cluster.lifecycle() if self._method == "kill" else None,
+            on_lost=self._lost,
+        )
 
     def describe_result(self, result: dict[str, Any]) -> list[str]:
         if "elected" not in result:
             return super().describe_result(result)
         old, new = result["resigned"], result["elected"]
         return [
-            f"drill result: controller {old['broker_id']} (epoch {old['epoch']}) -> {new['broker_id']} "
+            f"drill result ({result.get('method', 'resign')}): controller {old['broker_id']} "
+            f"(epoch {old['epoch']}) -> {new['broker_id']} "
             f"(epoch {new['epoch']}); new controller after {result['election_ms']:.0f} ms, every partition "
             f"led after {result['recovery_ms']:.0f} ms; {result['offline_after']} offline now, at most "
             f"{result['max_offline_seen']} seen offline"
