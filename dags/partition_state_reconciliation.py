@@ -23,6 +23,12 @@ with DAG(
         "master": Param(
             "local[2]", type="string", minLength=1, description="Spark master (local[N], yarn, k8s://...)."
         ),
+        "spark_conn_id": Param(
+            None,
+            type=["string", "null"],
+            description="A 'spark' connection (the Spark provider's layout, e.g. spark_default); "
+            "when set it decides the master instead of 'master'.",
+        ),
     },
     doc_md=__doc__,
 ):
@@ -33,5 +39,6 @@ with DAG(
         audit_parquet="{{ ti.xcom_pull(task_ids='snapshot')['audit_parquet'] }}",
         output_dir="{{ params.output_dir }}",
         master="{{ params.master }}",
+        spark_conn_id="{{ params.spark_conn_id }}",
     )
     snapshot >> reconcile

@@ -107,3 +107,38 @@ def test_env_var_json_reads_back_through_airflow_as_the_same_connection() -> Non
     assert (c.connect_string, c.digest, c.lifecycle) == ("zk:2181/k", ("ops", "s3"), lifecycle)
     raw = Connection.from_json(audit_conn_json("sqlite:////tmp/a.db"))
     assert audit_connection("a", extra=raw.extra_dejson).url == "sqlite:////tmp/a.db"
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "master"),
+    [
+        ("spark://127.0.0.1", 7077, "spark://127.0.0.1:7077"),
+        ("spark-master", 7077, "spark://spark-master:7077"),  # the provider would pass host:port on
+        ("yarn", None, "yarn"),
+        ("local[2]", None, "local[2]"),
+        ("k8s://https://api.example", 6443, "k8s://https://api.example:6443"),
+    ],
+)
+def test_spark_connection_masters(host: str, port: int | None, master: str) -> None:
+    from kafka_controller.airflow.connections import spark_connection
+
+    assert spark_connection("spark_default", host=host, port=port).master == master
+
+
+def test_spark_connection_extras_and_mistakes() -> None:
+    from kafka_controller.airflow.connections import spark_connection
+    from kafka_controller.domain.errors import InvalidArgumentError
+
+    c = spark_connection(
+        "s", host="yarn", extra={"deploy-mode": "cluster", "queue": "ops", "spark-home": "/opt/spark/"}
+    )
+    assert c.submit_args() == ["--deploy-mode", "cluster", "--queue", "ops"]
+    assert c.spark_binary == "/opt/spark/bin/spark-submit"
+    for bad, word in (
+        ({"host": ""}, "host is empty"),
+        ({"host": "yarn", "extra": {"deploy-mode": "both"}}, "deploy-mode"),
+        ({"host": "yarn", "extra": {"spark-binary": "/bin/sh"}}, "spark-binary"),
+        ({"host": "yarn", "extra": {"master": "x"}}, "unknown extra field"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=word):
+            spark_connection("s", **bad)

@@ -121,6 +121,14 @@ def site() -> Iterator[Site]:
             extra={"lifecycle": {"type": "local", "state_dir": str(lifecycle_dir)}},
         )
         airflow.add_connection("kafka_controller_audit_default", AUDIT_CONN_TYPE, extra={"url": audit_url})
+        # the Apache Spark provider's connection layout, for the standalone master
+        airflow.add_connection(
+            "spark_default",
+            "spark",
+            host="spark://127.0.0.1",
+            port=str(spark.port),
+            extra={"deploy-mode": "client"},
+        )
         airflow.start()
         airflow.healthy()
         yield Site(airflow, cluster, audit_url, spark, work, {})
@@ -183,14 +191,15 @@ def test_reconciliation_on_a_spark_standalone_cluster(site: Site) -> None:
     from kafka_controller.airflow.dag_ids import PARTITION_STATE_RECONCILIATION as DAG
 
     apps_before = site.spark.completed_apps()
-    run_id = site.run(DAG, {"master": site.spark.master_url, "output_dir": str(site.work / "reconcile")})
+    run_id = site.run(DAG, {"spark_conn_id": "spark_default", "output_dir": str(site.work / "reconcile")})
     result = site.airflow.xcom(DAG, run_id, "reconcile")
     assert result["exit_code"] == 0 and result["job"]["partitions_checked"] == sum(
         p for p, _, _ in TOPICS.values()
     )
     # the job ran on the standalone cluster's executors, not in a local[N] driver
     site.airflow.wait(lambda: len(site.spark.completed_apps()) > len(apps_before), 60, "the app to complete")
-    assert site.operations(run_id)["reconciliation"]["status"] == "succeeded"
+    row = site.operations(run_id)["reconciliation"]
+    assert row["status"] == "succeeded" and row["parameters"]["master"] == site.spark.master_url
     assert not site.airflow.dead()
 
 

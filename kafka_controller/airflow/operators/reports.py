@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_controller.airflow.connections import SparkConnection, airflow_fields, spark_connection
 from kafka_controller.airflow.operators.base import KafkaOperationOperator
 from kafka_controller.airflow.params import as_int, as_text
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
@@ -113,12 +114,13 @@ def spark_submit_command(
     master: str,
     conf: Mapping[str, str],
     spark_submit: str | None = None,
+    submit_args: Sequence[str] = (),
 ) -> list[str]:
     """``spark-submit`` (the venv's, next to this interpreter) for ``reconcile/job.py``."""
     from kafka_controller.reconcile import job
 
     binary = spark_submit or str(Path(sys.executable).with_name("spark-submit"))
-    argv = [binary, "--master", master]
+    argv = [binary, "--master", master, *submit_args]
     for key, value in sorted(conf.items()):
         argv += ["--conf", f"{key}={value}"]
     return [*argv, str(Path(job.__file__)), *job_args]
@@ -131,7 +133,11 @@ def redact_args(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
 class SparkReconciliationOperator(KafkaOperationOperator):
     """Launch the PySpark reconciliation job on a snapshot (``SnapshotExportOperator``'s XCom) and
     return its JSON summary. Exit code 2 (bad input) and 1 (failure) fail the task with the job's
-    last stderr line; 3 (findings at ``fail_on``) fails it too when ``fail_on`` is set."""
+    last stderr line; 3 (findings at ``fail_on``) fails it too when ``fail_on`` is set.
+
+    Where it runs: ``master`` (``local[2]`` by default), or, when ``spark_conn_id`` is given, a
+    ``spark`` connection in the Apache Spark provider's layout (``spark_default``: host
+    ``spark://HOST`` + port, extra ``deploy-mode``, ``queue``, ...), read without the provider."""
 
     operation_kind = "reconciliation"
     mutating = False
@@ -141,6 +147,7 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         "audit_parquet",
         "output_dir",
         "master",
+        "spark_conn_id",
     )
     DEFAULT_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}
 
@@ -151,6 +158,7 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         output_dir: str | None = None,
         audit_parquet: str | None = None,
         master: str = "local[2]",
+        spark_conn_id: str | None = None,
         spark_conf: Mapping[str, str] | None = None,
         fail_on: str | None = None,
         timeout_s: float | str = 1800,
@@ -161,6 +169,7 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         self.audit_parquet = audit_parquet
         self.output_dir = output_dir
         self.master = master
+        self.spark_conn_id = spark_conn_id
         self.spark_conf = dict(spark_conf or {})
         self.fail_on = fail_on
         self.timeout_s = timeout_s
@@ -170,13 +179,26 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         self._audit_parquet = as_text("audit_parquet", self.audit_parquet, required=False)
         self._out = as_text("output_dir", self.output_dir, required=False) or str(data_dir("reconciliation"))
         self._timeout = as_int("timeout_s", self.timeout_s, minimum=1)
+        conn_id = as_text("spark_conn_id", self.spark_conn_id, required=False)
+        self._spark: SparkConnection = (
+            self._spark_connection(conn_id)
+            if conn_id and conn_id != "None"
+            else SparkConnection("", as_text("master", self.master) or "local[2]")
+        )
         return {
             "snapshot": self._snapshot,
             "audit_parquet": self._audit_parquet,
             "output_dir": self._out,
-            "master": self.master,
+            "master": self._spark.master,
+            "spark_conn_id": self._spark.conn_id or None,
             "fail_on": self.fail_on,
         }
+
+    @staticmethod
+    def _spark_connection(conn_id: str) -> SparkConnection:
+        from airflow.sdk import BaseHook
+
+        return spark_connection(conn_id, **airflow_fields(BaseHook.get_connection(conn_id)))
 
     def run(self, context: Any) -> dict[str, Any]:
         import orjson
@@ -196,7 +218,14 @@ class SparkReconciliationOperator(KafkaOperationOperator):
             args += ["--audit-parquet", self._audit_parquet]
         if self.fail_on:
             args += ["--fail-on", self.fail_on]
-        argv = spark_submit_command(args, master=self.master, conf={**self.DEFAULT_CONF, **self.spark_conf})
+        argv = spark_submit_command(
+            args,
+            master=self._spark.master,
+            conf={**self.DEFAULT_CONF, **self.spark_conf},
+            spark_submit=self._spark.spark_binary,
+            submit_args=self._spark.submit_args(),
+        )
+        self.say(f"submitting the reconciliation job to {self._spark.master}")
         self.log.info("running %s", " ".join(redact_args(argv, [url])))
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_")}
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
