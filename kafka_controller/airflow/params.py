@@ -31,6 +31,8 @@ def as_bool(name: str, value: Any) -> bool:
 def as_int(name: str, value: Any, *, minimum: int | None = None) -> int:
     if isinstance(value, bool):
         raise InvalidArgumentError(f"parameter {name!r} must be an integer, got {value!r}")
+    if isinstance(value, float) and value.is_integer():  # an operator default such as 300.0
+        value = int(value)
     try:
         number = int(str(value).strip()) if not isinstance(value, int) else value
     except ValueError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 from collections.abc import Iterator
@@ -60,8 +61,30 @@ def test_macros_and_the_hooks_connection_test_read_the_cluster(env: Env, monkeyp
     assert not ok and "cannot connect to ZooKeeper at 127.0.0.1:1" in message
 
 
-def test_controlled_shutdown_guard_stop_and_start_operators(env: Env) -> None:
-    from kafka_controller.airflow.operators import BrokerLifecycleOperator, ControlledShutdownOperator
+class TaskLog(logging.Handler):
+    """Stands in for the task log: what the operator logged, as text."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+        self.logger = logging.getLogger("tests.task_log")
+        self.logger.setLevel(logging.INFO)
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def test_controlled_shutdown_guard_stop_and_start_operators(env: Env, monkeypatch) -> None:
+    from kafka_controller.airflow.operators import (
+        BrokerLifecycleOperator,
+        ControlledShutdownOperator,
+        RollingRestartOperator,
+    )
     from kafka_controller.airflow.runbooks import RefusedError
 
     env.healthy()
@@ -76,6 +99,21 @@ def test_controlled_shutdown_guard_stop_and_start_operators(env: Env) -> None:
         guarded.execute(context("cs", dag_id="ops"))
     assert b in env.cluster.registered()
     assert env.operations_by_id(guarded.operation_id)["status"] == "failed"
+
+    # dry runs whose real run would be refused fail too, with their plan recorded and logged
+    task_log = TaskLog()
+    for dry in (
+        ControlledShutdownOperator(task_id="cs", broker_id=b),
+        RollingRestartOperator(task_id="rr", dry_run=True),
+    ):
+        monkeypatch.setattr(type(dry), "log", property(lambda _self: task_log.logger))
+        with pytest.raises(RefusedError, match=f"dry run: the real run would be refused: .*solo{b}-0"):
+            dry.execute(context(dry.task_id, dag_id="ops"))
+        row = env.operations_by_id(dry.operation_id)
+        assert (row["status"], row["dry_run"]) == ("failed", True)
+    assert "DRY RUN (nothing changes) controlled_shutdown" in task_log.text
+    assert f"plan controlled-shutdown:{b}:" in task_log.text and "would go OFFLINE" in task_log.text
+    assert b in env.cluster.registered()
 
     plan = BrokerLifecycleOperator(task_id="kill", broker_id=b, action="kill").execute(
         context("kill", dag_id="ops")
