@@ -25,7 +25,13 @@ from tests.deployment.airflow_deployment import AirflowDeployment, private_datab
 from tests.deployment.browser import Browser
 from tests.deployment.spark_standalone import SparkStandalone
 
-pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.airflow,
+    pytest.mark.integration,
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.timeout(600),  # the first test also starts the whole deployment
+]
 
 REPO = Path(__file__).resolve().parents[2]
 TOPICS: dict[str, tuple[int, int, int]] = {"orders": (6, 3, 0), "payments": (4, 2, 1)}
@@ -85,6 +91,7 @@ def site() -> Iterator[Site]:
 
     work = Path(tempfile.mkdtemp(prefix="kc-deploy-"))
     with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, work, ignore_errors=True)
         audit_url = stack.enter_context(private_database("kc_audit"))
         metadata_url = stack.enter_context(private_database("kc_airflow"))
         cluster = LocalCluster(3, audit_url=audit_url, data_dir=work / "cluster")
@@ -132,7 +139,6 @@ def site() -> Iterator[Site]:
         airflow.start()
         airflow.healthy()
         yield Site(airflow, cluster, audit_url, spark, work, {})
-    shutil.rmtree(work, ignore_errors=True)
 
 
 def test_kill_drill_under_the_scheduler(site: Site) -> None:
