@@ -187,9 +187,12 @@ class AirflowDemo:
         }
         self._step(f"DAG {dag_id} (dry_run=false): {TITLES[dag_id]}")
         self.say("   what ZooKeeper shows while it runs:")
+        from kafka_controller.airflow.listener import audit_listener
+
         started = time.monotonic()
         with ClusterPulse(self.cluster, self.say):
             run = dag.test(run_conf=conf)
+            audit_listener.flush()  # the DAG-run row is written by the listener's thread
         outcome = DagOutcome(
             dag_id, str(run.run_id), _state(run.state), time.monotonic() - started, conf, tasks={}
         )

@@ -56,6 +56,9 @@ class Env:
         from an earlier run's conf must not stand in for a default."""
         dag = self.dagbag.get_dag(dag_id)
         run = dag.test(run_conf={**self.defaults[dag_id], **conf})
+        from kafka_controller.airflow.listener import audit_listener
+
+        audit_listener.flush()  # the DAG-run row is written by the listener's thread
         tis = {
             ti.task_id: (
                 str(ti.state),
