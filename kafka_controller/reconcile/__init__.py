@@ -7,7 +7,6 @@
   ``kafka-controller reconcile run``), with ``frames`` (inputs), ``rules`` (one function per finding
   kind, listed in ``rules_catalog``), ``summaries``, ``results`` (the audit store's rows);
 * ``remediation`` — the plan format the recovery DAG consumes;
-* ``pandas_baseline`` (+ ``pandas_rules``, ``pandas_audit``) — the same rules on one process;
 * ``synthetic`` (+ ``synthetic_io``) — fleets of N partitions with planted problems.
 
 Nothing is imported here: pyspark, pandas and pyarrow load only with the module that needs them.
