@@ -1,6 +1,7 @@
-"""The partition, broker-view and controller-view rules of ``kafka_controller.reconcile.rules`` in
-pandas: a second implementation kept only as the benchmark's baseline and the tests' cross-check
-(the Spark rules are the definition; their docstrings say what each finding means)."""
+"""The partition, broker-view and controller-view rules of ``kafka_controller.reconcile`` (``rules_zk``,
+``rules_views``) in pandas: a second implementation kept only as the benchmark's baseline and the
+tests' cross-check (the Spark rules are the definition; their docstrings say what each finding
+means)."""
 
 from __future__ import annotations
 
