@@ -4,8 +4,8 @@ For each size (default 100,000, 1,000,000 and 3,000,000 partitions, RF 3, 10 aud
 partition, every finding planted once) it generates the fleet once (cached under ``--cache-dir``),
 then runs, on the same files:
 
-* **pandas** (``reconcile.pandas_baseline``), in a subprocess so its peak memory is measured on its
-  own: stages ``load`` and ``rules``;
+* **pandas** (``bench/pandas_reconcile``, the same rules written again), in a subprocess so its
+  peak memory is measured on its own: stages ``load`` and ``rules``;
 * **Spark** (``reconcile.job.run``, local mode, one session for all sizes, warmed up first): stages
   ``load`` (read, ZooKeeper partitions cached), ``prepare`` (the broker and controller joins and the
   audit window, cached), ``rules``, ``outputs`` (findings and both summaries as Parquet),
@@ -46,7 +46,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results" / "reconcile.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+#: ``KAFKA_CONTROLLER_BENCH_RESULTS`` moves it, as for the other benchmarks (the smoke test does).
+RESULTS = (
+    Path(os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
+    / "reconcile.jsonl"
+)
 GENERATOR_VERSION = 1  # bump when synthetic.py changes what it writes: invalidates the cache
 CLUSTER_SUBMIT = (
     "spark-submit --master yarn --deploy-mode cluster --py-files kc.zip "
@@ -104,9 +110,9 @@ def _key(r: Any) -> tuple[Any, ...]:
 
 
 def pandas_worker(snapshot: str, audit: str, out: str) -> None:
-    from kafka_controller.reconcile import pandas_baseline
+    from bench import pandas_reconcile
 
-    findings, timings = pandas_baseline.run(snapshot, audit)
+    findings, timings = pandas_reconcile.run(snapshot, audit)
     keys = [_key(r) for r in findings.itertuples(index=False)]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(out).write_text(

@@ -7,8 +7,10 @@
   ``kafka-controller reconcile run``), with ``frames`` (inputs), ``rules`` (one function per finding
   kind, listed in ``rules_catalog``), ``summaries``, ``results`` (the audit store's rows);
 * ``remediation`` — the plan format the recovery DAG consumes;
-* ``pandas_baseline`` (+ ``pandas_rules``, ``pandas_audit``) — the same rules on one process;
-* ``synthetic`` (+ ``synthetic_io``) — fleets of N partitions with planted problems.
+* ``synthetic`` (+ ``synthetic_fleet``, ``synthetic_io``) — fleets of N partitions with planted
+  problems, for the tests and ``bench/reconcile.py`` (whose pandas baseline lives in ``bench/``).
+
+No module here imports another that imports it back (an import-linter contract).
 
 Nothing is imported here: pyspark, pandas and pyarrow load only with the module that needs them.
 """

@@ -1,4 +1,4 @@
-"""Writing a synthetic fleet (``synthetic.Fleet``) as a snapshot and an audit history, vectorised.
+"""Writing a synthetic fleet (``synthetic_fleet.Fleet``) as a snapshot and an audit history, vectorised.
 
 Everything is built column at a time with numpy and written in chunks of partitions through
 pyarrow's ``ParquetWriter``, so memory stays bounded at millions of partitions. Padded matrices
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from kafka_controller.reconcile import snapshot as S
 
 if TYPE_CHECKING:
-    from kafka_controller.reconcile.synthetic import Fleet
+    from kafka_controller.reconcile.synthetic_fleet import Fleet
 
 TAKEN_MS = 1_700_000_000_000
 HOUR_MS = 3_600_000

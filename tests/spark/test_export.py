@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from bench import pandas_reconcile
 from kafka_controller.broker import apis as A
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError, StoreUnavailableError
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.reconcile import export as E
-from kafka_controller.reconcile import pandas_baseline
 from kafka_controller.reconcile import snapshot as S
 
 from . import drill
@@ -56,7 +56,7 @@ def test_drill_during_a_broker_failure_shows_exactly_the_damage(tmp_path: Path) 
     expected += [
         {"kind": "not_on_preferred_leader", "topic": t, "partition": p, "broker": 1} for t, p in preferred_1
     ]
-    findings, _ = pandas_baseline.run(result.path, tmp_path / "audit")
+    findings, _ = pandas_reconcile.run(result.path, tmp_path / "audit")
     assert finding_keys(findings) == finding_keys(expected)
 
 
@@ -88,7 +88,7 @@ def test_drill_after_recovery_and_controller_failover_is_clean(tmp_path: Path) -
     views = pq.read_table(result.path / "broker_replicas").to_pylist()
     assert {v["broker_id"] for v in views} == set(drill.BROKERS)
     assert max(v["high_watermark"] for v in views) > 0, "replication moved no high watermark"
-    findings, _ = pandas_baseline.run(result.path, tmp_path / "audit")
+    findings, _ = pandas_reconcile.run(result.path, tmp_path / "audit")
     assert findings.empty, findings.to_dict("records")
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kafka_controller.reconcile import job, pandas_baseline, synthetic
+from bench import pandas_reconcile
+from kafka_controller.reconcile import job, synthetic
 from kafka_controller.reconcile import snapshot as S
 from kafka_controller.reconcile.frames import normalise_audit
 from kafka_controller.reconcile.remediation import load_plan
@@ -59,7 +60,7 @@ def test_evidence_is_the_same_as_the_pandas_baseline(
     planted_run: Any, planted_fleet: synthetic.SyntheticFleet
 ) -> None:
     _, findings, _ = planted_run
-    baseline, _ = pandas_baseline.run(planted_fleet.snapshot, planted_fleet.audit)
+    baseline, _ = pandas_reconcile.run(planted_fleet.snapshot, planted_fleet.audit)
 
     def rows(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         keys = ("kind", "topic", "partition", "broker", "expected", "actual")

@@ -7,8 +7,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from bench import pandas_reconcile
 from kafka_controller.domain.errors import InvalidArgumentError
-from kafka_controller.reconcile import pandas_baseline, synthetic
+from kafka_controller.reconcile import synthetic
 from kafka_controller.reconcile.rules_catalog import RULE_SEVERITY
 
 from .helpers import finding_keys
@@ -24,7 +25,7 @@ def test_a_healthy_fleet_has_ten_audit_rows_per_partition_and_no_findings(
     assert all(len(set(r["replicas"])) == 3 and r["isr"] == r["replicas"] for r in zk)
     views = pq.read_table(fleet.snapshot / "broker_replicas")
     assert views.num_rows == 3 * fleet.partitions
-    findings, timings = pandas_baseline.run(fleet.snapshot, fleet.audit)
+    findings, timings = pandas_reconcile.run(fleet.snapshot, fleet.audit)
     assert findings.empty, findings.head()
     assert timings["total"] >= timings["rules"] > 0
 
@@ -32,7 +33,7 @@ def test_a_healthy_fleet_has_ten_audit_rows_per_partition_and_no_findings(
 @pytest.mark.parametrize("plant", synthetic.PLANTS)
 def test_each_plant_alone_yields_exactly_its_findings(tmp_path: Path, plant: str) -> None:
     fleet = synthetic.generate(tmp_path / "f", 400, plants=[plant])
-    findings, _ = pandas_baseline.run(fleet.snapshot, fleet.audit)
+    findings, _ = pandas_reconcile.run(fleet.snapshot, fleet.audit)
     assert finding_keys(findings) == finding_keys(
         [dict(zip(("kind", "topic", "partition", "broker"), e, strict=True)) for e in fleet.expected]
     )
@@ -42,7 +43,7 @@ def test_each_plant_alone_yields_exactly_its_findings(tmp_path: Path, plant: str
 
 
 def test_planted_fleet_matches_its_expectations(planted_fleet: synthetic.SyntheticFleet) -> None:
-    findings, _ = pandas_baseline.run(planted_fleet.snapshot, planted_fleet.audit)
+    findings, _ = pandas_reconcile.run(planted_fleet.snapshot, planted_fleet.audit)
     expected = [
         dict(zip(("kind", "topic", "partition", "broker"), e, strict=True)) for e in planted_fleet.expected
     ]

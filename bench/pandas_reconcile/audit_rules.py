@@ -1,4 +1,5 @@
-"""The audit-log rules for the pandas baseline: the same ordering and semantics as ``frames._audit_chain``."""
+"""The audit-log rules for the pandas baseline: the same ordering and semantics as Spark's
+``kafka_controller.reconcile.frames`` audit chain."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_controller.reconcile.pandas_baseline import NULL, _fmt, _ints, _out, valid_pairs
-from kafka_controller.reconcile.pandas_rules import ERROR, WARNING, Context
+from kafka_controller.reconcile.rules_catalog import ERROR, WARNING
+
+from .arrow import NULL, findings_frame, fmt, ints, valid_pairs
+from .rules import Context
 
 _INTS = (
     "id",
@@ -36,9 +39,9 @@ def audit_frame(d: dict[str, Any]) -> pd.DataFrame:
             "table": pd.Categorical.from_codes(np.full(n, code, dtype=np.int8), ["partition", "replica"])
         }
         for col in _INTS:
-            cols[col] = _ints(t.column(col))
+            cols[col] = ints(t.column(col))
         cols["partition"] = t.column("partition").to_numpy()
-        cols["replica"] = _ints(t.column("replica")) if code else np.full(n, NULL, dtype=np.int64)
+        cols["replica"] = ints(t.column("replica")) if code else np.full(n, NULL, dtype=np.int64)
         for col in _CATEGORIES:
             cols[col] = t.column(col).to_pandas()
         del t
@@ -99,13 +102,13 @@ def audit_state_mismatch(c: Context) -> pd.DataFrame:
     zk_leader = m.leader.where(m.leader != NULL, -1)
     higher = (m.leader_epoch != NULL) & (m.leader_epoch_after > m.leader_epoch)
     df = m[(m.leader_after != zk_leader) | higher]
-    return _out(
+    return findings_frame(
         df,
         "audit_state_mismatch",
         WARNING,
-        [f"leader={_fmt(a)} leader_epoch={_fmt(b)}" for a, b in zip(df.leader, df.leader_epoch, strict=True)],
+        [f"leader={fmt(a)} leader_epoch={fmt(b)}" for a, b in zip(df.leader, df.leader_epoch, strict=True)],
         [
-            f"leader={_fmt(a)} leader_epoch={_fmt(b)}"
+            f"leader={fmt(a)} leader_epoch={fmt(b)}"
             for a, b in zip(df.leader_after, df.leader_epoch_after, strict=True)
         ],
     )
@@ -130,7 +133,7 @@ def illegal_transition(c: Context) -> pd.DataFrame:
         not in valid
     ]
     df = a[np.isin(combo, bad)]
-    return _out(
+    return findings_frame(
         df,
         "illegal_transition",
         ERROR,
@@ -147,13 +150,13 @@ def leader_epoch_regression(c: Context) -> pd.DataFrame:
         np.where(df.prev_epoch == NULL, -1, df.prev_epoch),
         np.where(df.leader_epoch_before == NULL, -1, df.leader_epoch_before),
     )
-    return _out(
+    return findings_frame(
         df,
         "leader_epoch_regression",
         ERROR,
         [f"leader_epoch >= {int(v)}" for v in floor],
-        [f"leader_epoch={_fmt(v)}" for v in df.leader_epoch_after],
+        [f"leader_epoch={fmt(v)}" for v in df.leader_epoch_after],
     )
 
 
-__all__ = ["audit_frame", "audit_state_mismatch", "illegal_transition", "leader_epoch_regression", "pa"]
+__all__ = ["audit_frame", "audit_state_mismatch", "illegal_transition", "leader_epoch_regression"]

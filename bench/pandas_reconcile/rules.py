@@ -1,4 +1,7 @@
-"""The fifteen rules of ``rules.py`` for the pandas baseline (see ``pandas_baseline``)."""
+"""The partition, broker-view and controller-view rules of ``kafka_controller.reconcile`` (``rules_zk``,
+``rules_views``) in pandas: a second implementation kept only as the benchmark's baseline and the
+tests' cross-check (the Spark rules are the definition; their docstrings say what each finding
+means)."""
 
 from __future__ import annotations
 
@@ -11,17 +14,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_controller.reconcile.pandas_baseline import (
-    NULL,
-    Params,
-    _fmt,
-    _ints,
-    _lists,
-    _lists_equal,
-    _out,
-    valid_pairs,
-)
 from kafka_controller.reconcile.rules_catalog import CRITICAL, ERROR, INFO, WARNING
+
+from .arrow import NULL, Params, findings_frame, fmt, ints, lists_equal, take_lists
 
 
 @dataclass
@@ -45,23 +40,23 @@ class Context:
         return self.pz[~self.pz.queued & self.pz.leader_live]
 
     def lists(self, df: pd.DataFrame, column: str) -> list[str]:
-        return [_fmt(v) for v in _lists(self.z, column, df["row"].to_numpy())]
+        return [fmt(v) for v in take_lists(self.z, column, df["row"].to_numpy())]
 
 
 def offline_partition(c: Context) -> pd.DataFrame:
     df = c.pz[~c.pz.queued & (~c.pz.has_state | (c.pz.leader == -1))]
     actual = ["leader=-1" if s else "no state znode" for s in df.has_state]
-    return _out(df, "offline_partition", CRITICAL, ["a live leader"] * len(df), actual)
+    return findings_frame(df, "offline_partition", CRITICAL, ["a live leader"] * len(df), actual)
 
 
 def leader_on_dead_broker(c: Context) -> pd.DataFrame:
     df = c.pz[~c.pz.queued & c.pz.has_state & (c.pz.leader >= 0) & ~c.pz.leader_live]
-    return _out(
+    return findings_frame(
         df,
         "leader_on_dead_broker",
         CRITICAL,
         ["leader registered in /brokers/ids"] * len(df),
-        [f"leader={_fmt(v)} not registered" for v in df.leader],
+        [f"leader={fmt(v)} not registered" for v in df.leader],
         df.leader.tolist(),
     )
 
@@ -69,11 +64,11 @@ def leader_on_dead_broker(c: Context) -> pd.DataFrame:
 def leader_not_in_isr(c: Context) -> pd.DataFrame:
     lp = c.live_partitions()
     df = lp[~lp.leader_in_isr]
-    return _out(
+    return findings_frame(
         df,
         "leader_not_in_isr",
         ERROR,
-        [f"isr contains {_fmt(v)}" for v in df.leader],
+        [f"isr contains {fmt(v)}" for v in df.leader],
         ["isr=" + s for s in c.lists(df, "isr")],
         df.leader.tolist(),
     )
@@ -81,7 +76,7 @@ def leader_not_in_isr(c: Context) -> pd.DataFrame:
 
 def isr_not_subset_of_replicas(c: Context) -> pd.DataFrame:
     df = c.pz[~c.pz.queued & c.pz.has_state & c.pz.isr_outside]
-    return _out(
+    return findings_frame(
         df,
         "isr_not_subset_of_replicas",
         ERROR,
@@ -93,7 +88,7 @@ def isr_not_subset_of_replicas(c: Context) -> pd.DataFrame:
 def under_replicated(c: Context) -> pd.DataFrame:
     lp = c.live_partitions()
     df = lp[lp.isr_size < lp.rf]
-    return _out(
+    return findings_frame(
         df,
         "under_replicated",
         WARNING,
@@ -105,7 +100,7 @@ def under_replicated(c: Context) -> pd.DataFrame:
 def under_min_isr(c: Context) -> pd.DataFrame:
     lp = c.live_partitions()
     df = lp[lp.isr_size < lp.min_isr]
-    return _out(
+    return findings_frame(
         df,
         "under_min_isr",
         ERROR,
@@ -117,12 +112,12 @@ def under_min_isr(c: Context) -> pd.DataFrame:
 def not_on_preferred_leader(c: Context) -> pd.DataFrame:
     lp = c.live_partitions()
     df = lp[lp.not_preferred]
-    return _out(
+    return findings_frame(
         df,
         "not_on_preferred_leader",
         INFO,
-        [f"leader={_fmt(v)}" for v in df.preferred],
-        [f"leader={_fmt(v)}" for v in df.leader],
+        [f"leader={fmt(v)}" for v in df.preferred],
+        [f"leader={fmt(v)}" for v in df.leader],
         df.preferred.tolist(),
     )
 
@@ -133,7 +128,7 @@ def leader_skew(c: Context) -> pd.DataFrame:
     g = pd.DataFrame({"broker": pz.preferred, "elsewhere": pz.has_state & (pz.leader != pz.preferred)})
     agg = g.groupby("broker").agg(total=("elsewhere", "size"), elsewhere=("elsewhere", "sum")).reset_index()
     agg = agg[agg.broker.isin(c.live_ids()) & (agg.elsewhere * 100 > agg.total * pct)]
-    return _out(
+    return findings_frame(
         agg,
         "leader_skew",
         WARNING,
@@ -152,7 +147,7 @@ def reassignment_stuck(c: Context) -> pd.DataFrame:
     audit = c.cache.get("audit")
     if audit is not None and len(r):
         keys = r[["topic", "partition"]].merge(c.pz[["topic", "partition", "row"]], on=["topic", "partition"])
-        adding_lists = _lists(c.z, "adding_replicas", keys.row.to_numpy())
+        adding_lists = take_lists(c.z, "adding_replicas", keys.row.to_numpy())
         counts = [len(a) for a in adding_lists]
         adding = pd.DataFrame(
             {
@@ -177,7 +172,7 @@ def reassignment_stuck(c: Context) -> pd.DataFrame:
     r = r.dropna(subset=["started_ms"])
     r["age_ms"] = now - r.started_ms.astype(np.int64)
     df = r[r.age_ms > limit]
-    return _out(
+    return findings_frame(
         df,
         "reassignment_stuck",
         WARNING,
@@ -246,16 +241,14 @@ def broker_view_mismatch(c: Context) -> pd.DataFrame:
     df = bz[differs | (bz.assigned != bz.hosted)]
     zl = df.broker_id == df.z_leader
     expected = [
-        f"leader={_fmt(_i(a))} leader_epoch={_fmt(_i(b))} is_leader={_fmt(bool(s))}"
-        if asg
-        else "not assigned"
+        f"leader={fmt(_i(a))} leader_epoch={fmt(_i(b))} is_leader={fmt(bool(s))}" if asg else "not assigned"
         for asg, a, b, s in zip(df.assigned, df.z_leader, df.z_epoch, zl, strict=True)
     ]
     actual = [
-        f"leader={_fmt(_i(a))} leader_epoch={_fmt(_i(b))} is_leader={_fmt(bool(s))}" if h else "no replica"
+        f"leader={fmt(_i(a))} leader_epoch={fmt(_i(b))} is_leader={fmt(bool(s))}" if h else "no replica"
         for h, a, b, s in zip(df.hosted, df.b_leader, df.b_epoch, df.b_is_leader, strict=True)
     ]
-    return _out(df, "broker_view_mismatch", ERROR, expected, actual, df.broker_id.tolist())
+    return findings_frame(df, "broker_view_mismatch", ERROR, expected, actual, df.broker_id.tolist())
 
 
 def _i(v: Any) -> Any:
@@ -278,9 +271,9 @@ def controller_view_mismatch(c: Context) -> pd.DataFrame:
     zr, cr = pa.array(both.row.astype(np.int64)), pa.array(both.c_row.astype(np.int64))
     same = np.ones(len(both), dtype=bool)
     for zc, cc in (("leader", "leader"), ("leader_epoch", "leader_epoch")):
-        same &= _ints(c.z.column(zc).take(zr)) == _ints(cp.column(cc).take(cr))
+        same &= ints(c.z.column(zc).take(zr)) == ints(cp.column(cc).take(cr))
     for col in ("isr", "replicas", "adding_replicas", "removing_replicas"):
-        same &= _lists_equal(c.z.column(col).take(zr), cp.column(col).take(cr))
+        same &= lists_equal(c.z.column(col).take(zr), cp.column(col).take(cr))
     bad = pd.concat([m[m.row.isna() | m.c_row.isna()], both[~same]])
 
     def side(table: pa.Table, rows: Any) -> list[str]:
@@ -291,12 +284,12 @@ def controller_view_mismatch(c: Context) -> pd.DataFrame:
                 continue
             v = table.slice(int(r), 1).to_pylist()[0]
             out.append(
-                f"leader={_fmt(v['leader'])} leader_epoch={_fmt(v['leader_epoch'])} "
-                f"isr={_fmt(v['isr'])} replicas={_fmt(v['replicas'])}"
+                f"leader={fmt(v['leader'])} leader_epoch={fmt(v['leader_epoch'])} "
+                f"isr={fmt(v['isr'])} replicas={fmt(v['replicas'])}"
             )
         return out
 
-    return _out(bad, "controller_view_mismatch", ERROR, side(c.z, bad.row), side(cp, bad.c_row))
+    return findings_frame(bad, "controller_view_mismatch", ERROR, side(c.z, bad.row), side(cp, bad.c_row))
 
 
 def hw_regression(c: Context) -> pd.DataFrame:
@@ -315,7 +308,7 @@ def hw_regression(c: Context) -> pd.DataFrame:
         .reset_index()
     )
     df = g[g.leader_leo.notna() & (g.max_hw > g.leader_leo)]
-    return _out(
+    return findings_frame(
         df,
         "hw_regression",
         CRITICAL,
@@ -324,7 +317,7 @@ def hw_regression(c: Context) -> pd.DataFrame:
             for h, b in zip(df.max_hw, df.hw_broker, strict=True)
         ],
         [
-            f"leader {_fmt(_i(z))} log_end_offset={int(v)}"
+            f"leader {fmt(_i(z))} log_end_offset={int(v)}"
             for z, v in zip(df.z_leader, df.leader_leo, strict=True)
         ],
         df.z_leader.tolist(),
@@ -333,29 +326,19 @@ def hw_regression(c: Context) -> pd.DataFrame:
 
 RuleFn = Callable[[Context], pd.DataFrame]
 
-
-def rules_for(c: Context) -> list[RuleFn]:
-    from kafka_controller.reconcile import pandas_audit as A
-
-    out: list[RuleFn] = [
-        offline_partition,
-        leader_on_dead_broker,
-        leader_not_in_isr,
-        isr_not_subset_of_replicas,
-        under_replicated,
-        under_min_isr,
-        not_on_preferred_leader,
-        leader_skew,
-    ]
-    if "partition_transitions" in c.d:
-        c.cache["audit"] = A.audit_frame(c.d)
-        out += [A.audit_state_mismatch, A.illegal_transition, A.leader_epoch_regression]
-    out.append(reassignment_stuck)
-    if c.meta["broker_views"]:
-        out += [broker_view_mismatch, hw_regression]
-    if c.meta["controller_view"]:
-        out.append(controller_view_mismatch)
-    return out
-
-
-__all__ = ["CRITICAL", "ERROR", "INFO", "WARNING", "Context", "rules_for", "valid_pairs"]
+__all__ = [
+    "Context",
+    "RuleFn",
+    "broker_view_mismatch",
+    "controller_view_mismatch",
+    "hw_regression",
+    "isr_not_subset_of_replicas",
+    "leader_not_in_isr",
+    "leader_on_dead_broker",
+    "leader_skew",
+    "not_on_preferred_leader",
+    "offline_partition",
+    "reassignment_stuck",
+    "under_min_isr",
+    "under_replicated",
+]
