@@ -47,9 +47,12 @@ def list_operations(
     since_ms: int | None = None,
     kind: str | None = None,
     dag_id: str | None = None,
+    dry_runs: bool = False,
 ) -> list[dict[str, Any]]:
-    """Newest first."""
+    """Newest first; dry runs only when asked for (they planned, they did not act)."""
     q = select(operations).order_by(operations.c.started_ms.desc()).limit(_limit(limit))
+    if not dry_runs:
+        q = q.where(operations.c.dry_run.is_(False))
     if since_ms is not None:
         q = q.where(operations.c.started_ms >= since_ms)
     if kind:
@@ -101,15 +104,27 @@ def reconciliation_runs_rows(engine: Engine, *, limit: int = 50) -> list[dict[st
     )
 
 
+def latest_completed_run(engine: Engine) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The latest run that completed, and the runs started after it that did not (failed,
+    interrupted or still running): a failed last run must not hide the findings before it."""
+    r = reconciliation_runs
+    done = _rows(engine, select(r).where(r.c.status == "succeeded").order_by(r.c.started_ms.desc()).limit(1))
+    latest = done[0] if done else None
+    later = select(r).where(r.c.status != "succeeded").order_by(r.c.started_ms.desc()).limit(MAX_LIMIT)
+    if latest is not None:
+        later = later.where(r.c.started_ms > latest["started_ms"])
+    return latest, _rows(engine, later)
+
+
 def reconciliation_findings_rows(
     engine: Engine, *, run_id: str | None = None, limit: int = 1000
 ) -> list[dict[str, Any]]:
-    """Findings of one run, or of the latest run when ``run_id`` is None."""
+    """Findings of one run, or of the latest completed run when ``run_id`` is None."""
     if run_id is None:
-        latest = reconciliation_runs_rows(engine, limit=1)
-        if not latest:
+        latest, _ = latest_completed_run(engine)
+        if latest is None:
             return []
-        run_id = latest[0]["run_id"]
+        run_id = latest["run_id"]
     f = reconciliation_findings
     q = select(f).where(f.c.run_id == run_id).order_by(f.c.id).limit(_limit(limit))
     return _rows(engine, q)

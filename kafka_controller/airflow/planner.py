@@ -300,6 +300,7 @@ class DryRun:
     def _collect(self, action: str, answer: Any, before: _State, mark: int = 0) -> PlannedChange:
         records = self.audit.records[mark:]
         for r in records:
+            r.dry_run = True  # a plan, never history (the dry-run controller's failover included)
             if isinstance(r, PartitionTransition | ReplicaTransition):
                 r.operation_id = self.operation_id
                 r.event = f"dry-run:{action}" + (f":{r.event}" if r.event else "")

@@ -83,9 +83,12 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
         since_ms: int | None = None,
         kind: str | None = None,
         dag_id: str | None = None,
+        dry_runs: bool = False,
     ) -> list[dict[str, Any]]:
         return _guard(
-            lambda: q.list_operations(get_engine(), limit=limit, since_ms=since_ms, kind=kind, dag_id=dag_id)
+            lambda: q.list_operations(
+                get_engine(), limit=limit, since_ms=since_ms, kind=kind, dag_id=dag_id, dry_runs=dry_runs
+            )
         )
 
     @app.get("/api/operations/{operation_id}")
@@ -115,28 +118,38 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
 
     @app.get("/api/report")
     def report(
-        since_ms: int | None = None, operation_id: str | None = None, limit: int = Query(100, ge=1, le=1000)
+        since_ms: int | None = None,
+        operation_id: str | None = None,
+        limit: int = Query(100, ge=1, le=1000),
+        dry_runs: bool = False,
     ) -> dict[str, Any]:
         from kafka_controller.audit.reports import build_report
 
         return _guard(
-            lambda: build_report(get_engine(), since_ms=since_ms, operation_id=operation_id, limit=limit)
+            lambda: build_report(
+                get_engine(), since_ms=since_ms, operation_id=operation_id, limit=limit, dry_runs=dry_runs
+            )
         )
 
     @app.get("/", response_class=HTMLResponse)
-    def index(since_ms: int | None = None) -> str:
-        from kafka_controller.audit.html import render_html, table
+    def index(since_ms: int | None = None, dry_runs: bool = False) -> str:
+        from kafka_controller.audit.html import render_html
         from kafka_controller.audit.reports import build_report
 
         def page() -> str:
             eng = get_engine()
-            doc = render_html(build_report(eng, since_ms=since_ms, limit=50))
-            ops = q.list_operations(eng, limit=50, since_ms=since_ms)
+            doc = render_html(build_report(eng, since_ms=since_ms, limit=50, dry_runs=dry_runs))
+            ops = q.list_operations(eng, limit=50, since_ms=since_ms, dry_runs=dry_runs)
+            toggle = (
+                '<a href="?">real operations only</a>'
+                if dry_runs
+                else '<a href="?dry_runs=true">include dry runs</a>'
+            )
             extra = [
                 "<h2>Operations (latest 50)</h2>",
+                f"<nav>{toggle}</nav>",
                 _operations_table(ops),
-                "<h2>Reconciliation findings (latest run)</h2>",
-                table(q.reconciliation_findings_rows(eng, limit=200)),
+                *_findings_section(eng),
             ]
             return doc.replace("</body>", "".join(extra) + "</body>")
 
@@ -144,24 +157,12 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
 
     @app.get("/operations/{operation_id}", response_class=HTMLResponse)
     def operation_page(operation_id: str) -> str:
-        from kafka_controller.audit.html import table
-
         def page() -> str | None:
             eng = get_engine()
             op = q.get_operation(eng, operation_id)
             if op is None:
                 return None
-            rows = q.operation_transitions(eng, operation_id, limit=5000)
-            return (
-                "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-                f"<title>Operation {escape(operation_id)}</title></head>"
-                f"<body><h1>Operation {escape(operation_id)}</h1>"
-                + table([{k: v for k, v in op.items() if k != "parameters"}])
-                + f"<h2>Parameters</h2><pre>{escape(_json(op.get('parameters')))}</pre>"
-                + f"<h2>Transitions: {len(rows)}</h2>"
-                + table(rows)
-                + "</body></html>"
-            )
+            return _operation_document(op, q.operation_transitions(eng, operation_id, limit=5000))
 
         html = _guard(page)
         if html is None:
@@ -171,13 +172,106 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
     return app
 
 
+_OPERATION_FIELDS = (
+    "kind",
+    "status",
+    "dry_run",
+    "requester",
+    "reason",
+    "started_ms",
+    "finished_ms",
+    "airflow_dag_id",
+    "airflow_run_id",
+    "airflow_task_id",
+    "error",
+)
+
+
+def _operation_document(op: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """One operation: what was asked (fields, parameters), what came of it (result), and the
+    transitions it caused or, for a dry run, planned."""
+    from kafka_controller.audit.html import document, table
+
+    fields = {k: op.get(k) for k in _OPERATION_FIELDS}
+    if op.get("started_ms") is not None and op.get("finished_ms") is not None:
+        fields["duration_ms"] = op["finished_ms"] - op["started_ms"]
+    body = ['<nav><a href="../">&larr; all operations</a></nav>']
+    if op.get("dry_run"):
+        body.append(
+            '<p class="plan">Dry run: nothing was changed. The transitions below are what the real '
+            "run would make, as the controller planned them on a copy of the cluster.</p>"
+        )
+    if op.get("status") == "failed":
+        body.append(f'<p class="warn">Failed: {escape(str(op.get("error") or "no error recorded"))}</p>')
+    body += [
+        table([{k: v for k, v in fields.items() if v is not None}]),
+        "<h2>Result</h2>",
+        _result_html(op.get("result")),
+        "<h2>Parameters</h2>",
+        f"<pre>{escape(_json(op.get('parameters')))}</pre>",
+        f"<h2>Transitions: {len(rows)}{' planned' if op.get('dry_run') else ''}</h2>",
+        table(rows),
+    ]
+    return document(f"Operation {op['operation_id']}", body)
+
+
+def _result_html(result: Any) -> str:
+    """Headline figures first (a drill's election and recovery, counts), then the whole result."""
+    from kafka_controller.audit.html import table
+
+    if result is None:
+        return (
+            '<p class="note">No result recorded (the operation is running, failed, or predates results).</p>'
+        )
+    if not isinstance(result, dict):
+        return f"<pre>{escape(_json(result))}</pre>"
+    headline = {
+        k: (_json(v) if isinstance(v, dict | list) else v)
+        for k, v in result.items()
+        if not isinstance(v, list) or len(v) <= 5
+    }
+    return (
+        table([headline])
+        + f"<details><summary>All of it (JSON)</summary><pre>{escape(_json(result))}</pre></details>"
+    )
+
+
+def _findings_section(engine: Any) -> list[str]:
+    """Findings of the latest completed reconciliation, and a warning naming any later run that
+    did not complete (its failure must not hide the findings before it)."""
+    from kafka_controller.airflow import audit_queries as q
+    from kafka_controller.audit.html import table
+    from kafka_controller.audit.reports import format_ms
+
+    latest, later = q.latest_completed_run(engine)
+    out = ["<h2>Reconciliation findings (latest completed run)</h2>"]
+    for run in later:
+        what = "is still running" if run["status"] == "running" else f"did not complete ({run['status']})"
+        detail = f": {run['detail']}" if run.get("detail") else ""
+        out.append(
+            f'<p class="warn">A later run, {escape(str(run["run_id"]))} started '
+            f"{escape(format_ms(run['started_ms']))}, {escape(what)}{escape(detail[:500])}</p>"
+        )
+    if latest is None:
+        out.append('<p class="note">No reconciliation run has completed yet.</p>')
+        return out
+    rows = q.reconciliation_findings_rows(engine, run_id=latest["run_id"], limit=200)
+    out.append(
+        f'<p class="note">Run {escape(str(latest["run_id"]))}, finished '
+        f"{escape(format_ms(latest['finished_ms']))}: {latest.get('findings_count') or 0} findings over "
+        f"{latest.get('partitions_checked') or 0} partitions checked.</p>"
+    )
+    out.append(table(rows))
+    return out
+
+
 def _operations_table(rows: list[dict[str, Any]]) -> str:
     """Operations with a link to each one's page (every value escaped)."""
     from kafka_controller.audit.reports import format_value
 
     if not rows:
         return '<p class="note">No operations recorded.</p>'
-    cols = [c for c in rows[0] if c != "parameters"]
+    cols = [c for c in rows[0] if c not in ("parameters", "result")]
     head = "".join(f"<th>{escape(c)}</th>" for c in cols)
     body = []
     for r in rows:

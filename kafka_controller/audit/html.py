@@ -13,7 +13,8 @@ from typing import Any
 from kafka_controller.audit.reports import SECTIONS, format_ms, format_value
 
 COLORS = {"ok": "#3a8f5c", "invalid": "#d99a1e", "failed": "#c0392b"}
-_CSS = """
+#: The report's style, shared with the plugin's pages so that both read alike.
+CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;margin:.5em 0}
@@ -21,7 +22,21 @@ th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;white-space:nowrap}
 th{background:#f4f4f4}.note{color:#666}.legend span{display:inline-block;margin-right:1em}
 .sw{display:inline-block;width:10px;height:10px;margin-right:4px}
 svg text{font:11px system-ui,sans-serif;fill:#333}
+.warn{background:#fff4e0;border-left:4px solid #d99a1e;padding:.4em .8em}
+.plan{background:#eef3fb;border-left:4px solid #4a6fa5;padding:.4em .8em}
+pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;font-size:12px;overflow:auto}
+nav a{margin-right:1em}
 """
+
+
+def document(title: str, body: list[str]) -> str:
+    """A whole page: the report's style, ``title`` (escaped here) as its heading, then ``body``
+    (already-escaped HTML)."""
+    head = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
+    )
+    return head + "".join(body) + "</body></html>\n"
 
 
 def _svg(width: int, height: int, body: list[str], label: str) -> str:
@@ -112,23 +127,25 @@ def _duration(ms: int) -> str:
 
 def render_html(report: dict[str, Any]) -> str:
     title = f"Kafka controller audit: {report['database']}"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
-        f'<p class="note">Generated {escape(format_ms(report["generated_ms"]))}',
-    ]
+    parts = [f'<p class="note">Generated {escape(format_ms(report["generated_ms"]))}']
     filters = report["filters"]
     if filters["since_ms"] is not None:
         parts.append(f"; since {escape(format_ms(filters['since_ms']))}")
     if filters["operation_id"]:
         parts.append(f"; operation {escape(filters['operation_id'])}")
     parts.append("</p>")
+    s = report.get("summary") or {}
+    if filters.get("dry_runs"):
+        parts.append(
+            '<p class="plan">Dry runs included: what they planned is counted with what happened.</p>'
+        )
+    elif s.get("dry_run_rows"):
+        parts.append(
+            f'<p class="note">Left out: {s["dry_run_rows"]} rows planned by dry runs (not history).</p>'
+        )
     if report["empty"]:
         parts.append("<p><strong>Nothing recorded yet</strong>: no transitions, events or operations.</p>")
-        return "".join(parts) + "</body></html>\n"
-    s = report["summary"]
+        return document(title, parts)
     parts.append(
         table(
             [
@@ -159,4 +176,4 @@ def render_html(report: dict[str, Any]) -> str:
         shown = len(data["rows"])
         more = f" (showing {shown} of {data['total']})" if shown < data["total"] else ""
         parts += [f"<h2>{escape(data['title'])}: {data['total']}{escape(more)}</h2>", table(data["rows"])]
-    return "".join(parts) + "</body></html>\n"
+    return document(title, parts)

@@ -2,8 +2,10 @@
 
 The Airflow/admin layer calls ``start_operation`` before it submits a request (the returned id
 travels with the request, and the runtime stamps it on every transition the request causes) and
-``finish_operation`` when it knows the result. Both are synchronous, one small transaction each:
-operations are rare, and the caller wants to know the row exists before it acts.
+``finish_operation`` when it knows the result (kept, bounded, in ``result``). Both are synchronous,
+one small transaction each: operations are rare, and the caller wants to know the row exists before
+it acts. ``record_controller_lost`` is an operation's own account of a controller it took down (a
+drill's kill), so that the report can measure the outage from then.
 """
 
 from __future__ import annotations
@@ -15,17 +17,22 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from kafka_controller.audit.engine import create_audit_engine, translate
 from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.schema import (
     OPERATION_FINAL_STATUSES,
     OPERATION_RUNNING,
+    controller_events,
     operations,
 )
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.ports import Clock, SystemClock
+
+#: The most of an operation's result kept in its row (JSON bytes): a result is a summary (times,
+#: counts, a plan's per-step summary); a bigger one is kept as its top-level keys and size.
+RESULT_LIMIT_BYTES = 64 * 1024
 
 
 def _text(name: str, value: object, limit: int, *, required: bool = True) -> str | None:
@@ -91,8 +98,10 @@ class OperationLog:
             raise translate(e, "cannot record the operation") from None
         return str(row["operation_id"])
 
-    def finish_operation(self, operation_id: str, status: str, error: str | None = None) -> None:
-        """Mark a running operation ``succeeded``, ``failed`` or ``cancelled``.
+    def finish_operation(
+        self, operation_id: str, status: str, error: str | None = None, result: Any = None
+    ) -> None:
+        """Mark a running operation ``succeeded``, ``failed`` or ``cancelled``, with its ``result``.
 
         Refuses (``InvalidArgumentError``) an unknown id, a bad status, or an operation already finished.
         """
@@ -108,7 +117,9 @@ class OperationLog:
                     .where(
                         operations.c.operation_id == operation_id, operations.c.status == OPERATION_RUNNING
                     )
-                    .values(status=status, error=error, finished_ms=self._clock.time_ms())
+                    .values(
+                        status=status, error=error, finished_ms=self._clock.time_ms(), result=bounded(result)
+                    )
                 ).rowcount
                 if done == 1:
                     return
@@ -120,6 +131,32 @@ class OperationLog:
         if current is None:
             raise InvalidArgumentError(f"unknown operation id {operation_id!r}")
         raise InvalidArgumentError(f"operation {operation_id} is already finished ({current})")
+
+    def record_controller_lost(self, broker_id: int, controller_epoch: int, at_ms: int, detail: str) -> None:
+        """A ``lost`` controller event: this operation took controller ``broker_id`` (of
+        ``controller_epoch``) down at ``at_ms``. Recording it twice is harmless."""
+        for name, value in (
+            ("broker_id", broker_id),
+            ("controller_epoch", controller_epoch),
+            ("at_ms", at_ms),
+        ):
+            if type(value) is not int or value < 0:
+                raise InvalidArgumentError(f"bad {name} {value!r}: must be a non-negative integer")
+        row = {
+            "kind": "lost",
+            "broker_id": broker_id,
+            "controller_epoch": controller_epoch,
+            "started_ms": at_ms,
+            "duration_ms": 0.0,
+            "detail": _text("detail", detail, 10_000),
+        }
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(insert(controller_events).values(**row))
+        except IntegrityError:
+            return  # the same loss, recorded already
+        except SQLAlchemyError as e:
+            raise translate(e, "cannot record the controller's loss") from None
 
     def get_operation(self, operation_id: str) -> dict[str, Any] | None:
         try:
@@ -151,6 +188,21 @@ def _parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return dict(orjson.loads(orjson.dumps(dict(parameters))))
     except TypeError as e:
         raise InvalidArgumentError(f"bad parameters: not JSON-serialisable ({e})") from None
+
+
+def bounded(result: Any) -> Any:
+    """``result`` as JSON-ready data of at most ``RESULT_LIMIT_BYTES``; a bigger one is replaced by
+    what it held (its keys) and its size, so a huge plan cannot bloat the operations table."""
+    if result is None:
+        return None
+    try:
+        text = orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS, default=str)
+    except TypeError as e:
+        return {"unrecorded": f"not JSON-serialisable: {e}"}
+    if len(text) <= RESULT_LIMIT_BYTES:
+        return orjson.loads(text)
+    keys = sorted(str(k) for k in result) if isinstance(result, Mapping) else []
+    return {"truncated": True, "bytes": len(text), "keys": keys}
 
 
 def _flag(value: object) -> bool:

@@ -109,9 +109,10 @@ def section_rows(
     since_ms: int | None = None,
     operation_id: str | None = None,
     limit: int | None = None,
+    dry_runs: bool = False,
 ) -> tuple[list[dict[str, Any]], int]:
     """One section's rows (newest or lowest first, at most ``limit``) and how many there are in all."""
-    sub = section.query(since_ms, operation_id).subquery("s")
+    sub = section.query(since_ms, operation_id, dry_runs).subquery("s")
     total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
     cols = [sub.c[name].desc() if section.descending else sub.c[name] for name in section.order_by]
     return _rows(conn, select(*sub.c).order_by(*cols), limit), total
@@ -126,8 +127,11 @@ def _section_fn(key: str) -> Callable[..., list[dict[str, Any]]]:
         since_ms: int | None = None,
         operation_id: str | None = None,
         limit: int | None = None,
+        dry_runs: bool = False,
     ) -> list[dict[str, Any]]:
-        return section_rows(conn, section, since_ms=since_ms, operation_id=operation_id, limit=limit)[0]
+        return section_rows(
+            conn, section, since_ms=since_ms, operation_id=operation_id, limit=limit, dry_runs=dry_runs
+        )[0]
 
     rows.__name__ = f"{key}_rows"
     rows.__doc__ = f"{section.title}: rows as dicts (see ``views.{section.query.__name__}``)."
@@ -142,13 +146,18 @@ failover_recovery_rows = _section_fn("failover_recovery")
 
 
 def summary(
-    conn: Connection, *, since_ms: int | None = None, operation_id: str | None = None
+    conn: Connection,
+    *,
+    since_ms: int | None = None,
+    operation_id: str | None = None,
+    dry_runs: bool = False,
 ) -> dict[str, Any]:
-    """Row counts by table and outcome, and the time span covered."""
+    """Row counts by table and outcome, the time span covered, and how many dry-run rows the
+    counts leave out (``dry_run_rows``; 0 when they are included)."""
 
     def part(table: Any) -> Select[Any]:
         return select(table.c.outcome, table.c.timestamp_ms).where(
-            *views.transition_filters(table, since_ms, operation_id)
+            *views.transition_filters(table, since_ms, operation_id, dry_runs)
         )
 
     u = union_all(part(pt), part(rt)).subquery("u")
@@ -156,25 +165,33 @@ def summary(
         conn.execute(select(u.c.outcome, func.count()).group_by(u.c.outcome)).all()
     )
     span = conn.execute(select(func.min(u.c.timestamp_ms), func.max(u.c.timestamp_ms))).one()
-    counts = {}
-    for table in (pt, rt):
-        where = views.transition_filters(table, since_ms, operation_id)
-        counts[str(table.name)] = conn.execute(
-            select(func.count()).select_from(table).where(*where)
-        ).scalar_one()
-    ev_where = [] if since_ms is None else [controller_events.c.started_ms >= since_ms]
-    op_where = [] if operation_id is None else [operations.c.operation_id == operation_id]
+
+    def count(table: Any, where: list[Any]) -> int:
+        return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
+
+    counts = {
+        str(t.name): count(t, views.transition_filters(t, since_ms, operation_id, dry_runs)) for t in (pt, rt)
+    }
+    # events belong to no operation: counted over the period whatever operation is asked for
+    counts["controller_events"] = count(
+        controller_events, views.transition_filters(controller_events, since_ms, None, dry_runs)
+    )
+    op_where: list[Any] = []
+    if operation_id is not None:
+        op_where.append(operations.c.operation_id == operation_id)
+    elif not dry_runs:
+        op_where.append(operations.c.dry_run.is_(False))
+    left_out = 0
+    if operation_id is None and not dry_runs:
+        for t in (pt, rt, controller_events):
+            left_out += count(t, [*views.transition_filters(t, since_ms, None, True), t.c.dry_run.is_(True)])
     return {
         **counts,
-        "controller_events": conn.execute(
-            select(func.count()).select_from(controller_events).where(*ev_where)
-        ).scalar_one(),
-        "operations": conn.execute(
-            select(func.count()).select_from(operations).where(*op_where)
-        ).scalar_one(),
+        "operations": count(operations, op_where),
         **{outcome: int(by_outcome.get(outcome, 0)) for outcome in ("ok", "invalid", "failed")},
         "first_ms": _plain(span[0]),
         "last_ms": _plain(span[1]),
+        "dry_run_rows": left_out,
     }
 
 
@@ -184,14 +201,19 @@ def pick_bucket_ms(first_ms: int, last_ms: int) -> int:
 
 
 def transitions_over_time(
-    conn: Connection, *, bucket_ms: int, since_ms: int | None = None, operation_id: str | None = None
+    conn: Connection,
+    *,
+    bucket_ms: int,
+    since_ms: int | None = None,
+    operation_id: str | None = None,
+    dry_runs: bool = False,
 ) -> list[dict[str, Any]]:
     """Transitions per time bucket (``start_ms``) and outcome, both state machines together."""
 
     def part(table: Any) -> Select[Any]:
         bucket = table.c.timestamp_ms // bucket_ms * bucket_ms
         return select(bucket.label("start_ms"), table.c.outcome).where(
-            *views.transition_filters(table, since_ms, operation_id)
+            *views.transition_filters(table, since_ms, operation_id, dry_runs)
         )
 
     u = union_all(part(pt), part(rt)).subquery("u")
@@ -209,7 +231,8 @@ def transitions_over_time(
 def leaders_per_broker(conn: Connection) -> list[dict[str, Any]]:
     """How many partitions each broker leads, by each partition's latest successful transition.
 
-    Partitions whose latest transition left them without a leader (offline) or deleted are left out.
+    Partitions whose latest transition left them without a leader (offline) or deleted are left out,
+    and so is what dry runs planned: this is the cluster as it is.
     """
     ranked = (
         select(
@@ -221,7 +244,7 @@ def leaders_per_broker(conn: Connection) -> list[dict[str, Any]]:
             )
             .label("rn"),
         )
-        .where(pt.c.outcome == "ok", pt.c.leader_after.is_not(None))
+        .where(pt.c.outcome == "ok", pt.c.leader_after.is_not(None), pt.c.dry_run.is_(False))
         .subquery("r")
     )
     query = (
@@ -240,24 +263,32 @@ def build_report(
     operation_id: str | None = None,
     limit: int = 100,
     now_ms: int | None = None,
+    dry_runs: bool = False,
 ) -> dict[str, Any]:
-    """The whole report as a JSON-ready dict. Raises ``AuditStoreError`` / ``InvalidArgumentError``."""
+    """The whole report as a JSON-ready dict. Raises ``AuditStoreError`` / ``InvalidArgumentError``.
+
+    What dry runs planned is left out unless ``dry_runs`` (or ``operation_id`` names one)."""
     engine = target if isinstance(target, Engine) else create_audit_engine(target, must_exist=True)
     report: dict[str, Any] = {
         "database": redacted(engine.url),
         "generated_ms": now_ms if now_ms is not None else int(datetime.now(UTC).timestamp() * 1000),
-        "filters": {"since_ms": since_ms, "operation_id": operation_id},
+        "filters": {"since_ms": since_ms, "operation_id": operation_id, "dry_runs": dry_runs},
         "limit": limit,
     }
     try:
         with engine.connect() as conn:
             if not has_schema(conn):
                 return {**report, "empty": True, "summary": {}, "sections": {}, "charts": {}}
-            report["summary"] = summary(conn, since_ms=since_ms, operation_id=operation_id)
+            report["summary"] = summary(conn, since_ms=since_ms, operation_id=operation_id, dry_runs=dry_runs)
             report["sections"] = {}
             for section in SECTIONS:
                 rows, total = section_rows(
-                    conn, section, since_ms=since_ms, operation_id=operation_id, limit=limit
+                    conn,
+                    section,
+                    since_ms=since_ms,
+                    operation_id=operation_id,
+                    limit=limit,
+                    dry_runs=dry_runs,
                 )
                 report["sections"][section.key] = {"title": section.title, "total": total, "rows": rows}
             s = report["summary"]
@@ -269,7 +300,7 @@ def build_report(
             report["charts"] = {
                 "bucket_ms": bucket,
                 "transitions_over_time": transitions_over_time(
-                    conn, bucket_ms=bucket, since_ms=since_ms, operation_id=operation_id
+                    conn, bucket_ms=bucket, since_ms=since_ms, operation_id=operation_id, dry_runs=dry_runs
                 ),
                 "leaders_per_broker": leaders_per_broker(conn),
             }
@@ -332,6 +363,10 @@ def render_text(report: dict[str, Any]) -> str:
         f"{s['controller_events']} controller events; {s['operations']} operations",
         f"Covering {format_ms(s['first_ms'])} .. {format_ms(s['last_ms'])}",
     ]
+    if filters.get("dry_runs"):
+        out.append("Dry runs included: what they planned is counted with what happened")
+    elif s.get("dry_run_rows"):
+        out.append(f"Left out: {s['dry_run_rows']} rows planned by dry runs (--dry-runs to include them)")
     for section in SECTIONS:
         data = report["sections"][section.key]
         shown = len(data["rows"])

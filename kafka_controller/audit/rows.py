@@ -64,6 +64,7 @@ def partition_row(r: PartitionTransition) -> tuple[Any, ...]:
         r.outcome,
         r.error,
         r.timestamp_ms,
+        1 if r.dry_run else 0,
     )
 
 
@@ -88,6 +89,7 @@ def replica_row(r: ReplicaTransition) -> tuple[Any, ...]:
         r.outcome,
         r.error,
         r.timestamp_ms,
+        1 if r.dry_run else 0,
     )
 
 
@@ -100,6 +102,12 @@ def event_row(r: ControllerEventRecord) -> tuple[Any, ...]:
         r.duration_ms,
         r.detail,
         _seq(r.sequence),
+        1 if r.dry_run else 0,
+        r.previous_broker_id,
+        r.lost_ms,
+        r.first_offline_ms,
+        r.offline_partitions,
+        r.recovered_ms,
     )
 
 
@@ -151,6 +159,23 @@ def to_batch(chunks: Iterable[Sequence[AuditRecord]]) -> Converted:
             out.batch[name] = rows
             out.rows += len(rows)
     return out
+
+
+#: Values of the columns revision 0003 appended, for rows a spool kept from before it (a writer
+#: that crashed under the previous version leaves them for the next one to replay).
+_APPENDED_0003: dict[str, tuple[Any, ...]] = {
+    PARTITION_TRANSITIONS: (0,),
+    REPLICA_TRANSITIONS: (0,),
+    CONTROLLER_EVENTS: (0, None, None, None, None, None),
+}
+
+
+def widen(table: str, row: Sequence[Any]) -> tuple[Any, ...]:
+    """A spooled row as a tuple in today's column order (older, shorter rows get the defaults)."""
+    appended = _APPENDED_0003.get(table, ())
+    if len(row) == len(schema.LOADED_TABLES.get(table, ())) - len(appended):
+        return (*row, *appended)
+    return tuple(row)
 
 
 def batch_size(batch: Batch) -> int:

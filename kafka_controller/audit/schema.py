@@ -41,6 +41,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -92,6 +93,7 @@ operations = Table(
     Column("airflow_dag_id", String(250)),
     Column("airflow_run_id", String(250)),
     Column("airflow_task_id", String(250)),
+    Column("result", _Json, comment="what the operation did, as JSON (bounded: see operations)"),
     CheckConstraint(_in("status", OPERATION_STATUSES), name="status"),
     Index(None, "started_ms"),
 )
@@ -119,6 +121,12 @@ def _columns(spec: tuple[tuple[str, Any, bool], ...]) -> list[Column[Any]]:
     return [Column(name, type_, nullable=nullable) for name, type_, nullable in spec]
 
 
+def _dry_run() -> Column[bool]:
+    """Rows a dry run planned (an in-memory controller's): kept apart from what happened, and left
+    out of reports, metrics and the web view unless asked for."""
+    return Column("dry_run", Boolean, nullable=False, server_default=false())
+
+
 def _operation_index() -> Index:
     """Partial: most transitions carry no operation, and indexing their NULLs would cost every insert."""
     where = text("operation_id IS NOT NULL")
@@ -138,6 +146,7 @@ partition_transitions = Table(
     Column("outcome", String(8), nullable=False),
     Column("error", Text),
     Column("timestamp_ms", BigInteger, nullable=False),
+    _dry_run(),
     UniqueConstraint(
         "controller_id", "controller_epoch", "sequence", name=conv("uq_partition_transitions_key")
     ),
@@ -157,6 +166,7 @@ replica_transitions = Table(
     Column("outcome", String(8), nullable=False),
     Column("error", Text),
     Column("timestamp_ms", BigInteger, nullable=False),
+    _dry_run(),
     UniqueConstraint(
         "controller_id", "controller_epoch", "sequence", name=conv("uq_replica_transitions_key")
     ),
@@ -175,6 +185,12 @@ controller_events = Table(
     Column("duration_ms", Float, nullable=False),
     Column("detail", Text),
     Column("sequence", BigInteger),
+    _dry_run(),
+    Column("previous_broker_id", Integer, comment="failover: the controller this one replaced"),
+    Column("lost_ms", BigInteger, comment="failover: when /controller went away (the watch fired)"),
+    Column("first_offline_ms", BigInteger, comment="failover: when offline partitions were first seen"),
+    Column("offline_partitions", Integer, comment="failover: partitions without a live leader then"),
+    Column("recovered_ms", BigInteger, comment="failover: when every electable partition was led"),
     UniqueConstraint(
         "broker_id", "controller_epoch", "kind", "started_ms", name=conv("uq_controller_events_key")
     ),

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import orjson
 
-from kafka_controller.audit.rows import Batch, batch_size
+from kafka_controller.audit.rows import Batch, batch_size, widen
 from kafka_controller.domain.errors import InvalidArgumentError
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class Spool:
         """The spooled batches, oldest first."""
         for _, _, payload in self._frames():
             decoded: dict[str, list[list[object]]] = orjson.loads(payload)
-            yield {table: [tuple(row) for row in rows] for table, rows in decoded.items()}
+            yield {table: [widen(table, row) for row in rows] for table, rows in decoded.items()}
 
     def clear(self) -> None:
         """Forget every frame (call only once all of them are committed to the database)."""

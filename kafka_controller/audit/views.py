@@ -1,9 +1,13 @@
 """Report queries, written once: as filterable ``Select`` objects for ``reports`` and, unfiltered, as
-the database views ``v_*`` that revision 0002 creates (for SQL users, Airflow and Spark).
+the database views ``v_*`` that revision 0003 creates (for SQL users, Airflow and Spark).
 
-The revision imports these definitions, so a later revision that changes a view must first copy the
-old definition into 0002 (otherwise an upgrade from 0001 would build the new view before the columns
-it needs exist).
+Every query leaves out what dry runs planned (``dry_run`` rows, dry-run operations) unless asked
+(``dry_runs=True``) or filtered to one operation, whose rows are then shown whatever it was: a
+dry run's plan is not history, but its own page should show it.
+
+The latest revision imports these definitions, so a revision that changes a view must first freeze
+the old definitions for the revision that created them (as ``migrations/views_0002.py`` does):
+otherwise an upgrade from an older revision would build the new view before its columns exist.
 """
 
 from __future__ import annotations
@@ -29,20 +33,23 @@ NO_LEADER = -1
 
 
 def transition_filters(
-    table: object, since_ms: int | None, operation_id: str | None
+    table: object, since_ms: int | None, operation_id: str | None, dry_runs: bool = False
 ) -> list[ColumnElement[bool]]:
-    """The report filters as WHERE terms on a transition table."""
+    """The report filters as WHERE terms on a transition table (or on ``controller_events``, whose
+    time column is ``started_ms``)."""
     cols = table.c  # type: ignore[attr-defined]
     out: list[ColumnElement[bool]] = []
     if since_ms is not None:
-        out.append(cols.timestamp_ms >= since_ms)
+        out.append((cols.timestamp_ms if "timestamp_ms" in cols else cols.started_ms) >= since_ms)
     if operation_id is not None:
         out.append(cols.operation_id == operation_id)
+    elif not dry_runs:
+        out.append(cols.dry_run.is_(False))
     return out
 
 
 def unclean_elections(
-    since_ms: int | None = None, operation_id: str | None = None
+    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
 ) -> Select[tuple[object, ...]]:
     """Every attempted unclean leader election, whatever its outcome."""
     return select(
@@ -61,11 +68,11 @@ def unclean_elections(
         pt.c.election_strategy,
         pt.c.outcome,
         pt.c.error,
-    ).where(pt.c.unclean.is_(True), *transition_filters(pt, since_ms, operation_id))
+    ).where(pt.c.unclean.is_(True), *transition_filters(pt, since_ms, operation_id, dry_runs))
 
 
 def failed_transitions(
-    since_ms: int | None = None, operation_id: str | None = None
+    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
 ) -> Select[tuple[object, ...]]:
     """Invalid and failed transitions of both state machines, as one list."""
 
@@ -85,14 +92,14 @@ def failed_transitions(
             c.to_state,
             c.outcome,
             c.error,
-        ).where(c.outcome != "ok", *transition_filters(table, since_ms, operation_id))
+        ).where(c.outcome != "ok", *transition_filters(table, since_ms, operation_id, dry_runs))
 
     u = union_all(part(pt, "partition", null()), part(rt, "replica", rt.c.replica)).subquery("f")
     return select(*u.c)
 
 
 def transitions_per_operation(
-    since_ms: int | None = None, operation_id: str | None = None
+    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
 ) -> Select[tuple[object, ...]]:
     """Each operation with how many transitions it caused, by outcome (operations without any show 0).
 
@@ -107,7 +114,7 @@ def transitions_per_operation(
             literal(kind).label("machine"),
             c.outcome,
             c.timestamp_ms,
-        ).where(c.operation_id.is_not(None), *transition_filters(table, since_ms, operation_id))
+        ).where(c.operation_id.is_not(None), *transition_filters(table, since_ms, operation_id, dry_runs))
 
     t = union_all(counts(pt, "partition"), counts(rt, "replica")).subquery("t")
     agg = (
@@ -130,6 +137,8 @@ def transitions_per_operation(
         where.append(or_(o.c.started_ms >= since_ms, agg.c.operation_id.is_not(None)))
     if operation_id is not None:
         where.append(o.c.operation_id == operation_id)
+    elif not dry_runs:
+        where.append(o.c.dry_run.is_(False))
     return (
         select(
             o.c.operation_id,
@@ -152,13 +161,13 @@ def transitions_per_operation(
 
 
 def leader_moves_per_broker(
-    since_ms: int | None = None, operation_id: str | None = None
+    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
 ) -> Select[tuple[object, ...]]:
     """Leaderships each broker gained and lost through successful partition transitions."""
     moved = [
         pt.c.outcome == "ok",
         pt.c.leader_before.is_distinct_from(pt.c.leader_after),
-        *transition_filters(pt, since_ms, operation_id),
+        *transition_filters(pt, since_ms, operation_id, dry_runs),
     ]
     gained = select(pt.c.leader_after.label("broker_id"), literal(1).label("g"), literal(0).label("l")).where(
         *moved, pt.c.leader_after.is_not(None), pt.c.leader_after != NO_LEADER
@@ -174,46 +183,91 @@ def leader_moves_per_broker(
     ).group_by(u.c.broker_id)
 
 
-def failover_recovery(
-    since_ms: int | None = None, operation_id: str | None = None
-) -> Select[tuple[object, ...]]:
-    """Per controller failover: how long it took, and the leaderless gap since the previous controller.
+def _least(a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[Any]:
+    """The smaller of two nullable values, NULL only if both are (SQLite's ``min(a, b)`` is NULL
+    when either is, and it has no ``LEAST``)."""
+    return case((a.is_(None), b), (b.is_(None), a), (a <= b, a), else_=b)
 
-    ``previous_end_ms`` is when the previous epoch's controller was last heard of resigning or moving;
-    ``time_to_recover_ms`` runs from then to the end of this failover, or is the failover's own
-    duration when the previous controller died without a word (a hard kill).
+
+def failover_recovery(
+    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
+) -> Select[tuple[object, ...]]:
+    """Per controller failover: the outage it ended, from the loss of the previous controller to
+    every partition led again (what an SRE saw), beside the failover's own duration.
+
+    ``lost_ms`` is the earliest sign of the loss the store holds: a drill's record of the kill it
+    caused (a ``lost`` event of the previous epoch; ``drill``), the previous controller's resignation or move
+    (the end of its ``resigned``/``moved`` event), or when this controller saw ``/controller`` go
+    (the failover's own ``lost_ms``); ``lost_via`` says which. ``recovered_ms`` is when the last
+    partition that could be led was led (for rows recorded before revision 0003, the failover's
+    end; partitions left without a live replica are counted in the failover's detail).
+    ``time_to_recover_ms`` runs from ``lost_ms`` to ``recovered_ms``, or from the election when no
+    loss is known (a cluster's first controller).
     """
     prev = ev.alias("prev")
-    previous_end = (
+    same_kind = [prev.c.controller_epoch == ev.c.controller_epoch - 1, prev.c.dry_run.is_(False)]
+    killed = select(func.min(prev.c.started_ms)).where(*same_kind, prev.c.kind == "lost").scalar_subquery()
+    stepped_down = (
         select(func.max(prev.c.started_ms + prev.c.duration_ms))
-        .where(prev.c.controller_epoch == ev.c.controller_epoch - 1, prev.c.kind.in_(("resigned", "moved")))
+        .where(*same_kind, prev.c.kind.in_(("resigned", "moved")))
         .scalar_subquery()
     )
-    where = [ev.c.kind == "failover"]
-    if since_ms is not None:
-        where.append(ev.c.started_ms >= since_ms)
+    where = [ev.c.kind == "failover", *transition_filters(ev, since_ms, None, dry_runs)]
     del operation_id  # failovers are not caused by operations; the argument keeps one signature
     f = (
         select(
             ev.c.controller_epoch,
             ev.c.broker_id,
+            ev.c.previous_broker_id,
             ev.c.started_ms,
             ev.c.duration_ms,
-            previous_end.label("previous_end_ms"),
+            ev.c.offline_partitions,
+            ev.c.first_offline_ms,
+            case(
+                (ev.c.offline_partitions.is_(None), ev.c.started_ms + ev.c.duration_ms),
+                else_=ev.c.recovered_ms,
+            ).label("recovered_ms"),
+            killed.label("killed_ms"),
+            stepped_down.label("stepped_down_ms"),
+            ev.c.lost_ms.label("seen_lost_ms"),
         )
         .where(*where)
         .subquery("f")
     )
+
+    def before_start(col: ColumnElement[Any]) -> ColumnElement[Any]:
+        return case((col <= f.c.started_ms, col), else_=null())
+
+    killed_ms, stepped_ms = before_start(f.c.killed_ms), before_start(f.c.stepped_down_ms)
+    lost = _least(_least(killed_ms, stepped_ms), f.c.seen_lost_ms)
+    g = (
+        select(
+            *(c for c in f.c if c.name not in ("killed_ms", "stepped_down_ms", "seen_lost_ms")),
+            lost.label("lost_ms"),
+            case(
+                (lost.is_(None), null()),
+                (lost == killed_ms, literal("drill")),
+                (lost == stepped_ms, literal("resignation")),
+                else_=literal("/controller deleted"),
+            ).label("lost_via"),
+        )
+    ).subquery("g")
     return select(
-        *f.c,
-        case(
-            (f.c.previous_end_ms <= f.c.started_ms, f.c.started_ms + f.c.duration_ms - f.c.previous_end_ms),
-            else_=f.c.duration_ms,
-        ).label("time_to_recover_ms"),
+        g.c.controller_epoch,
+        g.c.broker_id,
+        g.c.previous_broker_id,
+        g.c.lost_ms,
+        g.c.lost_via,
+        g.c.started_ms,
+        g.c.duration_ms,
+        g.c.offline_partitions,
+        g.c.first_offline_ms,
+        g.c.recovered_ms,
+        (g.c.recovered_ms - func.coalesce(g.c.lost_ms, g.c.started_ms)).label("time_to_recover_ms"),
     )
 
 
-QueryFactory = Callable[[int | None, str | None], Select[tuple[object, ...]]]
+QueryFactory = Callable[[int | None, str | None, bool], Select[tuple[object, ...]]]
 
 #: View name -> query, in report order.
 VIEWS: dict[str, QueryFactory] = {
@@ -226,7 +280,7 @@ VIEWS: dict[str, QueryFactory] = {
 
 
 def create_view_sql(name: str, dialect: Dialect) -> str:
-    query = VIEWS[name](None, None)
+    query = VIEWS[name](None, None, False)
     body = query.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
     return f"CREATE VIEW {name} AS\n{body}"
 

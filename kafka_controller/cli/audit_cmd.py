@@ -41,6 +41,11 @@ def register(subparsers: Any) -> None:
         "or a duration ago such as 90s, 15m, 2h, 7d",
     )
     r.add_argument("--limit", type=int, default=100, help="rows per table (default: %(default)s)")
+    r.add_argument(
+        "--dry-runs",
+        action="store_true",
+        help="count what dry runs planned with what happened (left out by default)",
+    )
     r.set_defaults(func=run_report)
 
     u = sub.add_parser("upgrade", help="create or upgrade the audit schema in place")
@@ -95,7 +100,12 @@ def run_report(args: argparse.Namespace) -> int:
     if args.html is not None and not args.html.parent.is_dir():
         raise InvalidArgumentError(f"bad --html {args.html}: directory {args.html.parent} does not exist")
     report = build_report(
-        url, since_ms=since_ms, operation_id=args.operation, limit=args.limit, now_ms=now_ms
+        url,
+        since_ms=since_ms,
+        operation_id=args.operation,
+        limit=args.limit,
+        now_ms=now_ms,
+        dry_runs=args.dry_runs,
     )
     if args.html is not None:
         tmp = args.html.with_name(f".{args.html.name}.tmp")

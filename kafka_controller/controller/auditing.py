@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from kafka_controller.domain.audit_records import AuditRecord, ControllerEventRecord
 from kafka_controller.ports import AuditSink, Clock, NullAuditSink
 
 log = logging.getLogger(__name__)
+
+_OUTAGE_FIELDS = frozenset(
+    ("previous_broker_id", "lost_ms", "first_offline_ms", "offline_partitions", "recovered_ms")
+)
 
 
 class ControllerAuditSink:
@@ -110,12 +114,19 @@ class ControllerAuditSink:
         duration_ms: float,
         detail: str | None = None,
         controller_epoch: int | None = None,
+        **fields: int | None,
     ) -> None:
-        """One ``ControllerEventRecord`` (elected, resigned, failover, moved, ...)."""
+        """One ``ControllerEventRecord`` (elected, resigned, failover, moved, ...); ``fields`` fill
+        its optional ones (a failover's ``previous_broker_id``, ``lost_ms``, ...)."""
         if not self.enabled:
             return
         epoch = self._epoch() if controller_epoch is None else controller_epoch
-        self.record([ControllerEventRecord(kind, self.controller_id, epoch, started_ms, duration_ms, detail)])
+        record = ControllerEventRecord(kind, self.controller_id, epoch, started_ms, duration_ms, detail)
+        for name, value in fields.items():
+            if name not in _OUTAGE_FIELDS:
+                raise TypeError(f"ControllerEventRecord has no outage field {name!r}")
+            setattr(record, name, value)
+        self.record([record])
 
     @contextmanager
     def timed(
@@ -123,6 +134,7 @@ class ControllerAuditSink:
         kind: str,
         detail: Callable[[], str | None] = lambda: None,
         controller_epoch: int | None = None,
+        fields: Callable[[], Mapping[str, int | None]] = dict,
     ) -> Iterator[None]:
         """Record ``kind`` with its duration once the block ends (even if it raised: the detail
         then says so). Unless ``controller_epoch`` is given, the epoch is read at the end, so a
@@ -145,4 +157,4 @@ class ControllerAuditSink:
                     if text
                     else (f"failed: {type(failed).__name__}: {failed}")
                 )
-            self.record_controller_event(kind, started_ms, duration_ms, text, controller_epoch)
+            self.record_controller_event(kind, started_ms, duration_ms, text, controller_epoch, **fields())

@@ -123,6 +123,8 @@ class ControllerBase(abc.ABC):
     replica_state_machine: ReplicaStateMachine
     topic_deletion_manager: TopicDeletionManager
     active_controller_id: int
+    #: While a Reelect elects: (the controller last seen, when its /controller went away).
+    outage: tuple[int | None, int | None] | None = None
     #: Finalized features of ``/feature`` (KIP-584); brokers that cannot support them are ignored.
     _finalized_features: Mapping[str, tuple[int, int]]
     #: Brokers whose ``/brokers/ids/<id>`` data watch this controller holds.
@@ -255,7 +257,10 @@ class ControllerBase(abc.ABC):
 
     # ------------------------------------------------------------------ watch handlers (store threads)
     def _on_controller_znode(self, event: ZNodeEvent) -> None:
-        self.enqueue(Reelect() if event.type is ZNodeEventType.DELETED else ControllerChange())
+        if event.type is ZNodeEventType.DELETED:
+            self.enqueue(Reelect(self.clock.time_ms()))
+        else:
+            self.enqueue(ControllerChange())
 
     def _on_broker_ids(self, event: ZNodeEvent) -> None:
         self.enqueue(BrokerChange())

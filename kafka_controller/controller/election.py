@@ -96,9 +96,17 @@ class ControllerElection(ControllerBase):
         self.trigger_controller_move()
         raise e
 
-    def process_reelect(self) -> None:
+    def process_reelect(self, controller_gone_ms: int | None = None) -> None:
+        """``controller_gone_ms``: when ``/controller``'s deletion was seen (a Reelect), kept with
+        the controller last seen so that a failover this election starts can say what outage it
+        ends (``failover`` event's ``previous_broker_id`` and ``lost_ms``)."""
+        previous = self.active_controller_id
         self.maybe_resign()
-        self.elect()
+        self.outage = (previous if previous >= 0 else None, controller_gone_ms)
+        try:
+            self.elect()
+        finally:
+            self.outage = None
 
     def process_controller_change(self) -> None:
         self.maybe_resign()

@@ -96,7 +96,13 @@ class ControllerChange(_Plain):
 
 
 class Reelect(_Plain):
+    """``/controller`` was deleted. ``controller_gone_ms`` is when the watch fired: the new
+    controller's first sign that the old one is gone, the start of the outage its failover ends."""
+
     state = _S.CONTROLLER_CHANGE
+
+    def __init__(self, controller_gone_ms: int | None = None) -> None:
+        self.controller_gone_ms = controller_gone_ms
 
 
 class RegisterBrokerAndReelect(_Plain):

@@ -12,6 +12,7 @@ import base64
 import gc
 import uuid
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from kafka_controller.controller.base import (
     BROKER_IDS_PATH,
@@ -58,8 +59,29 @@ def is_broker_compatible(broker: Broker, finalized: Mapping[str, tuple[int, int]
 class ControllerFailover(ControllerBase):
     """Mixin: ``on_controller_failover``, ``on_controller_resignation`` and their helpers."""
 
+    #: What the failover in progress knows of the outage it ends (see ``on_controller_failover``).
+    _recovery: Mapping[str, int | None] = MappingProxyType({})
+
     def on_controller_failover(self) -> None:
-        with self.audit.timed("failover", lambda: f"{len(self.controller_context.all_topics)} topics"):
+        """Become the controller, and record the failover with the outage it ends.
+
+        An SRE's outage runs from the old controller's loss to every partition led again, not from
+        this election: after a hard kill, partitions stay leaderless for the session timeout before
+        anyone is elected. So the ``failover`` event carries what this controller knows: the
+        controller it replaced and when its ``/controller`` went away (``outage``, set by a
+        Reelect), when offline partitions were first seen and how many, and when the elections for
+        them were done (``recovered_ms``: every partition that could be led is led; the detail
+        counts those that could not, without a live replica). The report takes the earliest sign of
+        the loss it has (a drill's own record of its kill comes first)."""
+        previous, gone_ms = self.outage or (None, None)
+        self._recovery = {"previous_broker_id": previous, "lost_ms": gone_ms}
+
+        def detail() -> str:
+            text = f"{len(self.controller_context.all_topics)} topics"
+            still = self.controller_context.offline_partition_count
+            return f"{text}; {still} partitions still offline" if still else text
+
+        with self.audit.timed("failover", detail, fields=lambda: self._recovery):
             self._on_controller_failover()
         # The context just loaded (~10 objects per partition) lives until resignation and holds no
         # cycles: moved out of the collector's generations, later full collections no longer walk
@@ -96,7 +118,7 @@ class ControllerFailover(ControllerBase):
         self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), ())
         # 8. state machines
         self.replica_state_machine.startup()
-        self.partition_state_machine.startup()
+        self._start_partition_state_machine()
         log.info("Ready to serve as the new controller with epoch %d", ctx.epoch)
         # 9-11. reassignments, deletions, preferred elections left pending by the previous controller
         self.initialize_partition_reassignments()
@@ -108,6 +130,21 @@ class ControllerFailover(ControllerBase):
             self.kafka_scheduler.startup()
         if self.config.auto_leader_rebalance_enable:
             self.schedule_auto_leader_rebalance_task(AUTO_REBALANCE_FIRST_DELAY_S)
+
+    def _start_partition_state_machine(self) -> None:
+        """``PartitionStateMachine.startup``, with the offline partitions it finds and the moment the
+        elections it triggers are done noted for the failover's record."""
+        ctx, psm = self.controller_context, self.partition_state_machine
+        psm.initialize_partition_state()
+        offline = ctx.offline_partition_count
+        first_offline_ms = self.clock.time_ms() if offline else None
+        psm.trigger_online_partition_state_change()
+        self._recovery = {
+            **self._recovery,
+            "offline_partitions": offline,
+            "first_offline_ms": first_offline_ms,
+            "recovered_ms": self.clock.time_ms(),
+        }
 
     def maybe_setup_feature_versioning(self) -> None:
         """Step 1 (KIP-584): enabled with no finalized features from IBP 2.7-IV0, else disabled.

@@ -286,7 +286,7 @@ class KafkaController(
         return {
             ev.Startup: lambda e: self.process_startup(),
             ev.ControllerChange: lambda e: self.process_controller_change(),
-            ev.Reelect: lambda e: self.process_reelect(),
+            ev.Reelect: lambda e: self.process_reelect(e.controller_gone_ms),
             ev.RegisterBrokerAndReelect: lambda e: self.process_register_broker_and_reelect(),
             ev.Expire: lambda e: self.process_expire(),
             ev.SessionReconnected: lambda e: self.process_session_reconnected(),

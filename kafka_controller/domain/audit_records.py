@@ -39,6 +39,7 @@ class PartitionTransition:
     operation_id: str | None = None
     sequence: int = -1
     timestamp_ms: int = 0
+    dry_run: bool = False  # planned by a dry run's in-memory controller, not done
 
 
 @dataclass(slots=True)
@@ -63,6 +64,7 @@ class ReplicaTransition:
     operation_id: str | None = None
     sequence: int = -1
     timestamp_ms: int = 0
+    dry_run: bool = False  # planned by a dry run's in-memory controller, not done
 
 
 @dataclass(slots=True)
@@ -76,6 +78,15 @@ class ControllerEventRecord:
     duration_ms: float
     detail: str | None = None
     sequence: int = -1
+    dry_run: bool = False
+    # a failover's view of the outage it ends (see ``controller.failover``): the controller it
+    # replaced, when that one's /controller went away, when offline partitions were first seen and
+    # how many, and when every partition that could be led was led again
+    previous_broker_id: int | None = None
+    lost_ms: int | None = None
+    first_offline_ms: int | None = None
+    offline_partitions: int | None = None
+    recovered_ms: int | None = None
 
 
 AuditRecord = PartitionTransition | ReplicaTransition | ControllerEventRecord

@@ -88,10 +88,14 @@ def valid_transitions(spark: SparkSession) -> DataFrame:
 
 
 def normalise_audit(partition_transitions: DataFrame, replica_transitions: DataFrame) -> DataFrame:
-    """Both transition tables in one shape, typed as the rules expect whatever the source's types."""
+    """Both transition tables in one shape, typed as the rules expect whatever the source's types.
+
+    Rows a dry run planned (``dry_run`` true, from revision 0003 on) are not history: left out."""
 
     def shape(df: DataFrame, table: str, replica: Column) -> DataFrame:
         c = F.col
+        if "dry_run" in df.columns:
+            df = df.where(~c("dry_run").cast("boolean"))
         return df.select(
             F.lit(table).alias("table"),
             c("id").cast("bigint").alias("id"),

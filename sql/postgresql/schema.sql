@@ -9,11 +9,27 @@ CREATE TABLE controller_events (
 	duration_ms FLOAT NOT NULL, 
 	detail TEXT, 
 	sequence BIGINT, 
+	dry_run BOOLEAN DEFAULT false NOT NULL, 
+	previous_broker_id INTEGER, 
+	lost_ms BIGINT, 
+	first_offline_ms BIGINT, 
+	offline_partitions INTEGER, 
+	recovered_ms BIGINT, 
 	CONSTRAINT pk_controller_events PRIMARY KEY (id), 
 	CONSTRAINT uq_controller_events_key UNIQUE (broker_id, controller_epoch, kind, started_ms)
 );
 
 COMMENT ON COLUMN controller_events.kind IS 'elected | resigned | failover | moved | ...';
+
+COMMENT ON COLUMN controller_events.previous_broker_id IS 'failover: the controller this one replaced';
+
+COMMENT ON COLUMN controller_events.lost_ms IS 'failover: when /controller went away (the watch fired)';
+
+COMMENT ON COLUMN controller_events.first_offline_ms IS 'failover: when offline partitions were first seen';
+
+COMMENT ON COLUMN controller_events.offline_partitions IS 'failover: partitions without a live leader then';
+
+COMMENT ON COLUMN controller_events.recovered_ms IS 'failover: when every electable partition was led';
 
 CREATE TABLE operations (
 	operation_id VARCHAR(36) NOT NULL, 
@@ -29,6 +45,7 @@ CREATE TABLE operations (
 	airflow_dag_id VARCHAR(250), 
 	airflow_run_id VARCHAR(250), 
 	airflow_task_id VARCHAR(250), 
+	result JSONB, 
 	CONSTRAINT pk_operations PRIMARY KEY (operation_id), 
 	CONSTRAINT ck_operations_status CHECK (status IN ('running', 'succeeded', 'failed', 'cancelled'))
 );
@@ -38,6 +55,8 @@ CREATE INDEX ix_operations_started_ms ON operations (started_ms);
 COMMENT ON COLUMN operations.operation_id IS 'UUID string';
 
 COMMENT ON COLUMN operations.parameters IS 'the request''s parameters, as JSON';
+
+COMMENT ON COLUMN operations.result IS 'what the operation did, as JSON (bounded: see operations)';
 
 CREATE TABLE partition_transitions (
 	id BIGSERIAL NOT NULL, 
@@ -61,6 +80,7 @@ CREATE TABLE partition_transitions (
 	outcome VARCHAR(8) NOT NULL, 
 	error TEXT, 
 	timestamp_ms BIGINT NOT NULL, 
+	dry_run BOOLEAN DEFAULT false NOT NULL, 
 	CONSTRAINT pk_partition_transitions PRIMARY KEY (id), 
 	CONSTRAINT uq_partition_transitions_key UNIQUE (controller_id, controller_epoch, sequence)
 );
@@ -107,6 +127,7 @@ CREATE TABLE replica_transitions (
 	outcome VARCHAR(8) NOT NULL, 
 	error TEXT, 
 	timestamp_ms BIGINT NOT NULL, 
+	dry_run BOOLEAN DEFAULT false NOT NULL, 
 	CONSTRAINT pk_replica_transitions PRIMARY KEY (id), 
 	CONSTRAINT uq_replica_transitions_key UNIQUE (controller_id, controller_epoch, sequence)
 );
@@ -137,4 +158,4 @@ CREATE TABLE kafka_controller_audit_version (
 	PRIMARY KEY (version_num)
 );
 
-INSERT INTO kafka_controller_audit_version (version_num) VALUES ('0002');
+INSERT INTO kafka_controller_audit_version (version_num) VALUES ('0003');

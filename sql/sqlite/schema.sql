@@ -9,6 +9,12 @@ CREATE TABLE controller_events (
 	duration_ms FLOAT NOT NULL, 
 	detail TEXT, 
 	sequence BIGINT, 
+	dry_run BOOLEAN DEFAULT 0 NOT NULL, 
+	previous_broker_id INTEGER, 
+	lost_ms BIGINT, 
+	first_offline_ms BIGINT, 
+	offline_partitions INTEGER, 
+	recovered_ms BIGINT, 
 	CONSTRAINT pk_controller_events PRIMARY KEY (id), 
 	CONSTRAINT uq_controller_events_key UNIQUE (broker_id, controller_epoch, kind, started_ms)
 );
@@ -27,6 +33,7 @@ CREATE TABLE operations (
 	airflow_dag_id VARCHAR(250), 
 	airflow_run_id VARCHAR(250), 
 	airflow_task_id VARCHAR(250), 
+	result JSON, 
 	CONSTRAINT pk_operations PRIMARY KEY (operation_id), 
 	CONSTRAINT ck_operations_status CHECK (status IN ('running', 'succeeded', 'failed', 'cancelled'))
 );
@@ -55,6 +62,7 @@ CREATE TABLE partition_transitions (
 	outcome VARCHAR(8) NOT NULL, 
 	error TEXT, 
 	timestamp_ms BIGINT NOT NULL, 
+	dry_run BOOLEAN DEFAULT 0 NOT NULL, 
 	CONSTRAINT pk_partition_transitions PRIMARY KEY (id), 
 	CONSTRAINT uq_partition_transitions_key UNIQUE (controller_id, controller_epoch, sequence)
 );
@@ -99,6 +107,7 @@ CREATE TABLE replica_transitions (
 	outcome VARCHAR(8) NOT NULL, 
 	error TEXT, 
 	timestamp_ms BIGINT NOT NULL, 
+	dry_run BOOLEAN DEFAULT 0 NOT NULL, 
 	CONSTRAINT pk_replica_transitions PRIMARY KEY (id), 
 	CONSTRAINT uq_replica_transitions_key UNIQUE (controller_id, controller_epoch, sequence)
 );
@@ -129,4 +138,4 @@ CREATE TABLE kafka_controller_audit_version (
 	PRIMARY KEY (version_num)
 );
 
-INSERT INTO kafka_controller_audit_version (version_num) VALUES ('0002');
+INSERT INTO kafka_controller_audit_version (version_num) VALUES ('0003');

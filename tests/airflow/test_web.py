@@ -24,7 +24,9 @@ def _seed(url: str) -> dict[str, Any]:
     op = log.start_operation(
         "preferred_leader_election", "alice", "<script>alert(1)</script>", {"scope": "all"}, False
     )
-    log.finish_operation(op, "succeeded")
+    log.finish_operation(
+        op, "succeeded", None, {"elected": {"broker_id": 2, "epoch": 9}, "recovery_ms": 6120.5}
+    )
     other = log.start_operation("rolling_restart", "bob", "maintenance", None, True)
     log.close()
     records = [
@@ -98,8 +100,12 @@ def _seed(url: str) -> dict[str, Any]:
     results.finish_run(
         run_id, finished_ms=1_700_000_000_200, partitions_checked=2, findings=findings, detail="{}"
     )
+    # a later run that was interrupted: it must not hide the findings above
+    interrupted = str(uuid.uuid4())
+    results.start_run(interrupted, 1_700_000_000_300, "/snap2", None)
+    results.fail_run(interrupted, 1_700_000_000_400, "Spark was killed")
     results.close()
-    return {"op": op, "other": other, "run_id": run_id}
+    return {"op": op, "other": other, "run_id": run_id, "interrupted": interrupted}
 
 
 @pytest.fixture
@@ -124,9 +130,11 @@ def client(seeded) -> Iterator[tuple[Any, dict[str, Any]]]:
 
 def test_operations_and_their_transitions_as_json(client) -> None:
     c, ids = client
-    ops = c.get("/api/operations").json()
+    assert [o["operation_id"] for o in c.get("/api/operations").json()] == [ids["op"]]  # no dry runs
+    ops = c.get("/api/operations", params={"dry_runs": "true"}).json()
     assert [o["operation_id"] for o in ops] == [ids["other"], ids["op"]]  # newest first
-    assert c.get("/api/operations", params={"kind": "rolling_restart"}).json()[0]["dry_run"] is True
+    kind = {"kind": "rolling_restart", "dry_runs": "true"}
+    assert c.get("/api/operations", params=kind).json()[0]["dry_run"] is True
     one = c.get(f"/api/operations/{ids['op']}").json()
     assert (
         one["requester"] == "alice" and one["parameters"] == {"scope": "all"} and one["status"] == "succeeded"
@@ -147,13 +155,15 @@ def test_reconciliation_runs_findings_and_report(client) -> None:
     c, ids = client
     runs = c.get("/api/reconciliation/runs").json()
     assert [(r["run_id"], r["findings_count"], r["operation_id"]) for r in runs] == [
-        (ids["run_id"], 2, ids["op"])
+        (ids["interrupted"], None, None),
+        (ids["run_id"], 2, ids["op"]),
     ]
-    findings = c.get("/api/reconciliation/findings").json()  # the latest run by default
+    findings = c.get("/api/reconciliation/findings").json()  # the latest completed run by default
     assert sorted(f["kind"] for f in findings) == ["not_on_preferred_leader", "under_replicated"]
     assert c.get("/api/reconciliation/findings", params={"run_id": "other"}).json() == []
     report = c.get("/api/report").json()
-    assert report["summary"]["partition_transitions"] == 2 and report["summary"]["operations"] == 2
+    assert report["summary"]["partition_transitions"] == 2 and report["summary"]["operations"] == 1
+    assert c.get("/api/report", params={"dry_runs": "true"}).json()["summary"]["operations"] == 2
 
 
 def test_html_pages_have_charts_links_and_escaped_values(client) -> None:
@@ -166,8 +176,34 @@ def test_html_pages_have_charts_links_and_escaped_values(client) -> None:
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
     op_page = c.get(f"/operations/{ids['op']}").text
     assert "&lt;script&gt;" in op_page and "<script>" not in op_page
-    assert op_page.count("<tr>") >= 3  # the operation, then its two transitions
+    assert op_page.count("<tr>") >= 4  # the operation, its result, then its two transitions
     assert c.get("/operations/nope").status_code == 404
+
+
+def test_pages_are_styled_and_say_what_an_operation_did(client) -> None:
+    from kafka_controller.audit.html import CSS
+
+    c, ids = client
+    index = c.get("/").text
+    assert CSS in index
+    assert f'href="operations/{ids["other"]}"' not in index  # the dry run is left out...
+    assert (
+        f'href="operations/{ids["other"]}"' in c.get("/", params={"dry_runs": "true"}).text
+    )  # ...unless asked
+    findings = index.split("Reconciliation findings (latest completed run)")[1]
+    assert "not_on_preferred_leader" in findings and "under_replicated" in findings
+    assert f"A later run, {ids['interrupted']}" in findings and "Spark was killed" in findings
+
+    op_page = c.get(f"/operations/{ids['op']}").text
+    assert CSS in op_page
+    result = op_page.split("<h2>Result</h2>")[1].split("<h2>")[0]
+    assert "recovery_ms" in result and "6120.5" in result
+    assert "&quot;broker_id&quot;: 2" in result  # the whole result, escaped JSON
+    assert "Parameters" in op_page and "&quot;scope&quot;: &quot;all&quot;" in op_page
+
+    plan_page = c.get(f"/operations/{ids['other']}").text
+    assert "Dry run: nothing was changed" in plan_page
+    assert "No result recorded" in plan_page
 
 
 def test_a_database_that_cannot_be_reached_is_a_503(tmp_path) -> None:
@@ -210,7 +246,11 @@ def test_mounted_in_airflows_api_server_it_requires_airflows_auth(seeded, airflo
         assert c.get("/kafka-controller/").status_code == 401
         bad = c.get("/kafka-controller/api/operations", headers={"Authorization": "Bearer not-a-jwt"})
         assert bad.status_code in (401, 403)
-        ok = c.get("/kafka-controller/api/operations", headers={"Authorization": f"Bearer {airflow_token}"})
+        ok = c.get(
+            "/kafka-controller/api/operations",
+            params={"dry_runs": "true"},
+            headers={"Authorization": f"Bearer {airflow_token}"},
+        )
         assert ok.status_code == 200 and {o["operation_id"] for o in ok.json()} == {ids["op"], ids["other"]}
         cookie = c.get("/kafka-controller/", cookies={"_token": airflow_token})
         assert cookie.status_code == 200 and "<svg" in cookie.text

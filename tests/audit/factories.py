@@ -116,6 +116,64 @@ def scenario(
         controller_event(5, "failover", broker_id=1, started_ms=BASE_MS + 1, duration_ms=250.0),
         controller_event(5, "resigned", broker_id=1, started_ms=BASE_MS + 300_000, duration_ms=20.0),
         controller_event(6, "failover", broker_id=2, started_ms=BASE_MS + 300_500, duration_ms=400.0),
-        controller_event(8, "failover", broker_id=0, started_ms=BASE_MS + 900_000, duration_ms=125.5),
+        # a drill killed epoch 7's controller (broker 2); broker 0 saw /controller go 6 s later
+        controller_event(7, "lost", broker_id=2, started_ms=BASE_MS + 894_000, duration_ms=0.0),
+        controller_event(
+            8,
+            "failover",
+            broker_id=0,
+            started_ms=BASE_MS + 900_000,
+            duration_ms=125.5,
+            previous_broker_id=2,
+            lost_ms=BASE_MS + 899_990,
+            offline_partitions=12,
+            first_offline_ms=BASE_MS + 900_010,
+            recovered_ms=BASE_MS + 900_120,
+        ),
+    ]
+    return parts, reps, events
+
+
+DRY_RUN_BROKER = 2_147_483_000
+
+
+def dry_run_plan(
+    operation_id: str,
+) -> tuple[list[PartitionTransition], list[ReplicaTransition], list[ControllerEventRecord]]:
+    """What a dry run records: its in-memory controller's failover and the transitions it planned,
+    every row marked ``dry_run`` (as ``airflow.planner`` marks them)."""
+    parts = [
+        partition_transition(
+            10_000 + i,
+            controller_id=-1,
+            sequence=-1,
+            operation_id=operation_id,
+            event="dry-run:failover",
+            timestamp_ms=BASE_MS + 120_000 + i,
+            dry_run=True,
+        )
+        for i in range(7)
+    ]
+    reps = [
+        replica_transition(
+            20_000 + i,
+            controller_id=-1,
+            sequence=-1,
+            operation_id=operation_id,
+            event="dry-run:failover",
+            timestamp_ms=BASE_MS + 120_000 + i,
+            dry_run=True,
+        )
+        for i in range(5)
+    ]
+    events = [
+        controller_event(
+            9,
+            "failover",
+            broker_id=DRY_RUN_BROKER,
+            started_ms=BASE_MS + 120_000,
+            duration_ms=3.0,
+            dry_run=True,
+        )
     ]
     return parts, reps, events

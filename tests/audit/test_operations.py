@@ -100,3 +100,30 @@ def test_transitions_carry_their_operation(audit_url: str, tmp_path: Path) -> No
         (r["operation_id"], r["partition_transitions"], r["replica_transitions"], r["failed"]) for r in rows
     ] == [(op, 7, 3, 3)]
     assert other not in {r["operation_id"] for r in rows}
+
+
+def test_finish_keeps_the_result_bounded(audit_url: str) -> None:
+    from kafka_controller.audit.operations import RESULT_LIMIT_BYTES
+
+    with OperationLog(audit_url) as log:
+        small = log.start_operation("failover-drill", "alice", "drill", None, False)
+        log.finish_operation(small, "succeeded", None, {"elected": {"broker_id": 2}, "recovery_ms": 6123.4})
+        big = log.start_operation("rolling-restart", "alice", "plan", None, True)
+        log.finish_operation(big, "succeeded", None, {"plan": ["x" * 100] * RESULT_LIMIT_BYTES, "n": 1})
+        assert (log.get_operation(small) or {})["result"] == {
+            "elected": {"broker_id": 2},
+            "recovery_ms": 6123.4,
+        }
+        kept = (log.get_operation(big) or {})["result"]
+        assert kept["truncated"] is True and kept["keys"] == ["n", "plan"]
+        assert kept["bytes"] > RESULT_LIMIT_BYTES
+
+
+def test_a_recorded_loss_is_one_event_and_bad_input_is_refused(audit_url: str) -> None:
+    with OperationLog(audit_url) as log:
+        log.record_controller_lost(2, 7, 1_700_000_000_000, "kill by a failover drill")
+        log.record_controller_lost(2, 7, 1_700_000_000_000, "kill by a failover drill")  # once only
+        with pytest.raises(InvalidArgumentError, match="bad controller_epoch"):
+            log.record_controller_lost(2, -1, 1_700_000_000_000, "x")
+    report = build_report(audit_url)
+    assert report["summary"]["controller_events"] == 1

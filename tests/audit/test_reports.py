@@ -20,7 +20,7 @@ from kafka_controller.domain.audit_records import (
     PartitionTransition,
     ReplicaTransition,
 )
-from tests.audit.factories import BASE_MS, scenario
+from tests.audit.factories import BASE_MS, dry_run_plan, scenario
 
 
 @dataclass
@@ -30,6 +30,13 @@ class History:
     parts: list[PartitionTransition]
     reps: list[ReplicaTransition]
     events: list[ControllerEventRecord]
+    #: What a dry run planned (its operation, transitions and failover): never in the totals.
+    plan_op: str = ""
+    planned: tuple[list[PartitionTransition], list[ReplicaTransition], list[ControllerEventRecord]] = (
+        [],
+        [],
+        [],
+    )
 
 
 class StepClock:
@@ -51,29 +58,31 @@ class StepClock:
 @pytest.fixture
 def history(audit_url: str, tmp_path: Path) -> Iterator[History]:
     minute = 60_000
-    starts = [BASE_MS, BASE_MS + 5 * minute, BASE_MS + 12 * minute, BASE_MS + minute]
+    starts = [BASE_MS, BASE_MS + 5 * minute, BASE_MS + 12 * minute, BASE_MS + minute, BASE_MS + 2 * minute]
     finishes = [BASE_MS + 19 * minute, BASE_MS + 20 * minute]
     with OperationLog(audit_url, clock=StepClock(*starts, *finishes)) as log:
         ops = {
             log.start_operation(
-                "preferred-election", "alice", "rebalance after bounce", {"topics": ["orders"]}
+                "preferred-election", "alice", "rebalance after bounce", {"topics": ["orders"]}, False
             ): {},
             log.start_operation(
                 "reassign", "bob", "move off broker 2", {"brokers": [0, 1]}, dry_run=False
             ): {},
-            log.start_operation("elect-unclean", "carol", "recover orders-3", None): {},
+            log.start_operation("elect-unclean", "carol", "recover orders-3", None, False): {},
         }
-        quiet = log.start_operation("describe", "dave", "look only")  # caused no transitions
+        quiet = log.start_operation("describe", "dave", "look only", None, False)  # no transitions
+        plan_op = log.start_operation("failover-drill", "erin", "what would happen", None, dry_run=True)
         ids = list(ops)
         log.finish_operation(ids[0], "succeeded")
         log.finish_operation(ids[1], "failed", "2 partitions did not move")
         for op in [*ids, quiet]:
             ops[op] = log.get_operation(op) or {}
     parts, reps, events = scenario(ids)
+    planned = dry_run_plan(plan_op)
     with AuditWriter(audit_url, spool_dir=tmp_path / "spool") as w:
-        w.record([*parts, *reps, *events])
+        w.record([*parts, *reps, *events, *planned[0], *planned[1], *planned[2]])
         assert w.flush(60)
-    yield History(audit_url, ops, parts, reps, events)
+    yield History(audit_url, ops, parts, reps, events, plan_op, planned)
 
 
 def _moves(parts: list[PartitionTransition]) -> list[dict[str, int]]:
@@ -106,17 +115,24 @@ def _leaders(parts: list[PartitionTransition]) -> list[dict[str, int]]:
     return [{"broker_id": b, "partitions": counts[b]} for b in sorted(counts)]
 
 
-def _recovery(events: list[ControllerEventRecord]) -> list[dict[str, Any]]:
+def _recovery(events: list[ControllerEventRecord]) -> list[tuple[Any, ...]]:
+    """The outage each failover ended, from the earliest sign of the loss to every partition led."""
     out = []
     for e in sorted((e for e in events if e.kind == "failover"), key=lambda e: e.controller_epoch):
-        prev = [
-            p.started_ms + p.duration_ms
-            for p in events
-            if p.controller_epoch == e.controller_epoch - 1 and p.kind in ("resigned", "moved")
-        ]
-        prev_end = max(prev) if prev else None
-        ttr = e.started_ms + e.duration_ms - prev_end if prev_end is not None else e.duration_ms
-        out.append((e.controller_epoch, e.broker_id, e.started_ms, e.duration_ms, prev_end, ttr))
+        before = [p for p in events if p.controller_epoch == e.controller_epoch - 1]
+        stepped = [p.started_ms + p.duration_ms for p in before if p.kind in ("resigned", "moved")]
+        killed = [p.started_ms for p in before if p.kind == "lost"]
+        signs = {
+            "drill": min(killed) if killed else None,
+            "resignation": max(stepped) if stepped else None,
+            "/controller deleted": e.lost_ms,
+        }
+        known = {how: t for how, t in signs.items() if t is not None and t <= e.started_ms}
+        how = min(known, key=lambda k: known[k]) if known else None
+        lost = known[how] if how else None
+        recovered = e.started_ms + e.duration_ms if e.offline_partitions is None else e.recovered_ms
+        ttr = None if recovered is None else recovered - (lost if lost is not None else e.started_ms)
+        out.append((e.controller_epoch, e.broker_id, e.previous_broker_id, lost, how, recovered, ttr))
     return out
 
 
@@ -133,6 +149,8 @@ def _check(
     assert (s["partition_transitions"], s["replica_transitions"]) == (len(parts), len(reps))
     outcomes = Counter(r.outcome for r in [*parts, *reps])
     assert (s["ok"], s["invalid"], s["failed"]) == (outcomes["ok"], outcomes["invalid"], outcomes["failed"])
+    # totals that add up: by table and by outcome, and no operation counts more than there is
+    assert s["partition_transitions"] + s["replica_transitions"] == s["ok"] + s["invalid"] + s["failed"]
     assert s["first_ms"] == min(r.timestamp_ms for r in [*parts, *reps])
     sec = report["sections"]
 
@@ -161,6 +179,8 @@ def _check(
 
     per_op = {r["operation_id"]: r for r in sec["transitions_per_operation"]["rows"]}
     assert set(per_op) == set(op_ids)
+    assert sum(r["partition_transitions"] for r in per_op.values()) <= s["partition_transitions"]
+    assert sum(r["replica_transitions"] for r in per_op.values()) <= s["replica_transitions"]
     for op in op_ids:
         mine = [t for t in [*parts, *reps] if t.operation_id == op]
         row = per_op[op]
@@ -180,16 +200,20 @@ def _check(
     keys = (
         "controller_epoch",
         "broker_id",
-        "started_ms",
-        "duration_ms",
-        "previous_end_ms",
+        "previous_broker_id",
+        "lost_ms",
+        "lost_via",
+        "recovered_ms",
         "time_to_recover_ms",
     )
-    got_recovery = [
-        tuple(None if r[k] is None else float(r[k]) for k in keys) for r in sec["failover_recovery"]["rows"]
-    ]
-    want = [tuple(None if v is None else float(v) for v in w) for w in _recovery(h.events)]
-    assert got_recovery == [w for w in want if since is None or w[2] >= since]
+
+    def plain(v: Any) -> Any:
+        return float(v) if isinstance(v, int | float) else v
+
+    got_recovery = [tuple(plain(r[k]) for k in keys) for r in sec["failover_recovery"]["rows"]]
+    started = {e.controller_epoch: e.started_ms for e in h.events if e.kind == "failover"}
+    want = [tuple(plain(v) for v in w) for w in _recovery(h.events)]
+    assert got_recovery == [w for w in want if since is None or started[int(w[0])] >= since]
     assert len(events) >= len(got_recovery)
 
     charts = report["charts"]
@@ -267,3 +291,43 @@ def test_empty_and_schemaless_databases_say_there_is_nothing_yet(audit_url: str,
     blank.touch()
     report = build_report(f"sqlite:///{blank}")
     assert report["empty"] is True and report["sections"] == {}
+
+
+def test_the_kill_drills_outage_runs_from_the_kill(history: History) -> None:
+    """Epoch 8's controller was elected 6 s after a drill killed epoch 7's: the report says 6 s,
+    not the failover's 125 ms, and names the kill as the loss."""
+    rows = build_report(history.url)["sections"]["failover_recovery"]["rows"]
+    row = next(r for r in rows if r["controller_epoch"] == 8)
+    assert row["lost_via"] == "drill"
+    assert row["time_to_recover_ms"] >= 6000 > 125.5 == row["duration_ms"]
+
+
+def test_dry_runs_are_left_out_unless_asked(history: History) -> None:
+    plan_parts, plan_reps, plan_events = history.planned
+    planned_rows = len(plan_parts) + len(plan_reps) + len(plan_events)
+    real = build_report(history.url, limit=1000)
+    _check(real, history, history.parts, history.reps, list(history.ops), None)
+    s = real["summary"]
+    assert s["dry_run_rows"] == planned_rows > 0
+    assert s["controller_events"] == len(history.events)
+    assert s["operations"] == len(history.ops)
+    assert history.plan_op not in {
+        r["operation_id"] for r in real["sections"]["transitions_per_operation"]["rows"]
+    }
+    assert all(
+        r["broker_id"] != plan_events[0].broker_id for r in real["sections"]["failover_recovery"]["rows"]
+    )
+    assert f"Left out: {planned_rows} rows planned by dry runs" in render_text(real)
+
+    both = build_report(history.url, limit=1000, dry_runs=True)["summary"]
+    assert both["partition_transitions"] == len(history.parts) + len(plan_parts)
+    assert both["replica_transitions"] == len(history.reps) + len(plan_reps)
+    assert both["controller_events"] == len(history.events) + len(plan_events)
+    assert both["operations"] == len(history.ops) + 1
+    assert both["dry_run_rows"] == 0
+
+    own = build_report(history.url, operation_id=history.plan_op, limit=1000)
+    assert own["summary"]["partition_transitions"] == len(plan_parts)
+    assert [r["operation_id"] for r in own["sections"]["transitions_per_operation"]["rows"]] == [
+        history.plan_op
+    ]

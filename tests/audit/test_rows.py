@@ -66,7 +66,7 @@ def test_row_problem_names_the_column() -> None:
         row_problem("partition_transitions", with_("controller_id", 2**40))
     )
     assert "outcome must be one of" in str(row_problem("partition_transitions", with_("outcome", "meh")))
-    assert "expected 20 values" in str(row_problem("partition_transitions", row[:-1]))
+    assert "expected 21 values" in str(row_problem("partition_transitions", row[:-1]))
 
     good, bad = split_valid({"partition_transitions": [row, with_("partition", "7"), row]})
     assert good == {"partition_transitions": [row, row]}

@@ -102,3 +102,19 @@ def test_append_is_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     s.append(batch(0, 1))
     assert synced, "append returned without fsync"
     s.close()
+
+
+def test_rows_spooled_before_revision_0003_replay_with_the_new_columns(tmp_path: Path) -> None:
+    """A spool written by the previous version holds rows without the appended columns."""
+    from kafka_controller.audit.rows import to_batch
+    from tests.audit.factories import controller_event, partition_transition
+
+    batch = to_batch([[partition_transition(1), controller_event(3, "failover")]]).batch
+    old = {
+        table: [row[: -1 if table != "controller_events" else -6] for row in rows]
+        for table, rows in batch.items()
+    }
+    spool = Spool(tmp_path)
+    spool.append(old)
+    assert list(spool.read()) == [batch]
+    spool.close()

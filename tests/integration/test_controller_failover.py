@@ -39,6 +39,8 @@ def _states(cluster: LocalCluster) -> dict[TopicPartition, LeaderIsrAndControlle
 def test_killing_the_controller_elects_a_new_one_with_the_next_epoch(cluster: LocalCluster) -> None:
     old, epoch = cluster.controller()
     assert old is not None and epoch is not None
+    led_by_old = sum(p.leader == old for p in cluster.describe().partitions)
+    killed_ms = int(time.time() * 1000)
     cluster.kill_broker(old)
     new, new_epoch = cluster.wait_for_controller(TIMEOUT, exclude=[old], min_epoch=epoch + 1)
     assert new_epoch == epoch + 1
@@ -49,9 +51,42 @@ def test_killing_the_controller_elects_a_new_one_with_the_next_epoch(cluster: Lo
     assert all(p.offline for p in solo)  # no live replica: nothing to elect
     assert all(p.controller_epoch == new_epoch for p in view.partitions if p.leader != p.replicas[0])
 
+    _check_the_outage_was_audited(cluster, old, epoch, new, killed_ms, led_by_old)
+
     cluster.start_broker(old, timeout=TIMEOUT)
     wait_healthy(cluster)
     assert cluster.controller() == (new, new_epoch)  # the restarted broker does not take the role back
+
+
+def _check_the_outage_was_audited(
+    cluster: LocalCluster, old: int, epoch: int, new: int, killed_ms: int, led_by_old: int
+) -> None:
+    """The new controller's failover row says what outage it ended: the controller it replaced,
+    when it saw /controller go (a session timeout after the kill), the partitions it found offline;
+    with a drill's record of the kill, the report measures from the kill: seconds, not the
+    failover's milliseconds."""
+    from kafka_controller.audit.operations import OperationLog
+    from kafka_controller.audit.reports import build_report
+
+    assert cluster.audit_url is not None
+
+    def failover_row() -> dict[str, object] | None:
+        rows = build_report(str(cluster.audit_url))["sections"]["failover_recovery"]["rows"]
+        return next((r for r in rows if r["controller_epoch"] == epoch + 1), None)
+
+    row = cluster.wait_until(failover_row, TIMEOUT, f"the failover of epoch {epoch + 1} in the audit")
+    assert (row["broker_id"], row["previous_broker_id"], row["lost_via"]) == (new, old, "/controller deleted")
+    seen_ms = int(row["lost_ms"])
+    assert seen_ms - killed_ms >= 3000  # ZooKeeper noticed at the session timeout (6 s), not at once
+    assert int(row["offline_partitions"]) >= led_by_old > 0
+    assert seen_ms <= int(row["first_offline_ms"]) <= int(row["recovered_ms"])
+    assert row["time_to_recover_ms"] == int(row["recovered_ms"]) - seen_ms
+
+    with OperationLog(str(cluster.audit_url)) as log:
+        log.record_controller_lost(old, epoch, killed_ms, "SIGKILL by the test")
+    row = failover_row()
+    assert row is not None and row["lost_via"] == "drill" and row["lost_ms"] == killed_ms
+    assert float(row["time_to_recover_ms"]) >= seen_ms - killed_ms >= 3000 > float(row["duration_ms"])
 
 
 def test_a_paused_controller_is_fenced_and_resigns(cluster: LocalCluster) -> None:

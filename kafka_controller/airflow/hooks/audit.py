@@ -88,20 +88,30 @@ class AuditStoreHook(BaseHook):
     def finish_operation(
         self, operation_id: str, status: str, error: str | None = None, result: Any = None
     ) -> None:
-        self.operation_log().finish_operation(operation_id, status, error)  # result: audit-trust branch
+        self.operation_log().finish_operation(operation_id, status, error, result)
 
     def record_controller_lost(self, broker_id: int, controller_epoch: int, at_ms: int, detail: str) -> None:
-        """Placeholder until the audit-trust branch lands."""
+        """The operation took controller ``broker_id`` down at ``at_ms`` (a drill's kill): the report
+        then measures that failover's outage from this moment."""
+        self.operation_log().record_controller_lost(broker_id, controller_epoch, at_ms, detail)
 
     def get_operation(self, operation_id: str) -> dict[str, Any] | None:
         from kafka_controller.airflow.audit_queries import get_operation
 
         return get_operation(self.get_engine(), operation_id)
 
-    def record_transitions(self, records: Sequence[AuditRecord], timeout_s: float = 60.0) -> int:
-        """Write (planned) transition records now; raises unless every one reached the database."""
+    def record_transitions(
+        self, records: Sequence[AuditRecord], timeout_s: float = 60.0, *, dry_run: bool = True
+    ) -> int:
+        """Write (planned) records now; raises unless every one reached the database.
+
+        ``dry_run`` (the default: operators write only plans) marks every record as planned, so a
+        plan can never pass for history whoever built its records."""
         if not records:
             return 0
+        if dry_run:
+            for r in records:
+                r.dry_run = True
         import tempfile
 
         from kafka_controller.audit.engine import AuditStoreError

@@ -4,15 +4,14 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2025-01-02
 
-The views come from ``kafka_controller.audit.views`` (one definition for the views and for the
-filtered report queries); see that module for what a later revision changing a view must do.
+The views are the definitions frozen in ``migrations.views_0002`` (revision 0003 replaced them).
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-from kafka_controller.audit.views import VIEWS, create_view_sql, drop_view_sql
+from kafka_controller.audit.migrations.views_0002 import VIEWS, create_view_sql, drop_view_sql
 
 revision = "0002"
 down_revision = "0001"
