@@ -214,7 +214,7 @@ class AirflowDemo:
         failed = [t for t, s in outcome.tasks.items() if s != "success"] or ["?"]
         engine = create_audit_engine(self.audit_url)
         try:
-            rows = list_operations(engine, dag_id=outcome.dag_id, limit=50)
+            rows = list_operations(engine, dag_id=outcome.dag_id, limit=50, dry_runs=True)
         finally:
             engine.dispose()
         # the operator's own row says most, then the listener's task row, then its run row

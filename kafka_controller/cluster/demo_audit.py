@@ -56,8 +56,8 @@ def audit_summary(url: str) -> dict[str, Any]:
     engine = create_audit_engine(url)
     try:
         with engine.connect() as conn:
-            parts = [
-                select(literal(kind).label("kind"), t.c.to_state, t.c.outcome)
+            parts = [  # what happened: the rows dry runs planned are left out, as in the report
+                select(literal(kind).label("kind"), t.c.to_state, t.c.outcome).where(t.c.dry_run.is_(False))
                 for kind, t in (("partition", partition_transitions), ("replica", replica_transitions))
             ]
             u = union_all(*parts).subquery("u")
@@ -67,7 +67,9 @@ def audit_summary(url: str) -> dict[str, Any]:
                 .order_by(u.c.kind, u.c.to_state, u.c.outcome)
             ).all()
             events = conn.execute(
-                select(controller_events.c.kind, func.count()).group_by(controller_events.c.kind)
+                select(controller_events.c.kind, func.count())
+                .where(controller_events.c.dry_run.is_(False))
+                .group_by(controller_events.c.kind)
             ).all()
     finally:
         engine.dispose()
@@ -98,7 +100,13 @@ def render_audit_summary(digest: dict[str, Any]) -> list[str]:
     for r in digest["failover_recovery"]:
         lines.append(
             f"   failover to epoch {r['controller_epoch']} on broker {r['broker_id']}: "
-            f"{float(r['duration_ms']):.0f} ms of failover work"
+            + (
+                f"every partition led {float(r['time_to_recover_ms']):.0f} ms after the loss "
+                f"({r['lost_via']}), "
+                if r.get("lost_ms") is not None and r.get("time_to_recover_ms") is not None
+                else ""
+            )
+            + f"{float(r['duration_ms']):.0f} ms of failover work"
         )
     return lines
 

@@ -77,7 +77,11 @@ class Env:
 
     def operations(self, run: Any) -> dict[str, dict[str, Any]]:
         """The run's operation rows by kind (the listener's task rows as ``airflow_task:<task>``)."""
-        rows = [r for r in list_operations(self.engine, limit=500) if r["airflow_run_id"] == run.run_id]
+        rows = [
+            r
+            for r in list_operations(self.engine, limit=500, dry_runs=True)
+            if r["airflow_run_id"] == run.run_id
+        ]
         out: dict[str, dict[str, Any]] = {}
         for r in rows:
             key = r["kind"] if r["kind"] != "airflow_task" else f"airflow_task:{r['airflow_task_id']}"

@@ -49,7 +49,7 @@ def task_instance(dag_id: str = "rolling_controlled_shutdown", task_id: str = "r
 def rows(url: str) -> list[dict]:
     engine = create_audit_engine(url)
     try:
-        return list_operations(engine)
+        return list_operations(engine, dry_runs=True)
     finally:
         engine.dispose()
 

@@ -142,28 +142,13 @@ def dry_run_plan(
 ) -> tuple[list[PartitionTransition], list[ReplicaTransition], list[ControllerEventRecord]]:
     """What a dry run records: its in-memory controller's failover and the transitions it planned,
     every row marked ``dry_run`` (as ``airflow.planner`` marks them)."""
+    planned = {"controller_id": -1, "sequence": -1, "operation_id": operation_id, "event": "dry-run:failover"}
     parts = [
-        partition_transition(
-            10_000 + i,
-            controller_id=-1,
-            sequence=-1,
-            operation_id=operation_id,
-            event="dry-run:failover",
-            timestamp_ms=BASE_MS + 120_000 + i,
-            dry_run=True,
-        )
+        partition_transition(10_000 + i, timestamp_ms=BASE_MS + 120_000 + i, dry_run=True, **planned)
         for i in range(7)
     ]
     reps = [
-        replica_transition(
-            20_000 + i,
-            controller_id=-1,
-            sequence=-1,
-            operation_id=operation_id,
-            event="dry-run:failover",
-            timestamp_ms=BASE_MS + 120_000 + i,
-            dry_run=True,
-        )
+        replica_transition(20_000 + i, timestamp_ms=BASE_MS + 120_000 + i, dry_run=True, **planned)
         for i in range(5)
     ]
     events = [

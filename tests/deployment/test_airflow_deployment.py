@@ -58,7 +58,9 @@ class Site:
 
         engine = self.audit_engine()
         try:
-            rows = [r for r in list_operations(engine, limit=1000) if r["airflow_run_id"] == run_id]
+            rows = [
+                r for r in list_operations(engine, limit=1000, dry_runs=True) if r["airflow_run_id"] == run_id
+            ]
         finally:
             engine.dispose()
         out: dict[str, dict[str, Any]] = {}
@@ -162,6 +164,48 @@ def test_kill_drill_under_the_scheduler(site: Site) -> None:
     assert site.operations(run_id)["airflow_dag_run"]["status"] == "succeeded"
     log = site.airflow.task_log(DAG, run_id, "failover_drill")
     assert "elected" in log and "every partition" in log, log[-2000:]
+    # the audit report shows the outage the operator saw: from the kill, seconds long
+    from kafka_controller.audit.reports import build_report
+
+    rows = build_report(site.audit_url)["sections"]["failover_recovery"]["rows"]
+    row = next(r for r in rows if r["controller_epoch"] == result["elected"]["epoch"])
+    assert (row["previous_broker_id"], row["lost_via"]) == (before[0], "drill"), row
+    assert row["lost_ms"] == result["lost_at_ms"] and float(row["time_to_recover_ms"]) >= 3000, row
+    assert float(row["duration_ms"]) < float(row["time_to_recover_ms"])
+    assert not site.airflow.dead()
+
+
+def test_a_dry_run_leaves_the_real_history_alone(site: Site) -> None:
+    """A dry-run drill plans a failover on an in-memory copy: its rows are marked, the report's
+    totals leave them out, and the real controller is untouched."""
+    from sqlalchemy import create_engine, text
+
+    from kafka_controller.airflow.dag_ids import CONTROLLER_FAILOVER_DRILL as DAG
+    from kafka_controller.audit.reports import build_report
+
+    before = site.cluster.controller()
+    real_before = build_report(site.audit_url)["summary"]
+    run_id = site.run(DAG, {"dry_run": True})
+    op = site.operations(run_id)["controller_failover_drill"]
+    assert op["dry_run"] is True and op["status"] == "succeeded"
+    assert site.cluster.controller() == before
+    engine = create_engine(site.audit_url)
+    try:
+        with engine.connect() as conn:
+            planned = conn.execute(
+                text(
+                    "SELECT dry_run, count(*) FROM (SELECT dry_run FROM partition_transitions "
+                    "WHERE operation_id = :op UNION ALL SELECT dry_run FROM replica_transitions "
+                    "WHERE operation_id = :op) t GROUP BY dry_run"
+                ),
+                {"op": op["operation_id"]},
+            ).all()
+    finally:
+        engine.dispose()
+    assert [(bool(d), n > 0) for d, n in planned] == [(True, True)]  # planned, and only planned
+    after = build_report(site.audit_url)["summary"]
+    assert after["operations"] == real_before["operations"]  # the dry run's row is not counted
+    assert after["dry_run_rows"] > real_before["dry_run_rows"]
     assert not site.airflow.dead()
 
 
@@ -224,8 +268,10 @@ def test_what_a_person_sees(site: Site, tmp_path: Path) -> None:
     drill_run = site.runs.get(CONTROLLER_FAILOVER_DRILL)
     assert drill_run is not None, "the drill test must run first"
     op = site.operations(drill_run)["controller_failover_drill"]
+    assert "drill" in index.split("Time to recover per controller failover")[1], index[:3000]
     page = browser.text(f"{base}/kafka-controller/operations/{op['operation_id']}", wait_for="succeeded")
     assert "controller_failover_drill" in page and "elected" in page, page[:3000]
+    assert "recovery_ms" in page and "Transitions" in page, page[:3000]
     shots = browser.screenshot(f"{base}/kafka-controller/", "plugin-index.png")
     assert shots.stat().st_size > 10_000
     assert not site.airflow.dead()
