@@ -47,6 +47,20 @@ def _ms(value: Any) -> int | None:
     return int(value.timestamp() * 1000) if value is not None and hasattr(value, "timestamp") else None
 
 
+def _task_dry_run(ti: Any) -> bool:
+    """Whether the task was one of our operators running as a dry run: its row is then kept apart
+    with the plan. Reads the operator only if it is already on the task instance (the task process,
+    where its fields are rendered); anything else counts as a real run."""
+    task = _loaded(ti, "task")
+    is_dry_run = getattr(task, "is_dry_run", None) if hasattr(task, "dry_run_flag") else None
+    if not callable(is_dry_run):
+        return False
+    try:
+        return bool(is_dry_run())
+    except Exception:  # an unrenderable flag: the operator itself failed on it already
+        return False
+
+
 def _loaded(obj: Any, name: str) -> Any:
     """An attribute only if it is already on the object: never a lazy load through an ORM session."""
     try:
@@ -272,7 +286,16 @@ class AuditListener:
             "operator": type(getattr(ti, "task", None)).__name__,
             "start_ms": _ms(getattr(ti, "start_date", None)),
         }
-        self._record("airflow_task", status, message, params, ids, None, f"task {ti.task_id} of {ti.dag_id}")
+        self._record(
+            "airflow_task",
+            status,
+            message,
+            params,
+            ids,
+            None,
+            f"task {ti.task_id} of {ti.dag_id}",
+            dry_run=_task_dry_run(ti),
+        )
 
     @hookimpl
     @_never_raises

@@ -205,7 +205,8 @@ _COLUMNS = ("controller_id", "controller_epoch", "sequence", "topic", "partition
 
 
 def read_audit_entries(url: str) -> list[AuditEntry]:
-    """Every row of the audit store at ``url`` (three queries; SQLAlchemy imported here only)."""
+    """Every row of the audit store at ``url`` but what dry runs planned (three queries; SQLAlchemy
+    imported here only)."""
     from sqlalchemy import create_engine, select
 
     from kafka_controller.audit import schema
@@ -214,9 +215,14 @@ def read_audit_entries(url: str) -> list[AuditEntry]:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            partitions = conn.execute(select(*[p[c] for c in _COLUMNS], p.unclean)).all()
-            replicas = conn.execute(select(*[r[c] for c in _COLUMNS])).all()
-            events = conn.execute(select(e.broker_id, e.controller_epoch, e.sequence, e.kind)).all()
+            # what happened: rows dry runs planned are not history
+            partitions = conn.execute(
+                select(*[p[c] for c in _COLUMNS], p.unclean).where(p.dry_run.is_(False))
+            ).all()
+            replicas = conn.execute(select(*[r[c] for c in _COLUMNS]).where(r.dry_run.is_(False))).all()
+            events = conn.execute(
+                select(e.broker_id, e.controller_epoch, e.sequence, e.kind).where(e.dry_run.is_(False))
+            ).all()
     finally:
         engine.dispose()
     out = [

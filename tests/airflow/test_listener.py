@@ -129,3 +129,17 @@ def test_each_process_opens_its_own_store(audit_env: str) -> None:
     assert listener._audit() is first
     listener._pid = -1  # as in a forked child: the parent's engine must not be reused
     assert listener._audit() is not first
+
+
+def test_a_dry_run_tasks_row_is_kept_apart_with_its_plan(audit_env: str) -> None:
+    """The task row of an operator that ran as a dry run is a dry-run row (not in real totals)."""
+    from kafka_controller.airflow.operators import ControllerFailoverDrillOperator
+
+    listener = AuditListener()
+    for task_id, flag in (("planned", True), ("real", False), ("unrenderable", "{{ params.x }}")):
+        ti = task_instance(task_id=task_id)
+        ti.task = ControllerFailoverDrillOperator(task_id=task_id, dry_run=flag)
+        listener.on_task_instance_success(None, ti)
+    assert listener.flush()
+    got = {r["airflow_task_id"]: bool(r["dry_run"]) for r in rows(audit_env)}
+    assert got == {"planned": True, "real": False, "unrenderable": False}

@@ -97,6 +97,9 @@ class AirflowDeployment:
             "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16),
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            # only the runs the tests trigger: unpausing a daily DAG would also start its latest
+            # interval's run, which on 2 cores competes with the triggered one (a second Spark job)
+            "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",

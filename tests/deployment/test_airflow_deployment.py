@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.deployment.airflow_deployment import AirflowDeployment, private_database
+from tests.deployment.airflow_deployment import AirflowDeployment, DeploymentError, private_database
 from tests.deployment.browser import Browser
 from tests.deployment.spark_standalone import SparkStandalone
 
@@ -72,7 +72,10 @@ class Site:
     def run(self, dag_id: str, conf: dict[str, Any]) -> str:
         self.airflow.wait_dag(dag_id)
         run_id = self.airflow.trigger(dag_id, conf)
-        state = self.airflow.wait_run(dag_id, run_id, RUN_TIMEOUT_S)
+        try:
+            state = self.airflow.wait_run(dag_id, run_id, RUN_TIMEOUT_S)
+        except DeploymentError:
+            state = "unfinished"
         tasks = self.airflow.task_states(dag_id, run_id)
         if state != "success":
             logs = {
@@ -81,7 +84,8 @@ class Site:
                 if s != "success"
             }
             pytest.fail(f"{dag_id} run {run_id} ended {state}: {tasks}\n{logs}")
-        self.runs[dag_id] = run_id
+        if conf.get("dry_run") is not True:  # the pages are checked against the real runs
+            self.runs[dag_id] = run_id
         return run_id
 
 
