@@ -320,7 +320,8 @@ def _write_controller_view(writer: S.SnapshotWriter, view: ControllerView) -> No
 def export_audit_history(
     url: str, out: str | os.PathLike[str], *, chunk_rows: int = 200_000
 ) -> dict[str, int]:
-    """Copy the audit store's transition tables to Parquet (``<out>/<table>/``), streamed in chunks."""
+    """Copy the audit store's transition tables to Parquet (``<out>/<table>/``), streamed in chunks;
+    rows dry runs planned are left out."""
     from sqlalchemy import select
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -339,8 +340,9 @@ def export_audit_history(
             for name, fields in S.AUDIT_TABLES.items():
                 table = audit_schema.metadata.tables[name]
                 cols = [table.c[f.name] for f in fields]
+                # what happened only: rows a dry run planned are not history
                 result = conn.execution_options(stream_results=True).execute(
-                    select(*cols).order_by(table.c.id)
+                    select(*cols).where(table.c.dry_run.is_(False)).order_by(table.c.id)
                 )
                 counts[name] = S.write_audit_parquet(tmp, name, _batches(result, fields, chunk_rows))
         if target.exists():

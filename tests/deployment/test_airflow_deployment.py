@@ -36,6 +36,8 @@ pytestmark = [
 REPO = Path(__file__).resolve().parents[2]
 TOPICS: dict[str, tuple[int, int, int]] = {"orders": (6, 3, 0), "payments": (4, 2, 1)}
 RUN_TIMEOUT_S = 240.0
+#: Spark's start-up and a standalone executor on a loaded 2-core machine: minutes, not seconds.
+SPARK_RUN_TIMEOUT_S = 420.0
 
 
 @dataclass
@@ -69,11 +71,11 @@ class Site:
             out[key] = r
         return out
 
-    def run(self, dag_id: str, conf: dict[str, Any]) -> str:
+    def run(self, dag_id: str, conf: dict[str, Any], timeout_s: float = RUN_TIMEOUT_S) -> str:
         self.airflow.wait_dag(dag_id)
         run_id = self.airflow.trigger(dag_id, conf)
         try:
-            state = self.airflow.wait_run(dag_id, run_id, RUN_TIMEOUT_S)
+            state = self.airflow.wait_run(dag_id, run_id, timeout_s)
         except DeploymentError:
             state = "unfinished"
         tasks = self.airflow.task_states(dag_id, run_id)
@@ -245,7 +247,11 @@ def test_reconciliation_on_a_spark_standalone_cluster(site: Site) -> None:
     from kafka_controller.airflow.dag_ids import PARTITION_STATE_RECONCILIATION as DAG
 
     apps_before = site.spark.completed_apps()
-    run_id = site.run(DAG, {"spark_conn_id": "spark_default", "output_dir": str(site.work / "reconcile")})
+    run_id = site.run(
+        DAG,
+        {"spark_conn_id": "spark_default", "output_dir": str(site.work / "reconcile")},
+        SPARK_RUN_TIMEOUT_S,
+    )
     result = site.airflow.xcom(DAG, run_id, "reconcile")
     assert result["exit_code"] == 0 and result["job"]["partitions_checked"] == sum(
         p for p, _, _ in TOPICS.values()

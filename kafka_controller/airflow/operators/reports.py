@@ -238,9 +238,9 @@ class SparkReconciliationOperator(KafkaOperationOperator):
             raise KafkaControllerError(f"the reconciliation job did not finish in {self._timeout}s") from None
         stderr = done.stderr.decode(errors="replace").replace(url, "***")
         if done.returncode not in (0, 3) or (done.returncode == 3 and self.fail_on):
-            lines = [ln for ln in stderr.splitlines() if ln.startswith("reconcile:")] or stderr.splitlines()[
-                -1:
-            ]
+            own = [ln for ln in stderr.splitlines() if " INFO " not in ln and " WARN " not in ln]
+            self.log.error("the job's output, without Spark's INFO and WARN lines:\n%s", "\n".join(own[-40:]))
+            lines = [ln for ln in own if ln.startswith("reconcile:")] or own[-1:] or stderr.splitlines()[-1:]
             raise KafkaControllerError(
                 f"the reconciliation job exited {done.returncode}: {lines[-1] if lines else ''}"
             )
