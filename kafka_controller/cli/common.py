@@ -31,26 +31,59 @@ ZOOKEEPER_ENV = "KAFKA_CONTROLLER_ZOOKEEPER"
 EXIT_IN_PROGRESS = 3
 
 
+#: The longest --timeout accepted (a day): waits take it as a float of seconds.
+MAX_TIMEOUT_S = 86_400.0
+
+
 class CommandFailedError(KafkaControllerError):
     """The command ran but did not achieve what it was asked (e.g. some partitions failed)."""
 
 
-def add_zookeeper_option(p: argparse.ArgumentParser) -> None:
-    default = os.environ.get(ZOOKEEPER_ENV)
+class UsageError(InvalidArgumentError):
+    """The command line cannot work (a bad connect string, no cluster at the chroot): exit 2, as
+    argparse's usage errors, before anything was changed."""
+
+
+def add_zookeeper_option(p: argparse.ArgumentParser, *, timeout: bool = True) -> None:
+    """``--zookeeper`` (optional on the command line: ``$KAFKA_CONTROLLER_ZOOKEEPER`` can supply it;
+    ``cli.main`` resolves and checks it before the command runs) and ``--timeout``."""
     p.add_argument(
         "--zookeeper",
         metavar="CONNECT",
-        default=default,
-        required=default is None,
-        help=f"ZooKeeper connect string, host:port[,host:port][/chroot] (default: ${ZOOKEEPER_ENV})",
+        default=None,
+        help="ZooKeeper connect string, host:port[,host:port][/chroot] "
+        f"(default: ${ZOOKEEPER_ENV}; one of the two is needed)",
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="how long to wait for ZooKeeper, the controller, or the operation (default: %(default)s)",
-    )
+    if timeout:
+        p.add_argument(
+            "--timeout",
+            type=float,
+            default=30.0,
+            metavar="SECONDS",
+            help="how long to wait for ZooKeeper (connecting), the controller, or the operation "
+            "(default: %(default)s)",
+        )
+
+
+def resolve_zookeeper(args: argparse.Namespace) -> str:
+    """The connect string from ``--zookeeper`` or ``$KAFKA_CONTROLLER_ZOOKEEPER`` (an empty variable
+    counts as unset), checked; a bad or missing one is a ``UsageError`` naming what is wrong and
+    where it came from. Stores the result in ``args.zookeeper``; calling it again is cheap."""
+    from kafka_controller.zk.paths import parse_connect_string
+
+    value = args.zookeeper
+    source = ""
+    if value is None:
+        value = os.environ.get(ZOOKEEPER_ENV) or None
+        source = f" (from ${ZOOKEEPER_ENV})"
+    if value is None:
+        raise UsageError(f"no ZooKeeper to connect to: pass --zookeeper CONNECT or set ${ZOOKEEPER_ENV}")
+    try:
+        parse_connect_string(value)
+    except InvalidArgumentError as e:
+        raise UsageError(f"{e}{source}") from None
+    args.zookeeper = value
+    return str(value)
 
 
 def add_json_option(p: argparse.ArgumentParser) -> None:
@@ -59,8 +92,10 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 def check_timeout(args: argparse.Namespace) -> float:
     timeout = float(args.timeout)
-    if not timeout > 0:
-        raise InvalidArgumentError(f"--timeout must be positive, got {args.timeout}")
+    if not 0 < timeout <= MAX_TIMEOUT_S:  # also refuses nan and inf
+        raise UsageError(
+            f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {args.timeout}"
+        )
     return timeout
 
 
@@ -78,11 +113,12 @@ def open_store(args: argparse.Namespace) -> Iterator[ZkMetadataStore]:
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
     from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
-    timeout_ms = max(1000, int(check_timeout(args) * 1000))
+    connect = resolve_zookeeper(args)
+    timeout_ms = max(100, round(check_timeout(args) * 1000))
     config = ZkClientConfig(
-        args.zookeeper,
+        connect,
         session_timeout_ms=max(6000, min(timeout_ms, 30000)),
-        connection_timeout_ms=min(timeout_ms, 15000),
+        connection_timeout_ms=timeout_ms,  # the connection wait is --timeout, and the error says so
         create_paths=False,
         digest=digest_from_env(),
     )

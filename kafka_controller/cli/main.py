@@ -12,6 +12,7 @@ import re
 import sys
 from typing import NoReturn
 
+from kafka_controller.cli.common import UsageError, check_timeout, resolve_zookeeper
 from kafka_controller.domain.errors import BRIEF_LIMIT, KafkaControllerError, cut
 
 #: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
@@ -63,7 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        if "zookeeper" in vars(args):
+            resolve_zookeeper(args)
+            if "timeout" in vars(args):
+                check_timeout(args)
         return int(func(args) or 0)
+    except UsageError as e:
+        print(f"kafka-controller {args.command}: error: {e}", file=sys.stderr)
+        return 2
     except KafkaControllerError as e:
         print(f"kafka-controller {args.command}: error: {e}", file=sys.stderr)
         return 1
