@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,9 +108,24 @@ def _quiet_kazoo() -> None:
             logger.setLevel(logging.CRITICAL)
 
 
+class NoClusterError(UsageError):
+    """The chroot (or the server's root) holds no Kafka metadata: most likely a wrong chroot."""
+
+    def __init__(self, connect: str) -> None:
+        super().__init__(f"no Kafka cluster at {connect}: {BROKER_IDS} is missing")
+
+
+BROKER_IDS = "/brokers/ids"
+
+
 @contextmanager
-def open_store(args: argparse.Namespace) -> Iterator[ZkMetadataStore]:
-    """A ZooKeeper session for the command (closed on exit); it creates no paths."""
+def open_store(
+    args: argparse.Namespace, *, require_cluster: bool = True, create_paths: bool = False
+) -> Iterator[ZkMetadataStore]:
+    """A ZooKeeper session for the command (closed on exit). It creates no paths unless
+    ``create_paths`` (then the chroot and Kafka's top-level paths, as a broker does). With
+    ``require_cluster`` a tree without ``/brokers/ids`` (every Kafka broker creates it) is a
+    ``NoClusterError``: a read or an operation there would only ever see an empty cluster."""
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
     from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
@@ -119,15 +135,25 @@ def open_store(args: argparse.Namespace) -> Iterator[ZkMetadataStore]:
         connect,
         session_timeout_ms=max(6000, min(timeout_ms, 30000)),
         connection_timeout_ms=timeout_ms,  # the connection wait is --timeout, and the error says so
-        create_paths=False,
+        create_paths=create_paths,
         digest=digest_from_env(),
     )
     _quiet_kazoo()
-    store = KazooMetadataStore(config)
+    with warnings.catch_warnings():
+        # kazoo warns when the chroot does not exist; the check below says it in one line instead
+        warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)
+        store = KazooMetadataStore(config)
     try:
+        if require_cluster and not cluster_exists(store):
+            raise NoClusterError(connect)
         yield store
     finally:
         store.close()
+
+
+def cluster_exists(store: ZkMetadataStore) -> bool:
+    """Whether a Kafka broker ever ran on this tree: ``/brokers/ids`` exists."""
+    return store.path_exists(BROKER_IDS)
 
 
 @contextmanager

@@ -82,36 +82,54 @@ _CREATE_HELP = (
 
 
 def run_create(args: argparse.Namespace) -> int:
+    """Kafka's ``kafka-topics.sh --zookeeper`` writes a topic with an explicit assignment even where no
+    broker ever ran (a fresh chroot); so does this, creating the chroot and Kafka's top-level paths as a
+    broker would, with a warning. With --partitions/--replication-factor there are no brokers to place
+    replicas on: that is the "no Kafka cluster" error, as for every other command."""
     from kafka_controller.admin.topics import plan_topic_creation
-    from kafka_controller.domain.values import ReplicaAssignment
-    from kafka_controller.zk.codecs import new_topic_id
 
-    with common.open_store(args) as store:
+    with common.open_store(args, require_cluster=False) as store:
+        cluster = common.cluster_exists(store)
+        if not cluster and args.replica_assignment is None:
+            raise common.NoClusterError(args.zookeeper)
         existing = store.get_all_topics()
         if args.if_not_exists and args.topic in existing:
             common.say(f"Topic {args.topic} already exists.")
             return 0
         if store.is_topic_marked_for_deletion(args.topic):
             raise InvalidArgumentError(f"topic {args.topic!r} is marked for deletion; wait until it is gone")
+        live = store.get_sorted_broker_list()
         plan = plan_topic_creation(
             args.topic,
             partitions=args.partitions,
             replication_factor=args.replication_factor,
             replica_assignment=args.replica_assignment,
             config_pairs=args.config,
-            live_brokers=store.get_sorted_broker_list(),
+            live_brokers=live,
             existing_topics=existing,
             rng=random.Random(),
         )
-        topic_id = new_topic_id()
-        assignment = {p: ReplicaAssignment.of(rs) for p, rs in plan.assignment.items()}
-        try:
-            store.create_topic(plan.topic, assignment, plan.config, topic_id=topic_id)
-        except NodeExistsError:
-            if args.if_not_exists:
-                common.say(f"Topic {args.topic} already exists.")
-                return 0
-            raise InvalidArgumentError(f"topic {args.topic!r} already exists") from None
+        if cluster:
+            topic_id = _create(store, plan, args)
+    if not cluster:
+        with common.open_store(args, require_cluster=False, create_paths=True) as store:
+            topic_id = _create(store, plan, args)
+        common.warn(
+            PROG,
+            f"no broker has ever registered at {args.zookeeper} ({common.BROKER_IDS} was missing): "
+            f"created it and Kafka's other top-level paths",
+        )
+    if topic_id is None:
+        common.say(f"Topic {args.topic} already exists.")
+        return 0
+    unregistered = sorted({b for rs in plan.assignment.values() for b in rs} - set(live))
+    if unregistered:
+        common.warn(
+            PROG,
+            f"topic {plan.topic}: {_brokers(unregistered)} in --replica-assignment "
+            f"{'is' if len(unregistered) == 1 else 'are'} not registered; "
+            "its replicas there stay offline until then",
+        )
     if args.json:
         common.print_json(
             {
@@ -124,6 +142,26 @@ def run_create(args: argparse.Namespace) -> int:
     else:
         common.say(f"Created topic {plan.topic}.")
     return 0
+
+
+def _create(store: Any, plan: Any, args: argparse.Namespace) -> str | None:
+    """Write the topic; its new id, or None when it exists and --if-not-exists allows that."""
+    from kafka_controller.domain.values import ReplicaAssignment
+    from kafka_controller.zk.codecs import new_topic_id
+
+    topic_id = new_topic_id()
+    assignment = {p: ReplicaAssignment.of(rs) for p, rs in plan.assignment.items()}
+    try:
+        store.create_topic(plan.topic, assignment, plan.config, topic_id=topic_id)
+    except NodeExistsError:
+        if args.if_not_exists:
+            return None
+        raise InvalidArgumentError(f"topic {args.topic!r} already exists") from None
+    return str(topic_id)
+
+
+def _brokers(ids: list[int]) -> str:
+    return f"broker {ids[0]}" if len(ids) == 1 else f"brokers {', '.join(map(str, ids))}"
 
 
 def run_delete(args: argparse.Namespace) -> int:
