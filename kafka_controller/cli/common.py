@@ -25,6 +25,7 @@ from kafka_controller.domain.errors import InvalidArgumentError, KafkaController
 
 if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.zk.security import ZkClientConfig
     from kafka_controller.zk.store import ZkMetadataStore
 
 ZOOKEEPER_ENV = "KAFKA_CONTROLLER_ZOOKEEPER"
@@ -118,6 +119,21 @@ class NoClusterError(UsageError):
 BROKER_IDS = "/brokers/ids"
 
 
+def client_config(args: argparse.Namespace, *, create_paths: bool = False) -> ZkClientConfig:
+    """The command's ZooKeeper client settings: connecting waits up to ``--timeout`` (and a failure
+    says how long it waited); the session lasts ``--timeout`` too, within ZooKeeper's usual 6-30 s."""
+    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
+
+    timeout_ms = max(100, round(check_timeout(args) * 1000))
+    return ZkClientConfig(
+        resolve_zookeeper(args),
+        session_timeout_ms=max(6000, min(timeout_ms, 30000)),
+        connection_timeout_ms=timeout_ms,
+        create_paths=create_paths,
+        digest=digest_from_env(),
+    )
+
+
 @contextmanager
 def open_store(
     args: argparse.Namespace, *, require_cluster: bool = True, create_paths: bool = False
@@ -127,17 +143,9 @@ def open_store(
     ``require_cluster`` a tree without ``/brokers/ids`` (every Kafka broker creates it) is a
     ``NoClusterError``: a read or an operation there would only ever see an empty cluster."""
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
-    connect = resolve_zookeeper(args)
-    timeout_ms = max(100, round(check_timeout(args) * 1000))
-    config = ZkClientConfig(
-        connect,
-        session_timeout_ms=max(6000, min(timeout_ms, 30000)),
-        connection_timeout_ms=timeout_ms,  # the connection wait is --timeout, and the error says so
-        create_paths=create_paths,
-        digest=digest_from_env(),
-    )
+    config = client_config(args, create_paths=create_paths)
+    connect = config.connect_string
     _quiet_kazoo()
     with warnings.catch_warnings():
         # kazoo warns when the chroot does not exist; the check below says it in one line instead

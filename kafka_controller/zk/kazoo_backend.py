@@ -116,7 +116,7 @@ class KazooBackend:
         except Exception as e:
             raise StoreUnavailableError(
                 f"cannot connect to ZooKeeper at {self.config.hosts} within "
-                f"{self.config.connection_timeout_ms} ms ({type(e).__name__})"
+                f"{self.config.connection_timeout_ms / 1000:g} s ({type(e).__name__})"
             ) from None
 
     def _probe_multi_read(self) -> None:
