@@ -220,6 +220,11 @@ def say(line: str = "") -> None:
     sys.stdout.flush()
 
 
+def note(prog: str, message: str) -> None:
+    """Progress on stderr (stdout is for results)."""
+    print(f"{prog}: {message}", file=sys.stderr, flush=True)
+
+
 def warn(prog: str, message: str) -> None:
     print(f"{prog}: warning: {message}", file=sys.stderr, flush=True)
 
@@ -230,6 +235,22 @@ def format_table(rows: list[list[str]], header: list[str]) -> list[str]:
     return [
         "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]
     ]
+
+
+class _InterruptNote:
+    """What a Ctrl-C now would leave undone, kept up to date by the running command."""
+
+    text: str | None = None
+
+
+def left_undone(text: str | None) -> None:
+    """Say what an interruption at this point leaves undone (``cli.main`` prints it on Ctrl-C), e.g.
+    ``deletion of topic t is still queued in /admin/delete_topics/t``; None: the command's default."""
+    _InterruptNote.text = text
+
+
+def interrupt_note() -> str | None:
+    return _InterruptNote.text
 
 
 def install_stop_handlers(event: threading.Event) -> dict[int, Any]:

@@ -139,6 +139,7 @@ def _generate(args: argparse.Namespace) -> int:
     proposed_text = encode_reassignment_json(proposed)
     if out_file is not None:
         common.write_text_file_atomically(out_file, proposed_text + "\n", FILE)
+        common.left_undone(f"nothing is left undone: the proposal is in {out_file}")
     if args.json:
         import orjson
 
@@ -166,6 +167,11 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
         current = _assignments(store, {tp.topic for tp in plan})
         validate_reassignment(plan, _by_topic(current), set(store.get_sorted_broker_list()))
         rollback = encode_reassignment_json({tp: current[tp].replicas for tp in plan})
+        moving = f"the reassignment of {len(plan)} partition(s) in {args.reassignment_json_file}"
+        common.left_undone(
+            f"{moving} may have been started and may go on in the controller; "
+            "`reassign --verify` shows it, `reassign --cancel` stops it"
+        )
         if args.legacy_znode:
             try:
                 store.create_partition_reassignment(plan)
@@ -189,7 +195,14 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
                 raise common.CommandFailedError(
                     f"{len(failed)} of {len(plan)} reassignments were refused, e.g. {tp}: {r.error}{detail}"
                 )
-        outcome = _wait_complete(store, plan, common.check_timeout(args)) if args.wait else None
+        common.left_undone(
+            f"{moving} was started and goes on in the controller; "
+            "`reassign --verify` shows it, `reassign --cancel` stops it"
+        )
+        outcome = None
+        if args.wait:
+            common.note(PROG, f"waiting up to {common.check_timeout(args):g}s for {moving} to complete")
+            outcome = _wait_complete(store, plan, common.check_timeout(args))
     started = ",".join(map(str, sorted(plan)))
     if args.json:
         import orjson
@@ -286,6 +299,10 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
     with common.open_store(args) as store:
         validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
         with common.open_admin_client(args, store) as admin:
+            common.left_undone(
+                f"the cancellation of the reassignments in {args.reassignment_json_file} may have been "
+                "sent; `reassign --verify` shows where they are"
+            )
             ongoing = sorted(admin.list_partition_reassignments(list(plan)).reassignments)
             results = admin.alter_partition_reassignments(dict.fromkeys(ongoing)).results if ongoing else {}
     failed = {tp: r for tp, r in results.items() if r.error != "NONE"}

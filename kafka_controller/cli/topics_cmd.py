@@ -88,6 +88,7 @@ def run_create(args: argparse.Namespace) -> int:
     replicas on: that is the "no Kafka cluster" error, as for every other command."""
     from kafka_controller.admin.topics import plan_topic_creation
 
+    common.left_undone(f"topic {args.topic} was not created")
     with common.open_store(args, require_cluster=False) as store:
         cluster = common.cluster_exists(store)
         if not cluster and args.replica_assignment is None:
@@ -119,6 +120,7 @@ def run_create(args: argparse.Namespace) -> int:
             f"no broker has ever registered at {args.zookeeper} ({common.BROKER_IDS} was missing): "
             f"created it and Kafka's other top-level paths",
         )
+    common.left_undone(f"nothing is left undone: topic {args.topic} exists")
     if topic_id is None:
         common.say(f"Topic {args.topic} already exists.")
         return 0
@@ -166,30 +168,72 @@ def _brokers(ids: list[int]) -> str:
 
 def run_delete(args: argparse.Namespace) -> int:
     timeout = common.check_timeout(args)
+    topic = args.topic
+    marker = f"/admin/delete_topics/{topic}"
     with common.open_store(args) as store:
+        common.left_undone(f"topic {topic} was not marked for deletion")
         try:
-            store.create_delete_topic_path(args.topic)
+            store.create_delete_topic_path(topic)
         except NoNodeError:
-            raise InvalidArgumentError(f"topic {args.topic!r} does not exist") from None
+            raise InvalidArgumentError(f"topic {topic!r} does not exist") from None
         except NodeExistsError:
-            raise InvalidArgumentError(f"topic {args.topic!r} is already marked for deletion") from None
+            raise InvalidArgumentError(f"topic {topic!r} is already marked for deletion") from None
+        common.left_undone(f"deletion of topic {topic} is still queued in {marker}")
         gone = False
         if args.wait:
             deadline = time.monotonic() + timeout
-            while not (gone := not store.topic_exists(args.topic)):
+            said = ""
+            while not (gone := not store.topic_exists(topic)):
+                status = deletion_status(store, topic)
                 if time.monotonic() >= deadline:
                     raise common.CommandFailedError(
-                        f"topic {args.topic!r} is marked for deletion but still exists after {timeout:g}s"
-                        f"{_deletion_hint(store, args.topic)}"
+                        f"topic {topic!r} is marked for deletion but still exists after {timeout:g}s: "
+                        f"{status}"
                     )
+                if status != said:
+                    common.note(PROG, f"waiting for topic {topic} to be deleted: {status}")
+                    said = status
                 time.sleep(0.1)
+    common.left_undone(None)
     if args.json:
-        common.print_json({"topic": args.topic, "marked_for_deletion": True, "deleted": gone})
+        common.print_json({"topic": topic, "marked_for_deletion": True, "deleted": gone})
     else:
-        common.say(f"Topic {args.topic} is marked for deletion.")
+        common.say(f"Topic {topic} is marked for deletion.")
         if gone:
-            common.say(f"Topic {args.topic} is deleted.")
+            common.say(f"Topic {topic} is deleted.")
     return 0
+
+
+def deletion_status(store: Any, topic: str) -> str:
+    """Which replicas of ``topic`` have not confirmed their deletion yet, by broker, and why.
+
+    Kafka's controller deletes a topic once every replica's broker has confirmed (StopReplica with
+    delete); a broker that is not registered cannot, so the deletion waits for it (Kafka's
+    "ineligible for deletion"). The confirmations themselves live only in the controller's memory:
+    from ZooKeeper all replicas not yet gone are unconfirmed."""
+    read = store.get_replica_assignment_and_topic_ids([topic]).get(topic)
+    if read is None:
+        return "its znode is gone"
+    if isinstance(read, Exception):
+        return f"its znode cannot be read ({read})"
+    live = set(store.get_sorted_broker_list())
+    by_broker: dict[int, list[int]] = {}
+    for tp, ra in read.assignment.items():
+        for b in ra.replicas:
+            by_broker.setdefault(b, []).append(tp.partition)
+    parts = []
+    for b in sorted(by_broker, key=lambda b: (b in live, b)):
+        state = "registered" if b in live else "not registered"
+        parts.append(f"broker {b} ({state}; {_partitions(sorted(by_broker[b]))})")
+    controller = store.get_controller_id()
+    who = "no controller is active" if controller is None else f"controller: broker {controller}"
+    unconfirmed = f"replicas not confirmed on {', '.join(parts)}" if parts else "no replicas"
+    return f"{unconfirmed}; {who}"
+
+
+def _partitions(ps: list[int]) -> str:
+    shown = ", ".join(map(str, ps[:10])) + (f" and {len(ps) - 10} more" if len(ps) > 10 else "")
+    return f"partition {shown}" if len(ps) == 1 else f"partitions {shown}"
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -259,13 +303,3 @@ def run_describe(args: argparse.Namespace) -> int:
 
 def _ids(ids: tuple[int, ...]) -> str:
     return ",".join(map(str, ids))
-
-
-def _deletion_hint(store: Any, topic: str) -> str:
-    """Kafka deletes a topic only once every replica's broker is up: say which are not."""
-    read = store.get_replica_assignment_and_topic_ids([topic]).get(topic)
-    if read is None or isinstance(read, Exception):
-        return ""
-    live = set(store.get_sorted_broker_list())
-    down = sorted({r for ra in read.assignment.values() for r in ra.replicas} - live)
-    return f" (it waits for its replicas on brokers {down}, which are down)" if down else ""
