@@ -430,3 +430,26 @@ def test_delete_wait_names_the_brokers_deletion_waits_for(cli) -> None:  # type:
         "kafka-controller topics: error: topic 'stranded' is marked for deletion "
         f"but still exists after 0.3s: {status}",
     ]
+
+
+def test_elect_takes_a_reassignment_plan_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}'
+    )
+    r = cli("elect", "--election-type", "preferred", "--path-to-json-file", str(plan), "--timeout", "0.5")
+    # parsed and sent: it fails only because no controller process answers in this fixture
+    assert r.code == 1
+    assert r.error_line.startswith("kafka-controller elect: error: ElectLeaders: "), r.error_line
+
+
+def test_create_warns_about_unregistered_brokers(cli, zk_admin_client: KazooClient, zk_chroot: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli("topics", "create", "--topic", "ahead", "--replica-assignment", "1:9,9:8")
+    assert (r.code, r.out) == (0, "Created topic ahead.\n")
+    assert r.error_line == (
+        "kafka-controller topics: warning: topic ahead: brokers 8, 9 in --replica-assignment are not "
+        "registered; its replicas there stay offline until then"
+    )
+    assert zk_admin_client.exists(f"{zk_chroot}/brokers/topics/ahead") is not None
+    r = cli("topics", "create", "--topic", "placed", "--replica-assignment", "1:2")
+    assert (r.code, r.out, r.err) == (0, "Created topic placed.\n", "")
