@@ -1,0 +1,235 @@
+"""Whatever the command line, ``kafka-controller`` ends in a message and an exit code, never a traceback.
+
+Arguments are generated from the argparse parsers themselves (every option of every command: junk
+and plausible values, flags, repeats), connect strings from junk and from an address that refuses
+connections, and the CLI runs in-process (``main(argv)``). Any exception other than ``SystemExit``
+escaping ``main``, or a traceback printed on the way, fails the test. No ZooKeeper is needed: a connect
+string that parses points at a port bound by this module and never listened on (refused at once),
+with ``--timeout`` of at most 0.1 s. Commands that would start something long-running (a server, a
+broker, a cluster, the demo, Spark, a synthetic fleet) always get one argument that is refused before
+anything starts, so every command is covered without starting anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import io
+import os
+import shutil
+import socket
+import tempfile
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_controller.cli.common import ZOOKEEPER_ENV
+from kafka_controller.cli.main import main
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.zk.paths import parse_connect_string
+from tests.cli.parsers import walk
+
+COMMANDS: dict[tuple[str, ...], argparse.ArgumentParser] = dict(walk())
+#: Examples per command: modest by default (the whole file runs in seconds); raise it to hunt.
+EXAMPLES = int(os.environ.get("KAFKA_CONTROLLER_FUZZ_EXAMPLES", "25"))
+
+#: Appended last (argparse keeps the last value): refused before anything starts.
+POISON: dict[tuple[str, ...], list[str]] = {
+    ("demo",): ["--scenario", "airflow", "--dags-folder", "/nonexistent/dags"],
+    ("cluster", "up"): ["--config", "no.such.key=1"],
+    ("zookeeper",): ["--java", "/nonexistent/java"],
+    ("reconcile", "run"): ["--snapshot", "/nonexistent/snapshot"],
+    ("reconcile", "synth"): ["--partitions", "0"],
+}
+#: ``broker`` is refused by its connect string (only unparseable ones are generated for it).
+ONLY_BAD_CONNECT = {("broker",)}
+
+PATH_DESTS = {
+    "data_dir",
+    "dags_folder",
+    "audit_spool_dir",
+    "html",
+    "reassignment_json_file",
+    "topics_to_move_json_file",
+    "path_to_json_file",
+    "out",
+    "snapshot",
+    "audit_parquet",
+    "file",
+    "java",
+    "jars_dir",
+    "jdbc_jar",
+}
+URL_DESTS = {"audit_url", "url", "results_url"}
+
+_refusing = socket.socket()
+_refusing.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused, the port stays ours
+REFUSING = f"127.0.0.1:{_refusing.getsockname()[1]}"
+
+_files = Path(tempfile.mkdtemp(prefix="kc-no-traceback-"))
+atexit.register(shutil.rmtree, _files, True)
+(_files / "empty.json").write_text("")
+(_files / "junk.json").write_text("{not json")
+(_files / "plan.json").write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}')
+(_files / "moves.json").write_text('{"topics":[{"topic":"t"}]}')
+(_files / "election.json").write_text('{"partitions":[{"topic":"t","partition":0,"log_dirs":["any"]}]}')
+(_files / "binary.json").write_bytes(b"\xff\xfe\x00")
+(_files / "dir").mkdir()
+
+JUNK = st.one_of(
+    st.text(max_size=24),
+    st.sampled_from(
+        [
+            "",
+            "-1",
+            "0",
+            "1",
+            "2181",
+            "65536",
+            "99999999999999999999",
+            "1e400",
+            "nan",
+            "inf",
+            "-",
+            "=",
+            ",",
+            "1:2,2:3",
+            "1:9",
+            "t",
+            "a.b",
+            "a_b",
+            "x" * 300,
+            "k=v",
+            "min.insync.replicas=0",
+            "\udcff",
+            "é",
+        ]
+    ),
+)
+INTS = st.one_of(st.integers(-3, 10), st.integers(), st.sampled_from(["", "1.5", "x", "0x10", "1_000"]))
+FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), JUNK)
+PATHS = st.one_of(
+    st.sampled_from([str(p) for p in _files.iterdir()] + ["/", "/dev/null", "/proc/self/status", ""]),
+    st.text(max_size=16).map(lambda t: f"/nonexistent/{t}"),
+    st.text(max_size=8).map(lambda t: str(_files / "new" / t)),
+)
+URLS = st.one_of(
+    JUNK,
+    st.sampled_from(
+        ["postgresql+psycopg://127.0.0.1:1/audit", "sqlite:////nonexistent/audit.db", "sqlite://"]
+    ),
+)
+TIMEOUTS = st.one_of(st.floats(0.01, 0.1).map(repr), st.sampled_from(["0", "-1", "nan", "inf", "x", ""]))
+
+
+def _refused_or_bad(text: str) -> str:
+    """Unparseable text as it is; anything that would connect is pointed at the refusing port."""
+    try:
+        _, chroot = parse_connect_string(text)
+    except InvalidArgumentError:
+        return text
+    return REFUSING + chroot
+
+
+BAD_CONNECT = st.text(max_size=30).filter(lambda t: _refused_or_bad(t) == t)
+CONNECT = st.one_of(
+    BAD_CONNECT,
+    st.text(max_size=30).map(_refused_or_bad),
+    st.sampled_from(["127.0.0.1:21810000", "127.0.0.1:2181 ", "127.0.0.1:abc", "127.0.0.1:2181,", ""]),
+    st.text(alphabet="abc/._-", max_size=12).map(lambda c: _refused_or_bad(REFUSING + "/" + c)),
+)
+
+
+def _value(action: argparse.Action, command: tuple[str, ...]) -> st.SearchStrategy[str]:
+    if action.dest == "zookeeper":
+        return BAD_CONNECT if command in ONLY_BAD_CONNECT else CONNECT
+    if action.dest == "timeout":
+        return TIMEOUTS
+    if action.dest in PATH_DESTS:
+        return PATHS
+    if action.dest in URL_DESTS:
+        return URLS
+    if action.choices:
+        return st.one_of(st.sampled_from(list(action.choices)), JUNK)
+    if action.type is int:
+        return INTS.map(str)
+    if action.type is float:
+        return FLOATS
+    return JUNK
+
+
+@st.composite
+def command_lines(draw: st.DrawFn, command: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """argv for ``command`` (its options in any order, each maybe present) and the environment."""
+    parser = COMMANDS[command]
+    argv: list[str] = [*command]
+    actions = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+    for action in draw(st.permutations(actions)):
+        # --timeout always: its default (30 s) would make a refused connection retry for 30 s
+        if not (action.required or action.dest == "timeout" or draw(st.booleans())):
+            continue
+        if not action.option_strings:  # a positional
+            argv.append(draw(_value(action, command)))
+        elif action.nargs == 0:  # a flag
+            argv.append(action.option_strings[-1])
+        else:
+            repeats = draw(st.integers(1, 3)) if isinstance(action, argparse._AppendAction) else 1
+            for _ in range(repeats):
+                argv += [action.option_strings[-1], draw(_value(action, command))]
+    argv += POISON.get(command, [])
+    env: dict[str, str] = {}
+    if draw(st.booleans()):
+        env[ZOOKEEPER_ENV] = draw(BAD_CONNECT if command in ONLY_BAD_CONNECT else CONNECT)
+    # a process's arguments and environment are C strings: no NUL ever reaches the command
+    return [a.replace("\x00", "") for a in argv], {k: v.replace("\x00", "") for k, v in env.items()}
+
+
+@contextlib.contextmanager
+def _environment(extra: dict[str, str]) -> Iterator[None]:
+    with mock.patch.dict(os.environ, extra):
+        for name in (ZOOKEEPER_ENV, "KAFKA_CONTROLLER_AUDIT_URL", "KAFKA_CONTROLLER_ZK_DIGEST"):
+            if name not in extra:
+                os.environ.pop(name, None)
+        yield
+
+
+def run_in_process(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with _environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+        except BaseException as e:  # the point of the test: report what escaped, with its traceback
+            raise AssertionError(
+                f"kafka-controller {argv!r} (env {env!r}) raised {type(e).__name__}: {e}\n"
+                + "".join(traceback.format_exception(e))
+            ) from None
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_command_is_generated() -> None:
+    assert len(COMMANDS) >= 20
+    assert set(POISON) | ONLY_BAD_CONNECT <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS), ids=" ".join)
+def test_no_traceback(command: tuple[str, ...]) -> None:
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(command_lines(command))
+    def check(line: tuple[list[str], dict[str, str]]) -> None:
+        argv, env = line
+        code, _out, err = run_in_process(argv, env)
+        assert "Traceback" not in err, f"{argv!r} printed a traceback:\n{err}"
+        assert code in (0, 1, 2, 3), (argv, code, err)
+        if code != 0:
+            lines = [x for x in err.splitlines() if x.strip()]
+            assert lines, f"{argv!r} exited {code} without a word"
+
+    check()
