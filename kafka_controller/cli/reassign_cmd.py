@@ -11,6 +11,10 @@
   every partition is done, 3 while any is in progress, 1 when one ended elsewhere or is missing.
 * ``--cancel`` cancels the plan's partitions that are still moving (AlterPartitionReassignments
   with no target), reverting them to their original replicas.
+* ``--list`` lists every reassignment in progress, read from ZooKeeper (no controller needed): the
+  partitions whose topic znode has adding or removing replicas, as Kafka 2.8's ``--list`` prints
+  them (``t-0: replicas: 1,2,3. adding: 3. removing: 1.``), and those still queued in the legacy
+  ``/admin/reassign_partitions`` znode that the controller has not started.
 
 The file is parsed and checked against the cluster (topics, partitions, registered brokers) before
 anything is sent, so a bad plan changes nothing.
@@ -51,6 +55,12 @@ def register(subparsers: Any) -> None:
     mode.add_argument(
         "--cancel", action="store_true", help="cancel the file's reassignments still in progress"
     )
+    mode.add_argument(
+        "--list",
+        action="store_true",
+        help="list the reassignments in progress (topic znodes' adding/removing replicas and "
+        "/admin/reassign_partitions), as Kafka's --list prints them",
+    )
     p.add_argument(
         "--topics-to-move-json-file", metavar="FILE", type=Path, help='generate: {"topics":[{"topic":"t"}]}'
     )
@@ -70,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     common.check_timeout(args)
     if args.generate:
         return _generate(args)
+    if args.list:
+        return _list(args)
     if args.reassignment_json_file is None:
         raise InvalidArgumentError(
             "--reassignment-json-file is required with --execute, --verify and --cancel"
@@ -324,3 +336,65 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
             f"could not cancel {len(failed)} reassignment(s), e.g. {tp}: {r.error}"
         )
     return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name in ("reassignment_json_file", "topics_to_move_json_file", "broker_list"):
+        if getattr(args, name) is not None:
+            raise InvalidArgumentError(f"--{name.replace('_', '-')} is not for --list")
+    if args.additional or args.legacy_znode or args.wait:
+        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
+    with common.open_store(args) as store:
+        current: dict[TopicPartition, ReplicaAssignment] = {}
+        for topic, read in store.get_replica_assignment_and_topic_ids(sorted(store.get_all_topics())).items():
+            if isinstance(read, MetadataStoreError):
+                common.warn(PROG, f"skipping topic {topic!r}, which cannot be read: {read}")
+            else:
+                current.update(read.assignment)
+        try:
+            queued = store.get_partition_reassignment()
+        except MetadataStoreError as e:  # the controller ignores a corrupt legacy znode too
+            common.warn(PROG, f"ignoring /admin/reassign_partitions, which cannot be read: {e}")
+            queued = {}
+    moving = {tp: ra for tp, ra in current.items() if ra.is_being_reassigned}
+    pending = {tp: target for tp, target in queued.items() if tp not in moving}
+    if args.json:
+        common.print_json(
+            [
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "replicas": list(moving[tp].replicas if tp in moving else _replicas(current, tp)),
+                    "adding_replicas": list(moving[tp].adding_replicas) if tp in moving else [],
+                    "removing_replicas": list(moving[tp].removing_replicas) if tp in moving else [],
+                    "queued_target": list(pending[tp]) if tp in pending else None,
+                }
+                for tp in sorted({*moving, *pending})
+            ]
+        )
+        return 0
+    if not moving and not pending:
+        common.say("No partition reassignments found.")
+        return 0
+    common.say("Current partition reassignments:")
+    for tp in sorted({*moving, *pending}):
+        if tp in moving:
+            ra = moving[tp]
+            adding = f" adding: {_ids(ra.adding_replicas)}." if ra.adding_replicas else ""
+            removing = f" removing: {_ids(ra.removing_replicas)}." if ra.removing_replicas else ""
+            common.say(f"{tp}: replicas: {_ids(ra.replicas)}.{adding}{removing}")
+        else:
+            common.say(
+                f"{tp}: replicas: {_ids(_replicas(current, tp))}. "
+                f"queued in /admin/reassign_partitions: {_ids(pending[tp])}."
+            )
+    return 0
+
+
+def _replicas(current: Mapping[TopicPartition, ReplicaAssignment], tp: TopicPartition) -> tuple[int, ...]:
+    ra = current.get(tp)
+    return () if ra is None else ra.replicas
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(map(str, ids))

@@ -453,3 +453,47 @@ def test_create_warns_about_unregistered_brokers(cli, zk_admin_client: KazooClie
     assert zk_admin_client.exists(f"{zk_chroot}/brokers/topics/ahead") is not None
     r = cli("topics", "create", "--topic", "placed", "--replica-assignment", "1:2")
     assert (r.code, r.out, r.err) == (0, "Created topic placed.\n", "")
+
+
+def test_reassign_list(cli, store: KazooMetadataStore, zk_admin_client: KazooClient, zk_chroot: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli("reassign", "--list")
+    assert (r.code, r.out, r.err) == (0, "No partition reassignments found.\n", "")
+    # t-0 moving from [1,2] to [3,1] (RS/AR/RR as the controller writes them); t-1 queued in the legacy znode
+    path = f"{zk_chroot}/brokers/topics/t"
+    doc = orjson.loads(zk_admin_client.get(path)[0])
+    doc["partitions"]["0"] = [3, 1, 2]
+    doc["adding_replicas"] = {"0": [3]}
+    doc["removing_replicas"] = {"0": [2]}
+    zk_admin_client.set(path, orjson.dumps(doc))
+    store.create_partition_reassignment({TopicPartition("t", 1): [3, 1], TopicPartition("t", 0): [3, 1]})
+    r = cli("reassign", "--list")
+    assert (r.code, r.err) == (0, "")
+    assert r.out == (
+        "Current partition reassignments:\n"
+        "t-0: replicas: 3,1,2. adding: 3. removing: 2.\n"
+        "t-1: replicas: 2,3. queued in /admin/reassign_partitions: 3,1.\n"
+    )
+    r = cli("reassign", "--list", "--json")
+    assert r.json() == [
+        {
+            "topic": "t",
+            "partition": 0,
+            "replicas": [3, 1, 2],
+            "adding_replicas": [3],
+            "removing_replicas": [2],
+            "queued_target": None,
+        },
+        {
+            "topic": "t",
+            "partition": 1,
+            "replicas": [2, 3],
+            "adding_replicas": [],
+            "removing_replicas": [],
+            "queued_target": [3, 1],
+        },
+    ]
+    r = cli("reassign", "--list", "--reassignment-json-file", "plan.json")
+    assert (r.code, r.error_line) == (
+        1,
+        "kafka-controller reassign: error: --reassignment-json-file is not for --list",
+    )
