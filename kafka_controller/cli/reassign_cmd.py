@@ -42,7 +42,7 @@ FILE = "reassignment JSON"
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "reassign",
-        help="generate, execute, verify or cancel partition reassignments",
+        help="generate, execute, verify, cancel or list partition reassignments",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
