@@ -87,7 +87,9 @@ def run_create(args: argparse.Namespace) -> int:
     broker would, with a warning. With --partitions/--replication-factor there are no brokers to place
     replicas on: that is the "no Kafka cluster" error, as for every other command."""
     from kafka_controller.admin.topics import plan_topic_creation
+    from kafka_controller.zk.paths import validate_topic_name
 
+    validate_topic_name(args.topic)  # before the name reaches a ZooKeeper path
     common.left_undone(f"topic {args.topic} was not created")
     with common.open_store(args, require_cluster=False) as store:
         cluster = common.cluster_exists(store)
@@ -167,8 +169,11 @@ def _brokers(ids: list[int]) -> str:
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    from kafka_controller.zk.paths import validate_topic_name
+
     timeout = common.check_timeout(args)
     topic = args.topic
+    validate_topic_name(topic)
     marker = f"/admin/delete_topics/{topic}"
     with common.open_store(args) as store:
         common.left_undone(f"topic {topic} was not marked for deletion")
@@ -250,7 +255,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_describe(args: argparse.Namespace) -> int:
     from kafka_controller.admin.describe import read_cluster_view
+    from kafka_controller.zk.paths import validate_topic_name
 
+    if args.topic is not None:
+        validate_topic_name(args.topic)
     with common.open_store(args) as store:
         if args.topic is not None and not store.topic_exists(args.topic):
             raise InvalidArgumentError(f"topic {args.topic!r} does not exist")

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from kazoo.client import KazooClient
 
+from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
     Broker,
     EndPoint,
@@ -497,3 +498,22 @@ def test_reassign_list(cli, store: KazooMetadataStore, zk_admin_client: KazooCli
         1,
         "kafka-controller reassign: error: --reassignment-json-file is not for --list",
     )
+
+
+def test_undecodable_arguments_never_reach_zookeeper(cli, store: KazooMetadataStore) -> None:  # type: ignore[no-untyped-def]
+    """A non-UTF-8 byte in an argument arrives as a lone surrogate ('\\udcff'); kazoo cannot encode it
+    and used to drop its connection from its own thread, with a traceback."""
+    for argv in (
+        ("topics", "describe", "--topic", "t\udcff"),
+        ("topics", "create", "--topic", "t\udcff", "--replica-assignment", "1"),
+        ("topics", "delete", "--topic", "t\udcff"),
+    ):
+        r = cli(*argv)
+        assert r.code == 1
+        assert r.error_line == (
+            "kafka-controller topics: error: topic name 't\\udcff' has illegal characters '\\udcff'"
+        )
+    with pytest.raises(MetadataStoreError) as e:
+        store.topic_exists("t\udcff")  # the adapter refuses it too, and stays connected
+    assert e.value.code == "BADARGUMENTS"
+    assert store.topic_exists("t")
