@@ -52,3 +52,10 @@ def test_readme_command_summary_names_real_options() -> None:
             assert option in by_command[command], f"README: {command} has no option {option}"
             checked += 1
     assert checked > 30
+
+
+def test_readme_shows_zookeeper_as_optional() -> None:
+    """$KAFKA_CONTROLLER_ZOOKEEPER can supply it, so no usage line shows it as required."""
+    block = _readme_commands()
+    assert block.count("[--zookeeper CONNECT]") >= 6
+    assert block.count("--zookeeper CONNECT") == block.count("[--zookeeper CONNECT]")
