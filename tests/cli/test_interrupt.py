@@ -145,3 +145,32 @@ def test_interrupting_a_connection_attempt_changes_nothing() -> None:
         with conn:
             code, out, err = cli.interrupt()
     assert (code, out, err) == (130, "", ["kafka-controller describe: interrupted: nothing was changed"])
+
+
+def test_interrupting_elect_while_the_controller_is_asked(zk_connect: str) -> None:
+    """The controller's listener accepts and never answers: the request is in flight once accepted."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(30)
+        s = KazooMetadataStore(zk_connect)
+        try:
+            s.register_broker(Broker(1, (EndPoint("127.0.0.1", listener.getsockname()[1]),)))
+            s.create_topic("t", {0: ReplicaAssignment.of([1])})
+            s.register_controller_and_increment_controller_epoch(1)
+            cli = Cli(
+                "elect", "--zookeeper", zk_connect, "--election-type", "preferred", "--all-topic-partitions",
+                "--timeout", "120",
+            )  # fmt: skip
+            conn, _ = listener.accept()
+            with conn:
+                code, out, err = cli.interrupt()
+        finally:
+            s.close()
+    assert (code, out) == (130, "")
+    assert err == [
+        "kafka-controller elect: interrupted: the preferred election of every partition may have been "
+        "requested from the controller and may go on; check the leaders with `kafka-controller describe`"
+    ]
