@@ -16,7 +16,11 @@ ELECTION_TYPES = ("preferred", "unclean")
 
 
 def parse_election_json(text: str | bytes, what: str = "election JSON") -> tuple[TopicPartition, ...]:
-    """``{"partitions": [{"topic": "t", "partition": 0}, ...]}`` -> partitions, in file order."""
+    """``{"partitions": [{"topic": "t", "partition": 0}, ...]}`` -> partitions, in file order.
+
+    Other fields of a partition entry are ignored, as Kafka's ``LeaderElectionCommand`` ignores them,
+    so a reassignment plan (``replicas``, ``log_dirs``) serves as election JSON too. Unknown top-level
+    fields are still refused: ``{"partition": [...]}`` is a typo, not a plan to ignore."""
     doc = load_json(text, what)
     if type(doc) is not dict:
         raise InvalidArgumentError(f"{what} must be a JSON object")
@@ -33,9 +37,6 @@ def parse_election_json(text: str | bytes, what: str = "election JSON") -> tuple
         where = f"{what}: partitions[{i}]"
         if type(entry) is not dict:
             raise InvalidArgumentError(f"{where} must be a JSON object")
-        extra = sorted(set(entry) - {"topic", "partition"})
-        if extra:
-            raise InvalidArgumentError(f"{where} has unknown field {brief(extra[0])}")
         topic, partition = entry.get("topic"), entry.get("partition")
         if type(topic) is not str or not topic:
             raise InvalidArgumentError(f"{where}: 'topic' must be a non-empty string")

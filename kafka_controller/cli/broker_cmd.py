@@ -38,9 +38,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("--broker-id", type=int, required=True, help="this broker's id (>= 0)")
-    p.add_argument(
-        "--zookeeper", required=True, metavar="CONNECT", help="ZooKeeper connect string, chroot allowed"
-    )
+    common.add_zookeeper_option(p, timeout=False)
     p.add_argument(
         "--listener",
         default="127.0.0.1:0",

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from kafka_controller.domain.errors import InvalidArgumentError, KafkaController
 
 if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.zk.security import ZkClientConfig
     from kafka_controller.zk.store import ZkMetadataStore
 
 ZOOKEEPER_ENV = "KAFKA_CONTROLLER_ZOOKEEPER"
@@ -31,26 +33,59 @@ ZOOKEEPER_ENV = "KAFKA_CONTROLLER_ZOOKEEPER"
 EXIT_IN_PROGRESS = 3
 
 
+#: The longest --timeout accepted (a day): waits take it as a float of seconds.
+MAX_TIMEOUT_S = 86_400.0
+
+
 class CommandFailedError(KafkaControllerError):
     """The command ran but did not achieve what it was asked (e.g. some partitions failed)."""
 
 
-def add_zookeeper_option(p: argparse.ArgumentParser) -> None:
-    default = os.environ.get(ZOOKEEPER_ENV)
+class UsageError(InvalidArgumentError):
+    """The command line cannot work (a bad connect string, no cluster at the chroot): exit 2, as
+    argparse's usage errors, before anything was changed."""
+
+
+def add_zookeeper_option(p: argparse.ArgumentParser, *, timeout: bool = True) -> None:
+    """``--zookeeper`` (optional on the command line: ``$KAFKA_CONTROLLER_ZOOKEEPER`` can supply it;
+    ``cli.main`` resolves and checks it before the command runs) and ``--timeout``."""
     p.add_argument(
         "--zookeeper",
         metavar="CONNECT",
-        default=default,
-        required=default is None,
-        help=f"ZooKeeper connect string, host:port[,host:port][/chroot] (default: ${ZOOKEEPER_ENV})",
+        default=None,
+        help="ZooKeeper connect string, host:port[,host:port][/chroot] "
+        f"(default: ${ZOOKEEPER_ENV}; one of the two is needed)",
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="how long to wait for ZooKeeper, the controller, or the operation (default: %(default)s)",
-    )
+    if timeout:
+        p.add_argument(
+            "--timeout",
+            type=float,
+            default=30.0,
+            metavar="SECONDS",
+            help="how long to wait for ZooKeeper (connecting), the controller, or the operation "
+            "(default: %(default)s)",
+        )
+
+
+def resolve_zookeeper(args: argparse.Namespace) -> str:
+    """The connect string from ``--zookeeper`` or ``$KAFKA_CONTROLLER_ZOOKEEPER`` (an empty variable
+    counts as unset), checked; a bad or missing one is a ``UsageError`` naming what is wrong and
+    where it came from. Stores the result in ``args.zookeeper``; calling it again is cheap."""
+    from kafka_controller.zk.paths import parse_connect_string
+
+    value = args.zookeeper
+    source = ""
+    if value is None:
+        value = os.environ.get(ZOOKEEPER_ENV) or None
+        source = f" (from ${ZOOKEEPER_ENV})"
+    if value is None:
+        raise UsageError(f"no ZooKeeper to connect to: pass --zookeeper CONNECT or set ${ZOOKEEPER_ENV}")
+    try:
+        parse_connect_string(value)
+    except InvalidArgumentError as e:
+        raise UsageError(f"{e}{source}") from None
+    args.zookeeper = value
+    return str(value)
 
 
 def add_json_option(p: argparse.ArgumentParser) -> None:
@@ -59,8 +94,10 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 def check_timeout(args: argparse.Namespace) -> float:
     timeout = float(args.timeout)
-    if not timeout > 0:
-        raise InvalidArgumentError(f"--timeout must be positive, got {args.timeout}")
+    if not 0 < timeout <= MAX_TIMEOUT_S:  # also refuses nan and inf
+        raise UsageError(
+            f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {args.timeout}"
+        )
     return timeout
 
 
@@ -72,26 +109,59 @@ def _quiet_kazoo() -> None:
             logger.setLevel(logging.CRITICAL)
 
 
-@contextmanager
-def open_store(args: argparse.Namespace) -> Iterator[ZkMetadataStore]:
-    """A ZooKeeper session for the command (closed on exit); it creates no paths."""
-    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+class NoClusterError(UsageError):
+    """The chroot (or the server's root) holds no Kafka metadata: most likely a wrong chroot."""
+
+    def __init__(self, connect: str) -> None:
+        super().__init__(f"no Kafka cluster at {connect}: {BROKER_IDS} is missing")
+
+
+BROKER_IDS = "/brokers/ids"
+
+
+def client_config(args: argparse.Namespace, *, create_paths: bool = False) -> ZkClientConfig:
+    """The command's ZooKeeper client settings: connecting waits up to ``--timeout`` (and a failure
+    says how long it waited); the session lasts ``--timeout`` too, within ZooKeeper's usual 6-30 s."""
     from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
-    timeout_ms = max(1000, int(check_timeout(args) * 1000))
-    config = ZkClientConfig(
-        args.zookeeper,
+    timeout_ms = max(100, round(check_timeout(args) * 1000))
+    return ZkClientConfig(
+        resolve_zookeeper(args),
         session_timeout_ms=max(6000, min(timeout_ms, 30000)),
-        connection_timeout_ms=min(timeout_ms, 15000),
-        create_paths=False,
+        connection_timeout_ms=timeout_ms,
+        create_paths=create_paths,
         digest=digest_from_env(),
     )
+
+
+@contextmanager
+def open_store(
+    args: argparse.Namespace, *, require_cluster: bool = True, create_paths: bool = False
+) -> Iterator[ZkMetadataStore]:
+    """A ZooKeeper session for the command (closed on exit). It creates no paths unless
+    ``create_paths`` (then the chroot and Kafka's top-level paths, as a broker does). With
+    ``require_cluster`` a tree without ``/brokers/ids`` (every Kafka broker creates it) is a
+    ``NoClusterError``: a read or an operation there would only ever see an empty cluster."""
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+
+    config = client_config(args, create_paths=create_paths)
+    connect = config.connect_string
     _quiet_kazoo()
-    store = KazooMetadataStore(config)
+    with warnings.catch_warnings():
+        # kazoo warns when the chroot does not exist; the check below says it in one line instead
+        warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)
+        store = KazooMetadataStore(config)
     try:
+        if require_cluster and not cluster_exists(store):
+            raise NoClusterError(connect)
         yield store
     finally:
         store.close()
+
+
+def cluster_exists(store: ZkMetadataStore) -> bool:
+    """Whether a Kafka broker ever ran on this tree: ``/brokers/ids`` exists."""
+    return store.path_exists(BROKER_IDS)
 
 
 @contextmanager
@@ -150,6 +220,11 @@ def say(line: str = "") -> None:
     sys.stdout.flush()
 
 
+def note(prog: str, message: str) -> None:
+    """Progress on stderr (stdout is for results)."""
+    print(f"{prog}: {message}", file=sys.stderr, flush=True)
+
+
 def warn(prog: str, message: str) -> None:
     print(f"{prog}: warning: {message}", file=sys.stderr, flush=True)
 
@@ -160,6 +235,22 @@ def format_table(rows: list[list[str]], header: list[str]) -> list[str]:
     return [
         "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]
     ]
+
+
+class _InterruptNote:
+    """What a Ctrl-C now would leave undone, kept up to date by the running command."""
+
+    text: str | None = None
+
+
+def left_undone(text: str | None) -> None:
+    """Say what an interruption at this point leaves undone (``cli.main`` prints it on Ctrl-C), e.g.
+    ``deletion of topic t is still queued in /admin/delete_topics/t``; None: the command's default."""
+    _InterruptNote.text = text
+
+
+def interrupt_note() -> str | None:
+    return _InterruptNote.text
 
 
 def install_stop_handlers(event: threading.Event) -> dict[int, Any]:

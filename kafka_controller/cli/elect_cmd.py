@@ -62,7 +62,13 @@ def run(args: argparse.Namespace) -> int:
         json_partitions=json_partitions,
     )
     with common.open_store(args) as store, common.open_admin_client(args, store) as admin:
+        scope = "every partition" if targets is None else f"{len(targets)} partition(s)"
+        common.left_undone(
+            f"the {args.election_type} election of {scope} may have been requested from the controller "
+            "and may go on; check the leaders with `kafka-controller describe`"
+        )
         response = admin.elect_leaders(args.election_type, targets)
+    common.left_undone(f"nothing is left undone: the {args.election_type} election has been answered")
     outcome = group_election_results(
         {tp: (r.error, r.leader, r.message) for tp, r in response.results.items()}
     )

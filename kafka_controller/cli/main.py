@@ -9,9 +9,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+import signal
 import sys
-from typing import NoReturn
+import threading
+from typing import Any, NoReturn
 
+from kafka_controller.cli.common import (
+    UsageError,
+    check_timeout,
+    interrupt_note,
+    left_undone,
+    resolve_zookeeper,
+)
 from kafka_controller.domain.errors import BRIEF_LIMIT, KafkaControllerError, cut
 
 #: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
@@ -55,6 +64,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: What Ctrl-C leaves undone in commands that do not say it themselves (``common.left_undone``).
+#: ``cluster up``, ``zookeeper`` and ``broker`` treat SIGINT as their normal, clean stop.
+DEFAULT_INTERRUPT_NOTES: dict[tuple[str, ...], str] = {
+    ("audit", "upgrade"): "the schema upgrade may have stopped between two migrations; run it again",
+    ("reconcile", "export"): "the snapshot directory may be incomplete; export again with --overwrite",
+    ("reconcile", "export-audit"): "the audit copy may be incomplete; export it again",
+    ("reconcile", "run"): "the reconciliation outputs may be incomplete; run the job again",
+    ("reconcile", "synth"): "the synthetic fleet may be incomplete; generate it again",
+    ("demo",): "the demo's cluster was stopped and its temporary directory removed",
+}
+NOTHING_CHANGED = "nothing was changed"
+
+
+def command_path(args: argparse.Namespace) -> tuple[str, ...]:
+    """``("topics", "delete")``, ``("describe",)``: the command and its action, if it has one."""
+    action = getattr(args, f"{args.command}_command", None)
+    return (args.command,) if action is None else (args.command, action)
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    path = command_path(args)
+    note = interrupt_note() or DEFAULT_INTERRUPT_NOTES.get(path, NOTHING_CHANGED)
+    print(f"kafka-controller {' '.join(path)}: interrupted: {note}", file=sys.stderr, flush=True)
+    return 130
+
+
+class _FirstInterrupt:
+    """SIGINT raises ``KeyboardInterrupt`` once; later ones are ignored while the command cleans up
+    (closing its ZooKeeper session), so that a second Ctrl-C cannot end it in a traceback."""
+
+    def __init__(self) -> None:
+        self.previous: Any = None
+        self.installed = False
+        self.seen = False
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+            self.installed = True
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if not self.seen:
+            self.seen = True
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc: object) -> None:
+        if self.installed:
+            signal.signal(signal.SIGINT, self.previous if self.previous is not None else signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -62,13 +121,27 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         parser.print_help(sys.stderr)
         return 2
+    left_undone(None)
+    with _FirstInterrupt():
+        try:
+            return _run(func, args)
+        except KeyboardInterrupt:
+            return _interrupted(args)
+
+
+def _run(func: Any, args: argparse.Namespace) -> int:
     try:
+        if "zookeeper" in vars(args):
+            resolve_zookeeper(args)
+            if "timeout" in vars(args):
+                check_timeout(args)
         return int(func(args) or 0)
+    except UsageError as e:
+        print(f"kafka-controller {args.command}: error: {e}", file=sys.stderr)
+        return 2
     except KafkaControllerError as e:
         print(f"kafka-controller {args.command}: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@
   every partition is done, 3 while any is in progress, 1 when one ended elsewhere or is missing.
 * ``--cancel`` cancels the plan's partitions that are still moving (AlterPartitionReassignments
   with no target), reverting them to their original replicas.
+* ``--list`` lists every reassignment in progress, read from ZooKeeper (no controller needed): the
+  partitions whose topic znode has adding or removing replicas, as Kafka 2.8's ``--list`` prints
+  them (``t-0: replicas: 1,2,3. adding: 3. removing: 1.``), and those still queued in the legacy
+  ``/admin/reassign_partitions`` znode that the controller has not started.
 
 The file is parsed and checked against the cluster (topics, partitions, registered brokers) before
 anything is sent, so a bad plan changes nothing.
@@ -38,7 +42,7 @@ FILE = "reassignment JSON"
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "reassign",
-        help="generate, execute, verify or cancel partition reassignments",
+        help="generate, execute, verify, cancel or list partition reassignments",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -50,6 +54,12 @@ def register(subparsers: Any) -> None:
     mode.add_argument("--verify", action="store_true", help="check the reassignment in the file")
     mode.add_argument(
         "--cancel", action="store_true", help="cancel the file's reassignments still in progress"
+    )
+    mode.add_argument(
+        "--list",
+        action="store_true",
+        help="list the reassignments in progress (topic znodes' adding/removing replicas and "
+        "/admin/reassign_partitions), as Kafka's --list prints them",
     )
     p.add_argument(
         "--topics-to-move-json-file", metavar="FILE", type=Path, help='generate: {"topics":[{"topic":"t"}]}'
@@ -70,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     common.check_timeout(args)
     if args.generate:
         return _generate(args)
+    if args.list:
+        return _list(args)
     if args.reassignment_json_file is None:
         raise InvalidArgumentError(
             "--reassignment-json-file is required with --execute, --verify and --cancel"
@@ -139,6 +151,7 @@ def _generate(args: argparse.Namespace) -> int:
     proposed_text = encode_reassignment_json(proposed)
     if out_file is not None:
         common.write_text_file_atomically(out_file, proposed_text + "\n", FILE)
+        common.left_undone(f"nothing is left undone: the proposal is in {out_file}")
     if args.json:
         import orjson
 
@@ -166,6 +179,11 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
         current = _assignments(store, {tp.topic for tp in plan})
         validate_reassignment(plan, _by_topic(current), set(store.get_sorted_broker_list()))
         rollback = encode_reassignment_json({tp: current[tp].replicas for tp in plan})
+        moving = f"the reassignment of {len(plan)} partition(s) in {args.reassignment_json_file}"
+        common.left_undone(
+            f"{moving} may have been started and may go on in the controller; "
+            "`reassign --verify` shows it, `reassign --cancel` stops it"
+        )
         if args.legacy_znode:
             try:
                 store.create_partition_reassignment(plan)
@@ -189,7 +207,14 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
                 raise common.CommandFailedError(
                     f"{len(failed)} of {len(plan)} reassignments were refused, e.g. {tp}: {r.error}{detail}"
                 )
-        outcome = _wait_complete(store, plan, common.check_timeout(args)) if args.wait else None
+        common.left_undone(
+            f"{moving} was started and goes on in the controller; "
+            "`reassign --verify` shows it, `reassign --cancel` stops it"
+        )
+        outcome = None
+        if args.wait:
+            common.note(PROG, f"waiting up to {common.check_timeout(args):g}s for {moving} to complete")
+            outcome = _wait_complete(store, plan, common.check_timeout(args))
     started = ",".join(map(str, sorted(plan)))
     if args.json:
         import orjson
@@ -286,6 +311,10 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
     with common.open_store(args) as store:
         validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
         with common.open_admin_client(args, store) as admin:
+            common.left_undone(
+                f"the cancellation of the reassignments in {args.reassignment_json_file} may have been "
+                "sent; `reassign --verify` shows where they are"
+            )
             ongoing = sorted(admin.list_partition_reassignments(list(plan)).reassignments)
             results = admin.alter_partition_reassignments(dict.fromkeys(ongoing)).results if ongoing else {}
     failed = {tp: r for tp, r in results.items() if r.error != "NONE"}
@@ -307,3 +336,65 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
             f"could not cancel {len(failed)} reassignment(s), e.g. {tp}: {r.error}"
         )
     return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name in ("reassignment_json_file", "topics_to_move_json_file", "broker_list"):
+        if getattr(args, name) is not None:
+            raise InvalidArgumentError(f"--{name.replace('_', '-')} is not for --list")
+    if args.additional or args.legacy_znode or args.wait:
+        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
+    with common.open_store(args) as store:
+        current: dict[TopicPartition, ReplicaAssignment] = {}
+        for topic, read in store.get_replica_assignment_and_topic_ids(sorted(store.get_all_topics())).items():
+            if isinstance(read, MetadataStoreError):
+                common.warn(PROG, f"skipping topic {topic!r}, which cannot be read: {read}")
+            else:
+                current.update(read.assignment)
+        try:
+            queued = store.get_partition_reassignment()
+        except MetadataStoreError as e:  # the controller ignores a corrupt legacy znode too
+            common.warn(PROG, f"ignoring /admin/reassign_partitions, which cannot be read: {e}")
+            queued = {}
+    moving = {tp: ra for tp, ra in current.items() if ra.is_being_reassigned}
+    pending = {tp: target for tp, target in queued.items() if tp not in moving}
+    if args.json:
+        common.print_json(
+            [
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "replicas": list(moving[tp].replicas if tp in moving else _replicas(current, tp)),
+                    "adding_replicas": list(moving[tp].adding_replicas) if tp in moving else [],
+                    "removing_replicas": list(moving[tp].removing_replicas) if tp in moving else [],
+                    "queued_target": list(pending[tp]) if tp in pending else None,
+                }
+                for tp in sorted({*moving, *pending})
+            ]
+        )
+        return 0
+    if not moving and not pending:
+        common.say("No partition reassignments found.")
+        return 0
+    common.say("Current partition reassignments:")
+    for tp in sorted({*moving, *pending}):
+        if tp in moving:
+            ra = moving[tp]
+            adding = f" adding: {_ids(ra.adding_replicas)}." if ra.adding_replicas else ""
+            removing = f" removing: {_ids(ra.removing_replicas)}." if ra.removing_replicas else ""
+            common.say(f"{tp}: replicas: {_ids(ra.replicas)}.{adding}{removing}")
+        else:
+            common.say(
+                f"{tp}: replicas: {_ids(_replicas(current, tp))}. "
+                f"queued in /admin/reassign_partitions: {_ids(pending[tp])}."
+            )
+    return 0
+
+
+def _replicas(current: Mapping[TopicPartition, ReplicaAssignment], tp: TopicPartition) -> tuple[int, ...]:
+    ra = current.get(tp)
+    return () if ra is None else ra.replicas
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(map(str, ids))

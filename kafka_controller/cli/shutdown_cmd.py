@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
         watch = LeadershipWatch(store, broker_id, partitions_of(store, broker_id))
         led_before = watch.led
         started = time.monotonic()
+        common.left_undone(
+            f"broker {broker_id} may have been asked to shut down and may go on shutting down; "
+            f"/brokers/ids/{broker_id} shows whether it is still registered"
+        )
         if args.pid is not None:
             os.kill(args.pid, signal.SIGTERM)
             method = "signal"
@@ -63,13 +67,19 @@ def run(args: argparse.Namespace) -> int:
             with common.open_admin_client(args, store) as admin:
                 admin.shutdown_broker(broker_id)
             method = "api"
+        common.left_undone(
+            f"broker {broker_id} was asked to shut down and goes on shutting down; "
+            f"/brokers/ids/{broker_id} shows whether it is still registered"
+        )
         try:
             led_at_exit = watch.wait_deregistered(started + timeout)
         except ShutdownTimeoutError as e:
             raise common.CommandFailedError(str(e)) from None
         seconds = time.monotonic() - started
     if args.pid is not None:
+        common.left_undone(f"broker {broker_id} deregistered; its process {args.pid} may still be exiting")
         _wait_exit(args.pid, started + timeout)
+    common.left_undone(f"nothing is left undone: broker {broker_id} has shut down")
     if args.json:
         common.print_json(
             {

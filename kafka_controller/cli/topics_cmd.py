@@ -82,36 +82,58 @@ _CREATE_HELP = (
 
 
 def run_create(args: argparse.Namespace) -> int:
+    """Kafka's ``kafka-topics.sh --zookeeper`` writes a topic with an explicit assignment even where no
+    broker ever ran (a fresh chroot); so does this, creating the chroot and Kafka's top-level paths as a
+    broker would, with a warning. With --partitions/--replication-factor there are no brokers to place
+    replicas on: that is the "no Kafka cluster" error, as for every other command."""
     from kafka_controller.admin.topics import plan_topic_creation
-    from kafka_controller.domain.values import ReplicaAssignment
-    from kafka_controller.zk.codecs import new_topic_id
+    from kafka_controller.zk.paths import validate_topic_name
 
-    with common.open_store(args) as store:
+    validate_topic_name(args.topic)  # before the name reaches a ZooKeeper path
+    common.left_undone(f"topic {args.topic} was not created")
+    with common.open_store(args, require_cluster=False) as store:
+        cluster = common.cluster_exists(store)
+        if not cluster and args.replica_assignment is None:
+            raise common.NoClusterError(args.zookeeper)
         existing = store.get_all_topics()
         if args.if_not_exists and args.topic in existing:
             common.say(f"Topic {args.topic} already exists.")
             return 0
         if store.is_topic_marked_for_deletion(args.topic):
             raise InvalidArgumentError(f"topic {args.topic!r} is marked for deletion; wait until it is gone")
+        live = store.get_sorted_broker_list()
         plan = plan_topic_creation(
             args.topic,
             partitions=args.partitions,
             replication_factor=args.replication_factor,
             replica_assignment=args.replica_assignment,
             config_pairs=args.config,
-            live_brokers=store.get_sorted_broker_list(),
+            live_brokers=live,
             existing_topics=existing,
             rng=random.Random(),
         )
-        topic_id = new_topic_id()
-        assignment = {p: ReplicaAssignment.of(rs) for p, rs in plan.assignment.items()}
-        try:
-            store.create_topic(plan.topic, assignment, plan.config, topic_id=topic_id)
-        except NodeExistsError:
-            if args.if_not_exists:
-                common.say(f"Topic {args.topic} already exists.")
-                return 0
-            raise InvalidArgumentError(f"topic {args.topic!r} already exists") from None
+        if cluster:
+            topic_id = _create(store, plan, args)
+    if not cluster:
+        with common.open_store(args, require_cluster=False, create_paths=True) as store:
+            topic_id = _create(store, plan, args)
+        common.warn(
+            PROG,
+            f"no broker has ever registered at {args.zookeeper} ({common.BROKER_IDS} was missing): "
+            f"created it and Kafka's other top-level paths",
+        )
+    common.left_undone(f"nothing is left undone: topic {args.topic} exists")
+    if topic_id is None:
+        common.say(f"Topic {args.topic} already exists.")
+        return 0
+    unregistered = sorted({b for rs in plan.assignment.values() for b in rs} - set(live))
+    if unregistered:
+        common.warn(
+            PROG,
+            f"topic {plan.topic}: {_brokers(unregistered)} in --replica-assignment "
+            f"{'is' if len(unregistered) == 1 else 'are'} not registered; "
+            "its replicas there stay offline until then",
+        )
     if args.json:
         common.print_json(
             {
@@ -126,32 +148,97 @@ def run_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _create(store: Any, plan: Any, args: argparse.Namespace) -> str | None:
+    """Write the topic; its new id, or None when it exists and --if-not-exists allows that."""
+    from kafka_controller.domain.values import ReplicaAssignment
+    from kafka_controller.zk.codecs import new_topic_id
+
+    topic_id = new_topic_id()
+    assignment = {p: ReplicaAssignment.of(rs) for p, rs in plan.assignment.items()}
+    try:
+        store.create_topic(plan.topic, assignment, plan.config, topic_id=topic_id)
+    except NodeExistsError:
+        if args.if_not_exists:
+            return None
+        raise InvalidArgumentError(f"topic {args.topic!r} already exists") from None
+    return str(topic_id)
+
+
+def _brokers(ids: list[int]) -> str:
+    return f"broker {ids[0]}" if len(ids) == 1 else f"brokers {', '.join(map(str, ids))}"
+
+
 def run_delete(args: argparse.Namespace) -> int:
+    from kafka_controller.zk.paths import validate_topic_name
+
     timeout = common.check_timeout(args)
+    topic = args.topic
+    validate_topic_name(topic)
+    marker = f"/admin/delete_topics/{topic}"
     with common.open_store(args) as store:
+        common.left_undone(f"topic {topic} was not marked for deletion")
         try:
-            store.create_delete_topic_path(args.topic)
+            store.create_delete_topic_path(topic)
         except NoNodeError:
-            raise InvalidArgumentError(f"topic {args.topic!r} does not exist") from None
+            raise InvalidArgumentError(f"topic {topic!r} does not exist") from None
         except NodeExistsError:
-            raise InvalidArgumentError(f"topic {args.topic!r} is already marked for deletion") from None
+            raise InvalidArgumentError(f"topic {topic!r} is already marked for deletion") from None
+        common.left_undone(f"deletion of topic {topic} is still queued in {marker}")
         gone = False
         if args.wait:
             deadline = time.monotonic() + timeout
-            while not (gone := not store.topic_exists(args.topic)):
+            said = ""
+            while not (gone := not store.topic_exists(topic)):
+                status = deletion_status(store, topic)
                 if time.monotonic() >= deadline:
                     raise common.CommandFailedError(
-                        f"topic {args.topic!r} is marked for deletion but still exists after {timeout:g}s"
-                        f"{_deletion_hint(store, args.topic)}"
+                        f"topic {topic!r} is marked for deletion but still exists after {timeout:g}s: "
+                        f"{status}"
                     )
+                if status != said:
+                    common.note(PROG, f"waiting for topic {topic} to be deleted: {status}")
+                    said = status
                 time.sleep(0.1)
+    common.left_undone(None)
     if args.json:
-        common.print_json({"topic": args.topic, "marked_for_deletion": True, "deleted": gone})
+        common.print_json({"topic": topic, "marked_for_deletion": True, "deleted": gone})
     else:
-        common.say(f"Topic {args.topic} is marked for deletion.")
+        common.say(f"Topic {topic} is marked for deletion.")
         if gone:
-            common.say(f"Topic {args.topic} is deleted.")
+            common.say(f"Topic {topic} is deleted.")
     return 0
+
+
+def deletion_status(store: Any, topic: str) -> str:
+    """Which replicas of ``topic`` have not confirmed their deletion yet, by broker, and why.
+
+    Kafka's controller deletes a topic once every replica's broker has confirmed (StopReplica with
+    delete); a broker that is not registered cannot, so the deletion waits for it (Kafka's
+    "ineligible for deletion"). The confirmations themselves live only in the controller's memory:
+    from ZooKeeper all replicas not yet gone are unconfirmed."""
+    read = store.get_replica_assignment_and_topic_ids([topic]).get(topic)
+    if read is None:
+        return "its znode is gone"
+    if isinstance(read, Exception):
+        return f"its znode cannot be read ({read})"
+    live = set(store.get_sorted_broker_list())
+    by_broker: dict[int, list[int]] = {}
+    for tp, ra in read.assignment.items():
+        for b in ra.replicas:
+            by_broker.setdefault(b, []).append(tp.partition)
+    parts = []
+    for b in sorted(by_broker, key=lambda b: (b in live, b)):
+        state = "registered" if b in live else "not registered"
+        parts.append(f"broker {b} ({state}; {_partitions(sorted(by_broker[b]))})")
+    controller = store.get_controller_id()
+    who = "no controller is active" if controller is None else f"controller: broker {controller}"
+    unconfirmed = f"replicas not confirmed on {', '.join(parts)}" if parts else "no replicas"
+    return f"{unconfirmed}; {who}"
+
+
+def _partitions(ps: list[int]) -> str:
+    shown = ", ".join(map(str, ps[:10])) + (f" and {len(ps) - 10} more" if len(ps) > 10 else "")
+    return f"partition {shown}" if len(ps) == 1 else f"partitions {shown}"
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -168,7 +255,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_describe(args: argparse.Namespace) -> int:
     from kafka_controller.admin.describe import read_cluster_view
+    from kafka_controller.zk.paths import validate_topic_name
 
+    if args.topic is not None:
+        validate_topic_name(args.topic)
     with common.open_store(args) as store:
         if args.topic is not None and not store.topic_exists(args.topic):
             raise InvalidArgumentError(f"topic {args.topic!r} does not exist")
@@ -221,13 +311,3 @@ def run_describe(args: argparse.Namespace) -> int:
 
 def _ids(ids: tuple[int, ...]) -> str:
     return ",".join(map(str, ids))
-
-
-def _deletion_hint(store: Any, topic: str) -> str:
-    """Kafka deletes a topic only once every replica's broker is up: say which are not."""
-    read = store.get_replica_assignment_and_topic_ids([topic]).get(topic)
-    if read is None or isinstance(read, Exception):
-        return ""
-    live = set(store.get_sorted_broker_list())
-    down = sorted({r for ra in read.assignment.values() for r in ra.replicas} - live)
-    return f" (it waits for its replicas on brokers {down}, which are down)" if down else ""

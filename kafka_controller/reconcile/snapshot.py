@@ -65,8 +65,17 @@ class SnapshotWriter:
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = Path(path)
-        if self.path.exists() and not overwrite and (not self.path.is_dir() or any(self.path.iterdir())):
-            raise InvalidArgumentError(f"snapshot directory {self.path} already exists and is not empty")
+        if self.path.name in ("", ".", ".."):
+            raise InvalidArgumentError(f"snapshot directory {self.path} names no directory of its own")
+        if self.path.exists() and not self.path.is_dir():
+            raise InvalidArgumentError(f"snapshot directory {self.path} exists and is not a directory")
+        if self.path.exists() and any(self.path.iterdir()):
+            if not overwrite:
+                raise InvalidArgumentError(f"snapshot directory {self.path} already exists and is not empty")
+            if not (self.path / "meta").is_dir():  # --overwrite replaces a snapshot, nothing else
+                raise InvalidArgumentError(
+                    f"snapshot directory {self.path} is not a snapshot (no meta/); not overwriting it"
+                )
         if not self.path.parent.is_dir():
             raise InvalidArgumentError(
                 f"cannot write snapshot {self.path}: {self.path.parent} is not a directory"
@@ -125,7 +134,7 @@ class SnapshotWriter:
             )
             self.rows["meta"] = 1
             if self.path.exists() and self._overwrite:
-                shutil.rmtree(self.path) if self.path.is_dir() else self.path.unlink()
+                shutil.rmtree(self.path)  # a snapshot directory, checked in __init__
             elif self.path.exists():
                 self.path.rmdir()  # empty, checked in __init__
             self._tmp.rename(self.path)

@@ -30,7 +30,7 @@ from kazoo.exceptions import (
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
-from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError
+from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError, brief
 from kafka_controller.ports import Clock, MetadataStore
 from kafka_controller.zk.backend import (
     CONNECTIONLOSS,
@@ -80,6 +80,22 @@ def translate(e: BaseException, path: str | None = None) -> MetadataStoreError:
     return MetadataStoreError(f"{type(e).__name__}: {e}", path=path)
 
 
+def _check_paths(paths: Sequence[str]) -> None:
+    """A path that is not valid UTF-8 (a lone surrogate from an undecodable argument or a JSON
+    escape) would fail inside kazoo's connection thread and drop the connection for every caller;
+    refuse it here instead, as ZooKeeper refuses a bad path (BADARGUMENTS)."""
+    try:
+        "".join(paths).encode("utf-8")
+    except UnicodeEncodeError:
+        for path in paths:
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:
+                raise MetadataStoreError(
+                    f"znode path {brief(path)} is not valid UTF-8", code="BADARGUMENTS", path=path
+                ) from None
+
+
 def _stat(s: Any) -> Stat:
     return Stat._make(s)
 
@@ -116,7 +132,7 @@ class KazooBackend:
         except Exception as e:
             raise StoreUnavailableError(
                 f"cannot connect to ZooKeeper at {self.config.hosts} within "
-                f"{self.config.connection_timeout_ms} ms ({type(e).__name__})"
+                f"{self.config.connection_timeout_ms / 1000:g} s ({type(e).__name__})"
             ) from None
 
     def _probe_multi_read(self) -> None:
@@ -238,6 +254,7 @@ class KazooBackend:
 
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
         self._check()
+        _check_paths([op[1] for ops in multis for op in ops])
         chroot, acl = self._chroot, self._acl_bytes
         replies = self._pipeline([FastMulti(ops, chroot, acl) for ops in multis], "multi")
         out = []
@@ -254,6 +271,7 @@ class KazooBackend:
 
     def _read_many(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> list[Any]:
         self._check()
+        _check_paths(paths)
         if not paths:
             return []
         wrapper = self._wrap(watch)
@@ -296,6 +314,7 @@ class KazooBackend:
 
     def exists(self, path: str, watch: RawWatch | None = None) -> Stat | None:
         self._check()
+        _check_paths([path])
         try:
             stat = self.client.exists(path, watch=self._wrap(watch))
         except Exception as e:
@@ -304,6 +323,7 @@ class KazooBackend:
 
     def create(self, path: str, data: bytes | None, mode: int = 0) -> tuple[str, Stat]:
         self._check()
+        _check_paths([path])
         try:
             created, stat = self.client.create(
                 path,
@@ -319,6 +339,7 @@ class KazooBackend:
 
     def set_data(self, path: str, data: bytes | None, version: int = -1) -> Stat:
         self._check()
+        _check_paths([path])
         try:
             return _stat(self.client.set(path, data if data is not None else b"", version))
         except Exception as e:
@@ -326,6 +347,7 @@ class KazooBackend:
 
     def delete(self, path: str, version: int = -1) -> None:
         self._check()
+        _check_paths([path])
         try:
             self.client.delete(path, version)
         except Exception as e:

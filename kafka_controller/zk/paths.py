@@ -6,7 +6,7 @@ names here are Kafka's, character for character. This module imports nothing hea
 
 from __future__ import annotations
 
-from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.errors import InvalidArgumentError, brief, cut
 from kafka_controller.domain.values import TopicPartition
 
 CONTROLLER_PATH = "/controller"
@@ -153,3 +153,95 @@ def split_chroot(connect_string: str) -> tuple[str, str]:
     if "//" in chroot or any(part in (".", "..") for part in chroot.split("/")[1:]):
         raise InvalidArgumentError(f"ZooKeeper connect string {connect_string!r} has an invalid chroot")
     return hosts, chroot
+
+
+#: ZooKeeper's default client port: a host without ``:port`` gets it (ZooKeeper's ConnectStringParser).
+DEFAULT_ZOOKEEPER_PORT = 2181
+_HOST_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+_IPV6_CHARS = frozenset("0123456789abcdefABCDEF:.")
+
+
+def _illegal_path_char(ch: str) -> bool:
+    """ZooKeeper's ``PathUtils.validatePath``: control characters and reserved ranges are illegal."""
+    c = ord(ch)
+    return c <= 0x1F or 0x7F <= c <= 0x9F or 0xD800 <= c <= 0xF8FF or c >= 0xFFF0
+
+
+def parse_connect_string(connect_string: str) -> tuple[tuple[tuple[str, int], ...], str]:
+    """``host:port[,host:port...][/chroot]`` -> ((host, port), ...) and the chroot ('' if none).
+
+    Stricter than kazoo (which raises bare ``ValueError`` on a bad port and quietly accepts a stray
+    space as part of a port): every mistake is an ``InvalidArgumentError`` whose message says what
+    is wrong, e.g. ``port 21810000 is out of range 1-65535``. A host without a port gets 2181, as
+    in ZooKeeper; IPv6 addresses are written in brackets (``[::1]:2181``)."""
+    if not connect_string:
+        raise InvalidArgumentError("ZooKeeper connect string is empty")
+    try:
+        return _parse_connect_string(connect_string)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"bad ZooKeeper connect string {brief(connect_string)}: {e}") from None
+
+
+def _parse_connect_string(connect_string: str) -> tuple[tuple[tuple[str, int], ...], str]:
+    space = next((i for i, ch in enumerate(connect_string) if ch.isspace()), None)
+    if space is not None:
+        where = "at its end" if not connect_string[space:].strip() else f"at character {space + 1}"
+        raise InvalidArgumentError(f"whitespace {where}" if space else "whitespace at its start")
+    slash = connect_string.find("/")
+    hosts_part, chroot = (
+        (connect_string, "") if slash < 0 else (connect_string[:slash], connect_string[slash:])
+    )
+    if not hosts_part:
+        raise InvalidArgumentError("no host before the chroot")
+    hosts = tuple(
+        _parse_host(entry, i, hosts_part.count(",") + 1) for i, entry in enumerate(hosts_part.split(","))
+    )
+    chroot = chroot.rstrip("/")
+    if chroot:
+        if "//" in chroot:
+            raise InvalidArgumentError(f"chroot {brief(chroot)} has an empty path element")
+        if any(part in (".", "..") for part in chroot.split("/")[1:]):
+            raise InvalidArgumentError(f"chroot {brief(chroot)} has a '.' or '..' path element")
+        bad = sorted({ch for ch in chroot if _illegal_path_char(ch)})
+        if bad:
+            raise InvalidArgumentError(f"chroot {brief(chroot)} has an illegal character {brief(bad[0])}")
+    return hosts, chroot
+
+
+def _parse_host(entry: str, index: int, count: int) -> tuple[str, int]:
+    of = f" of host {index + 1}" if count > 1 else ""
+    where = f"host {index + 1} {brief(entry)}" if count > 1 else f"host {brief(entry)}"
+    if not entry:
+        raise InvalidArgumentError(f"host {index + 1} of {count} is empty (a stray ',')")
+    if entry.startswith("["):
+        end = entry.find("]")
+        if end < 0:
+            raise InvalidArgumentError(f"{where} has '[' without ']'")
+        host, rest = entry[1:end], entry[end + 1 :]
+        address, _, zone = host.partition("%")
+        if set(address) - _IPV6_CHARS or ":" not in address or set(zone) - _HOST_NAME_CHARS:
+            raise InvalidArgumentError(f"{where} is not an IPv6 address in brackets")
+        if rest and not rest.startswith(":"):
+            raise InvalidArgumentError(f"{where} has text after ']' that is not ':PORT'")
+        port_text: str | None = rest[1:] if rest else None
+    else:
+        if entry.count(":") > 1:
+            raise InvalidArgumentError(
+                f"{where} has more than one ':' (write IPv6 addresses as [ADDRESS]:PORT)"
+            )
+        host, sep, port_text_ = entry.partition(":")
+        port_text = port_text_ if sep else None
+        if not host:
+            raise InvalidArgumentError(f"{where} has no host name before ':'")
+        bad = sorted(set(host) - _HOST_NAME_CHARS)
+        if bad:
+            raise InvalidArgumentError(f"host name {brief(host)} has an illegal character {brief(bad[0])}")
+    if port_text is None:
+        return host, DEFAULT_ZOOKEEPER_PORT
+    if not port_text:
+        raise InvalidArgumentError(f"{where} has an empty port after ':'")
+    if not (port_text.isascii() and port_text.isdigit()):
+        raise InvalidArgumentError(f"port {brief(port_text)}{of} is not a number")
+    if len(port_text) > 5 or not 1 <= int(port_text) <= 65535:
+        raise InvalidArgumentError(f"port {cut(port_text, 20)}{of} is out of range 1-65535")
+    return host, int(port_text)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError
-from kafka_controller.zk.paths import SENSITIVE_ROOT_PATHS, split_chroot
+from kafka_controller.zk.paths import SENSITIVE_ROOT_PATHS, parse_connect_string, split_chroot
 
 # ZooKeeper permission bits.
 PERM_READ = 1
@@ -70,7 +70,7 @@ class ZkClientConfig:
     request_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
-        split_chroot(self.connect_string)  # raises on an empty or malformed string
+        parse_connect_string(self.connect_string)  # raises on an empty or malformed string
         if self.session_timeout_ms < 1000:
             raise InvalidArgumentError(f"session timeout {self.session_timeout_ms} ms is below 1000 ms")
         if self.connection_timeout_ms < 100:

@@ -119,6 +119,10 @@ class StoreCore:
 
     # -- reads ------------------------------------------------------------------------------------
 
+    def path_exists(self, path: str) -> bool:
+        """Whether the znode at ``path`` (relative to the chroot) exists."""
+        return self._backend.exists(path) is not None
+
     def _read_many(self, paths: Sequence[str]) -> list[DataRead]:
         return self._backend.get_data_many(paths)
 

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from kazoo.client import KazooClient
 
+from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
     Broker,
     EndPoint,
@@ -421,7 +422,98 @@ def test_delete_wait_names_the_brokers_deletion_waits_for(cli) -> None:  # type:
     assert cli("topics", "create", "--topic", "stranded", "--replica-assignment", "7:1").code == 0
     r = cli("topics", "delete", "--topic", "stranded", "--wait", "--timeout", "0.3")
     assert r.code == 1
-    assert r.error_line == (
-        "kafka-controller topics: error: topic 'stranded' is marked for deletion but still exists after 0.3s "
-        "(it waits for its replicas on brokers [7], which are down)"
+    status = (
+        "replicas not confirmed on broker 7 (not registered; partition 0), "
+        "broker 1 (registered; partition 0); controller: broker 1"
     )
+    assert r.err.splitlines() == [
+        f"kafka-controller topics: waiting for topic stranded to be deleted: {status}",
+        "kafka-controller topics: error: topic 'stranded' is marked for deletion "
+        f"but still exists after 0.3s: {status}",
+    ]
+
+
+def test_elect_takes_a_reassignment_plan_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}'
+    )
+    r = cli("elect", "--election-type", "preferred", "--path-to-json-file", str(plan), "--timeout", "0.5")
+    # parsed and sent: it fails only because no controller process answers in this fixture
+    assert r.code == 1
+    assert r.error_line.startswith("kafka-controller elect: error: ElectLeaders: "), r.error_line
+
+
+def test_create_warns_about_unregistered_brokers(cli, zk_admin_client: KazooClient, zk_chroot: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli("topics", "create", "--topic", "ahead", "--replica-assignment", "1:9,9:8")
+    assert (r.code, r.out) == (0, "Created topic ahead.\n")
+    assert r.error_line == (
+        "kafka-controller topics: warning: topic ahead: brokers 8, 9 in --replica-assignment are not "
+        "registered; its replicas there stay offline until then"
+    )
+    assert zk_admin_client.exists(f"{zk_chroot}/brokers/topics/ahead") is not None
+    r = cli("topics", "create", "--topic", "placed", "--replica-assignment", "1:2")
+    assert (r.code, r.out, r.err) == (0, "Created topic placed.\n", "")
+
+
+def test_reassign_list(cli, store: KazooMetadataStore, zk_admin_client: KazooClient, zk_chroot: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli("reassign", "--list")
+    assert (r.code, r.out, r.err) == (0, "No partition reassignments found.\n", "")
+    # t-0 moving from [1,2] to [3,1] (RS/AR/RR as the controller writes them); t-1 queued in the legacy znode
+    path = f"{zk_chroot}/brokers/topics/t"
+    doc = orjson.loads(zk_admin_client.get(path)[0])
+    doc["partitions"]["0"] = [3, 1, 2]
+    doc["adding_replicas"] = {"0": [3]}
+    doc["removing_replicas"] = {"0": [2]}
+    zk_admin_client.set(path, orjson.dumps(doc))
+    store.create_partition_reassignment({TopicPartition("t", 1): [3, 1], TopicPartition("t", 0): [3, 1]})
+    r = cli("reassign", "--list")
+    assert (r.code, r.err) == (0, "")
+    assert r.out == (
+        "Current partition reassignments:\n"
+        "t-0: replicas: 3,1,2. adding: 3. removing: 2.\n"
+        "t-1: replicas: 2,3. queued in /admin/reassign_partitions: 3,1.\n"
+    )
+    r = cli("reassign", "--list", "--json")
+    assert r.json() == [
+        {
+            "topic": "t",
+            "partition": 0,
+            "replicas": [3, 1, 2],
+            "adding_replicas": [3],
+            "removing_replicas": [2],
+            "queued_target": None,
+        },
+        {
+            "topic": "t",
+            "partition": 1,
+            "replicas": [2, 3],
+            "adding_replicas": [],
+            "removing_replicas": [],
+            "queued_target": [3, 1],
+        },
+    ]
+    r = cli("reassign", "--list", "--reassignment-json-file", "plan.json")
+    assert (r.code, r.error_line) == (
+        1,
+        "kafka-controller reassign: error: --reassignment-json-file is not for --list",
+    )
+
+
+def test_undecodable_arguments_never_reach_zookeeper(cli, store: KazooMetadataStore) -> None:  # type: ignore[no-untyped-def]
+    """A non-UTF-8 byte in an argument arrives as a lone surrogate ('\\udcff'); kazoo cannot encode it
+    and used to drop its connection from its own thread, with a traceback."""
+    for argv in (
+        ("topics", "describe", "--topic", "t\udcff"),
+        ("topics", "create", "--topic", "t\udcff", "--replica-assignment", "1"),
+        ("topics", "delete", "--topic", "t\udcff"),
+    ):
+        r = cli(*argv)
+        assert r.code == 1
+        assert r.error_line == (
+            "kafka-controller topics: error: topic name 't\\udcff' has illegal characters '\\udcff'"
+        )
+    with pytest.raises(MetadataStoreError) as e:
+        store.topic_exists("t\udcff")  # the adapter refuses it too, and stays connected
+    assert e.value.code == "BADARGUMENTS"
+    assert store.topic_exists("t")

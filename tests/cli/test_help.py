@@ -27,6 +27,7 @@ HELP = {
         "--execute",
         "--verify",
         "--cancel",
+        "--list",
         "--topics-to-move-json-file",
         "--broker-list",
         "--legacy-znode",
