@@ -9,6 +9,11 @@ INVALID_REQUEST for bad JSON, a bad envelope, an unknown API or a malformed body
 UNKNOWN_SERVER_ERROR when the handler raises. The connection stays open after those. A length
 prefix of zero or above ``max_frame_bytes`` is answered too, but then the connection is closed,
 because the stream cannot be resynchronised; the server itself keeps serving.
+
+A ``raw_handler`` shares the listener with another protocol: every frame whose payload does not
+start with ``{`` (a private-protocol frame always does; a Kafka request starts with the high byte
+of its api_key, 0x00) goes to it as bytes, and its answer goes back as one frame; ``None`` closes
+the connection.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ logger = logging.getLogger(__name__)
 
 #: ``handler(api, decoded_request) -> response`` (the response is encoded by the API's codec).
 Handler = Callable[[str, Any], Any]
+#: ``raw_handler(payload) -> response payload``, or ``None`` to close the connection; must not raise.
+RawHandler = Callable[[bytearray], bytes | None]
+#: The first byte of every private-protocol payload (an orjson object).
+JSON_FIRST_BYTE = 0x7B
 
 
 class TransportServer:
@@ -44,6 +53,7 @@ class TransportServer:
         max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
         apis: ApiRegistry = DEFAULT_APIS,
         name: str = "transport-server",
+        raw_handler: RawHandler | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -51,6 +61,7 @@ class TransportServer:
         self._max_frame_bytes = max_frame_bytes
         self._apis = apis
         self._name = name
+        self._raw_handler = raw_handler
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._connections: dict[socket.socket, threading.Thread] = {}
@@ -136,6 +147,12 @@ class TransportServer:
                     return
                 if payload is None:
                     return
+                if self._raw_handler is not None and payload[0] != JSON_FIRST_BYTE:
+                    answer = self._raw_handler(payload)
+                    if answer is None:
+                        return
+                    framing.write_frame(conn, answer)
+                    continue
                 framing.write_frame(conn, self._answer(payload))
         except (OSError, TransportError) as e:
             if not self._stopping.is_set():
