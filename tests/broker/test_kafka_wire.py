@@ -334,3 +334,27 @@ def test_one_listener_serves_both_protocols_and_closes_only_on_kafka_garbage(
             )
             answer = framing.read_frame(sock, 1 << 20)
             assert answer is not None and struct.unpack(">ih", answer[:6]) == (8, 0)
+
+
+def test_oversized_and_truncated_frames_close_the_connection(handler: KafkaProtocolHandler) -> None:
+    def json_handler(api: str, request: Any) -> Any:
+        raise AssertionError("no private-protocol request is sent here")
+
+    with TransportServer(
+        "127.0.0.1", 0, json_handler, raw_handler=handler.handle, max_frame_bytes=1024
+    ) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(struct.pack(">I", 4096) + struct.pack(">hhi", METADATA, 1, 1))  # over the limit
+            sock.shutdown(socket.SHUT_WR)
+            frames = []
+            while (frame := framing.read_frame(sock, 1 << 20)) is not None:
+                frames.append(frame)
+            assert len(frames) <= 1  # at most the refusal, then the end of the stream
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(struct.pack(">I", 100) + struct.pack(">hhi", METADATA, 1, 1))  # 8 of 100 bytes
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(16) == b""
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:  # still serving
+            framing.write_frame(sock, request_payload(API_VERSIONS, 0, av.ApiVersionsRequest(), cid=3))
+            answer = framing.read_frame(sock, 1 << 20)
+            assert answer is not None and struct.unpack(">ih", answer[:6]) == (3, 0)
