@@ -13,7 +13,7 @@ because the stream cannot be resynchronised; the server itself keeps serving.
 A ``raw_handler`` shares the listener with another protocol: every frame whose payload does not
 start with ``{`` (a private-protocol frame always does; a Kafka request starts with the high byte
 of its api_key, 0x00) goes to it as bytes, and its answer goes back as one frame; ``None`` closes
-the connection.
+the connection. Such a peer's bad length prefix closes the connection without an answer.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ class TransportServer:
                 try:
                     payload = framing.read_frame(conn, self._max_frame_bytes)
                 except framing.FrameTooLargeError as e:
-                    framing.write_frame(conn, framing.encode_error(-1, Errors.INVALID_REQUEST, str(e)))
+                    if not self._raw_peer(conn):  # a Kafka client just sees the connection close
+                        framing.write_frame(conn, framing.encode_error(-1, Errors.INVALID_REQUEST, str(e)))
                     _linger_close(conn)
                     return
                 if payload is None:
@@ -161,6 +162,21 @@ class TransportServer:
             with self._lock:
                 self._connections.pop(conn, None)
             conn.close()
+
+    def _raw_peer(self, conn: socket.socket) -> bool:
+        """After a bad length prefix: whether the frame's first byte (peeked, waited for briefly)
+        says it is for ``raw_handler``."""
+        if self._raw_handler is None:
+            return False
+        try:
+            conn.settimeout(_PEEK_SECONDS)
+            first = conn.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                conn.settimeout(None)
+        return len(first) == 1 and first[0] != JSON_FIRST_BYTE
 
     def _answer(self, payload: bytearray) -> bytes:
         try:
@@ -183,6 +199,8 @@ class TransportServer:
         return framing.encode_error(cid, Errors.INVALID_REQUEST, str(error))
 
 
+#: How long a bad length prefix waits for the frame's first byte, which tells the protocol.
+_PEEK_SECONDS = 0.5
 #: How long, and how many unread bytes, a refused connection is drained before it is closed.
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 16 << 20

@@ -152,7 +152,7 @@ def encode_response(writer: Writer, response: MetadataResponse, version: int) ->
     buf = writer.buf
     for t in response.topics:
         writer.int16(t.error_code)
-        writer.nullable_string(t.name, flexible)
+        writer.string(t.name or "", flexible)  # nullable only from v12 (Kafka 3.1)
         if version >= 10:
             writer.uuid(t.topic_id)
         if version >= 1:
