@@ -10,10 +10,11 @@ UNKNOWN_SERVER_ERROR when the handler raises. The connection stays open after th
 prefix of zero or above ``max_frame_bytes`` is answered too, but then the connection is closed,
 because the stream cannot be resynchronised; the server itself keeps serving.
 
-A ``raw_handler`` shares the listener with another protocol: every frame whose payload does not
-start with ``{`` (a private-protocol frame always does; a Kafka request starts with the high byte
-of its api_key, 0x00) goes to it as bytes, and its answer goes back as one frame; ``None`` closes
-the connection. Such a peer's bad length prefix closes the connection without an answer.
+A ``raw_handler`` shares the listener with another protocol: every frame whose payload starts with
+a zero byte (a Kafka request does: the high byte of its api_key; a private-protocol frame starts
+with ``{``, and no JSON text starts with 0x00) goes to it as bytes, and its answer goes back as one
+frame; ``None`` closes the connection. Such a peer's bad length prefix closes the connection
+without an answer. Every other frame is handled as above.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ logger = logging.getLogger(__name__)
 Handler = Callable[[str, Any], Any]
 #: ``raw_handler(payload) -> response payload``, or ``None`` to close the connection; must not raise.
 RawHandler = Callable[[bytearray], bytes | None]
-#: The first byte of every private-protocol payload (an orjson object).
-JSON_FIRST_BYTE = 0x7B
+#: The first byte of every frame for ``raw_handler`` (a Kafka api_key's high byte); never JSON's.
+RAW_FIRST_BYTE = 0x00
 
 
 class TransportServer:
@@ -148,7 +149,7 @@ class TransportServer:
                     return
                 if payload is None:
                     return
-                if self._raw_handler is not None and payload[0] != JSON_FIRST_BYTE:
+                if self._raw_handler is not None and payload[0] == RAW_FIRST_BYTE:
                     answer = self._raw_handler(payload)
                     if answer is None:
                         return
@@ -176,7 +177,7 @@ class TransportServer:
         finally:
             with contextlib.suppress(OSError):
                 conn.settimeout(None)
-        return len(first) == 1 and first[0] != JSON_FIRST_BYTE
+        return len(first) == 1 and first[0] == RAW_FIRST_BYTE
 
     def _answer(self, payload: bytearray) -> bytes:
         try:

@@ -29,6 +29,7 @@ from kafka_controller.broker.kafka_wire.handler import (
 from kafka_controller.broker.kafka_wire.header import (
     API_VERSIONS,
     DESCRIBE_CLUSTER,
+    KAFKA_FRAME_FIRST_BYTE,
     METADATA,
     RequestHeader,
     decode_request_header,
@@ -41,7 +42,7 @@ from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
 from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.transport import framing
-from kafka_controller.transport.server import TransportServer
+from kafka_controller.transport.server import RAW_FIRST_BYTE, TransportServer
 from tests.broker.helpers import update_metadata
 
 CODECS: dict[int, Any] = {API_VERSIONS: av, METADATA: md, DESCRIBE_CLUSTER: dc}
@@ -363,3 +364,23 @@ def test_metadata_by_topic_id_alone_is_unknown_topic_id(handler: KafkaProtocolHa
     by_id = md.MetadataRequest((md.MetadataRequestTopic(None, topic_id_bytes(TOPIC_ID)),), False)
     (topic,) = call(handler, METADATA, version, by_id).topics
     assert (topic.error_code, topic.name, topic.partitions) == (UNKNOWN_TOPIC_ID, "", ())
+
+
+def test_garbage_that_is_not_a_kafka_frame_still_gets_the_private_protocols_refusal(
+    handler: KafkaProtocolHandler,
+) -> None:
+    def json_handler(api: str, request: Any) -> Any:
+        return A.MetadataResponse("NONE", 2, (), ())
+
+    assert RAW_FIRST_BYTE == KAFKA_FRAME_FIRST_BYTE == 0
+    with (
+        TransportServer("127.0.0.1", 0, json_handler, raw_handler=handler.handle) as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock,
+    ):
+        for garbage in (b"[1]", b"not json", b"\x7f\x00\x00\x01"):
+            framing.write_frame(sock, garbage)
+            answer = framing.read_frame(sock, 1 << 20)
+            assert answer is not None and orjson.loads(answer)["error"]["code"] == "INVALID_REQUEST"
+        framing.write_frame(sock, request_payload(METADATA, 4, md.MetadataRequest(None), cid=11))
+        answer = framing.read_frame(sock, 1 << 20)
+        assert answer is not None and struct.unpack(">i", answer[:4])[0] == 11

@@ -7,7 +7,8 @@ versions — except ApiVersions, whose response always has header v0 so that a c
 whatever version it asked for.
 
 Every Kafka API key (0-92 today) is below 256, so the first byte of a Kafka request is 0x00; a
-private-protocol frame starts with ``{`` (0x7B). That one byte tells the two protocols apart.
+private-protocol frame starts with ``{`` (0x7B), and no JSON text starts with 0x00. That one byte
+tells the two protocols apart.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ SUPPORTED: dict[int, tuple[int, int, int]] = {
     DESCRIBE_CLUSTER: (0, 0, 0),
 }
 
-#: First byte of every private-protocol frame (``{``); a Kafka frame starts with 0x00.
-JSON_FRAME_FIRST_BYTE = 0x7B
+#: First byte of every Kafka request (its api_key's high byte); a private-protocol frame starts with ``{``.
+KAFKA_FRAME_FIRST_BYTE = 0x00
 
 
 def is_kafka_frame(payload: bytes | bytearray) -> bool:
-    return len(payload) > 0 and payload[0] != JSON_FRAME_FIRST_BYTE
+    return len(payload) > 0 and payload[0] == KAFKA_FRAME_FIRST_BYTE
 
 
 def is_flexible(api_key: int, api_version: int) -> bool:
