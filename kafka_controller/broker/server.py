@@ -1,10 +1,10 @@
 """``BrokerServer``: one broker process (Kafka's ``KafkaServer`` in ZooKeeper mode, data plane simulated).
 
-Start-up, in Kafka's order where it matters: connect to ZooKeeper (creating the chroot and Kafka's
-top-level paths), build the replica manager, metadata cache and data plane, **serve the listener
-before registering** (the controller may send LeaderAndIsr the moment ``/brokers/ids/<id>``
-appears), register (version 5 JSON; the znode's czxid is the broker epoch), then start this
-broker's controller candidate, its channel manager and, with ``audit_url``, its audit writer.
+Start-up, in Kafka's order where it matters: connect to ZooKeeper (creating the chroot, Kafka's
+top-level paths and ``/cluster/id``), build the replica manager, metadata cache and data plane,
+**serve the listener before registering** (the controller may send LeaderAndIsr as soon as
+``/brokers/ids/<id>`` appears; Kafka clients are answered there too, ``kafka_wire``), register
+(version 5 JSON; czxid = broker epoch), then the controller candidate, channel manager and audit.
 
 After a ZooKeeper session expiry the broker registers again and so gets a new, larger broker epoch
 (KIP-380); the store's session listener only enqueues that work for the broker's own thread.
@@ -33,6 +33,7 @@ from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
+from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, new_cluster_id
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
@@ -178,10 +179,12 @@ class BrokerServer:
         )
         self._register_metrics()
 
+        self.cluster_id = store.create_or_get_cluster_id(new_cluster_id())  # as Kafka's brokers do
+        kafka = KafkaProtocolHandler(self.metadata_cache, lambda: self.cluster_id).handle
         host, port = self._listener
-        self.transport = TransportServer(
-            host, port, self.handler.handle, name=f"broker-{self.broker_id}"
-        ).start()
+        name = f"broker-{self.broker_id}"
+        self.transport = TransportServer(host, port, self.handler.handle, name=name, raw_handler=kafka)
+        self.transport.start()
         self._cleanup.append(("listener", self.transport.stop))
         advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
         self.broker_info = Broker(self.broker_id, (EndPoint(advertised, self.transport.port),), self.rack)
@@ -346,12 +349,8 @@ class BrokerServer:
                         ", ".join(map(str, still[:5])),
                     )
                 else:
-                    log.info(
-                        "Controlled shutdown of broker %d refused: %s %s",
-                        self.broker_id,
-                        response.error,
-                        response.message or "",
-                    )
+                    refusal = (self.broker_id, response.error, response.message or "")
+                    log.info("Controlled shutdown of broker %d refused: %s %s", *refusal)
                     fresh = True
             except KafkaControllerError as e:
                 log.warning("Controlled shutdown request of broker %d failed: %s", self.broker_id, e)

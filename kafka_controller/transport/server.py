@@ -9,6 +9,12 @@ INVALID_REQUEST for bad JSON, a bad envelope, an unknown API or a malformed body
 UNKNOWN_SERVER_ERROR when the handler raises. The connection stays open after those. A length
 prefix of zero or above ``max_frame_bytes`` is answered too, but then the connection is closed,
 because the stream cannot be resynchronised; the server itself keeps serving.
+
+A ``raw_handler`` shares the listener with another protocol: every frame whose payload starts with
+a zero byte (a Kafka request does: the high byte of its api_key; a private-protocol frame starts
+with ``{``, and no JSON text starts with 0x00) goes to it as bytes, and its answer goes back as one
+frame; ``None`` closes the connection. Such a peer's bad length prefix closes the connection
+without an answer. Every other frame is handled as above.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ logger = logging.getLogger(__name__)
 
 #: ``handler(api, decoded_request) -> response`` (the response is encoded by the API's codec).
 Handler = Callable[[str, Any], Any]
+#: ``raw_handler(payload) -> response payload``, or ``None`` to close the connection; must not raise.
+RawHandler = Callable[[bytearray], bytes | None]
+#: The first byte of every frame for ``raw_handler`` (a Kafka api_key's high byte); never JSON's.
+RAW_FIRST_BYTE = 0x00
 
 
 class TransportServer:
@@ -44,6 +54,7 @@ class TransportServer:
         max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
         apis: ApiRegistry = DEFAULT_APIS,
         name: str = "transport-server",
+        raw_handler: RawHandler | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -51,6 +62,7 @@ class TransportServer:
         self._max_frame_bytes = max_frame_bytes
         self._apis = apis
         self._name = name
+        self._raw_handler = raw_handler
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._connections: dict[socket.socket, threading.Thread] = {}
@@ -131,11 +143,18 @@ class TransportServer:
                 try:
                     payload = framing.read_frame(conn, self._max_frame_bytes)
                 except framing.FrameTooLargeError as e:
-                    framing.write_frame(conn, framing.encode_error(-1, Errors.INVALID_REQUEST, str(e)))
+                    if not self._raw_peer(conn):  # a Kafka client just sees the connection close
+                        framing.write_frame(conn, framing.encode_error(-1, Errors.INVALID_REQUEST, str(e)))
                     _linger_close(conn)
                     return
                 if payload is None:
                     return
+                if self._raw_handler is not None and payload[0] == RAW_FIRST_BYTE:
+                    answer = self._raw_handler(payload)
+                    if answer is None:
+                        return
+                    framing.write_frame(conn, answer)
+                    continue
                 framing.write_frame(conn, self._answer(payload))
         except (OSError, TransportError) as e:
             if not self._stopping.is_set():
@@ -144,6 +163,21 @@ class TransportServer:
             with self._lock:
                 self._connections.pop(conn, None)
             conn.close()
+
+    def _raw_peer(self, conn: socket.socket) -> bool:
+        """After a bad length prefix: whether the frame's first byte (peeked, waited for briefly)
+        says it is for ``raw_handler``."""
+        if self._raw_handler is None:
+            return False
+        try:
+            conn.settimeout(_PEEK_SECONDS)
+            first = conn.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                conn.settimeout(None)
+        return len(first) == 1 and first[0] == RAW_FIRST_BYTE
 
     def _answer(self, payload: bytearray) -> bytes:
         try:
@@ -166,6 +200,8 @@ class TransportServer:
         return framing.encode_error(cid, Errors.INVALID_REQUEST, str(error))
 
 
+#: How long a bad length prefix waits for the frame's first byte, which tells the protocol.
+_PEEK_SECONDS = 0.5
 #: How long, and how many unread bytes, a refused connection is drained before it is closed.
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 16 << 20

@@ -1,0 +1,11 @@
+"""Kafka's binary protocol, the slice a broker answers today: ApiVersions, Metadata, DescribeCluster.
+
+``primitives`` has the wire types, ``header`` the request/response headers and the supported API
+table, one module per API its request and response codecs, and ``handler`` the broker's answers.
+"""
+
+from kafka_controller.broker.kafka_wire.handler import KafkaProtocolHandler, new_cluster_id
+from kafka_controller.broker.kafka_wire.header import SUPPORTED, is_kafka_frame
+from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError
+
+__all__ = ["SUPPORTED", "KafkaDecodeError", "KafkaProtocolHandler", "is_kafka_frame", "new_cluster_id"]

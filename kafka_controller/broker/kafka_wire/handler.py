@@ -1,0 +1,178 @@
+"""Kafka's binary protocol on the broker's listener: ApiVersions, Metadata and DescribeCluster.
+
+``KafkaProtocolHandler.handle(payload)`` takes one frame's payload (its first byte told the
+listener it is not a private-protocol frame) and returns the response payload, or ``None`` to
+close the connection. As Kafka does, the connection is closed on an unknown API key, on a version
+outside the supported range (except ApiVersions, answered with UNSUPPORTED_VERSION in the v0
+format), and on a body that cannot be decoded. It never raises.
+
+Answers come from the broker's metadata cache, the last UpdateMetadata from the controller: the
+live brokers with the endpoints they registered in ``/brokers/ids/<id>``, the controller id, and
+every partition's leader, leader epoch, replicas, ISR and offline replicas. Topic auto-creation
+is off: a topic the cache does not know is UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from collections.abc import Callable, Collection, Iterable
+
+from kafka_controller.broker.kafka_wire import api_versions as av
+from kafka_controller.broker.kafka_wire import describe_cluster as dc
+from kafka_controller.broker.kafka_wire import metadata as md
+from kafka_controller.broker.kafka_wire.header import (
+    API_VERSIONS,
+    DESCRIBE_CLUSTER,
+    METADATA,
+    SUPPORTED,
+    decode_request_header,
+    encode_response_header,
+)
+from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError, Reader, Writer
+from kafka_controller.broker.metadata_cache import MetadataCache
+from kafka_controller.domain.requests import UpdateMetadataPartitionState
+
+log = logging.getLogger(__name__)
+
+# Kafka's error codes (org.apache.kafka.common.protocol.Errors) used here.
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+REPLICA_NOT_AVAILABLE = 9
+UNSUPPORTED_VERSION = 35
+UNKNOWN_TOPIC_ID = 100
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+SUPPORTED_RANGES = tuple((key, lo, hi) for key, (lo, hi, _) in sorted(SUPPORTED.items()))
+
+
+def new_cluster_id() -> str:
+    """A random id in Kafka's ``Uuid.toString`` form (22 characters of URL-safe base64)."""
+    while True:
+        text = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
+
+
+def topic_id_bytes(topic_id: str | None) -> bytes:
+    if not topic_id:
+        return md.ZERO_UUID
+    try:
+        raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+    except (ValueError, TypeError):
+        return md.ZERO_UUID
+    return raw if len(raw) == 16 else md.ZERO_UUID
+
+
+class KafkaProtocolHandler:
+    """Thread-safe: it only reads the metadata cache, which hands out copies."""
+
+    def __init__(self, cache: MetadataCache, cluster_id: Callable[[], str | None]) -> None:
+        self.cache = cache
+        self.cluster_id = cluster_id
+
+    def handle(self, payload: bytes | bytearray) -> bytes | None:
+        try:
+            return self._handle(payload)
+        except KafkaDecodeError as e:
+            log.info("Closing a Kafka-protocol connection: undecodable request: %s", e)
+        except Exception:
+            log.exception("Closing a Kafka-protocol connection: handling the request failed")
+        return None
+
+    def _handle(self, payload: bytes | bytearray) -> bytes | None:
+        reader = Reader(payload)
+        header = decode_request_header(reader)
+        key, version = header.api_key, header.api_version
+        supported = SUPPORTED.get(key)
+        if supported is None:
+            log.info("Closing a Kafka-protocol connection: unknown api key %d", key)
+            return None
+        lo, hi, _ = supported
+        writer = Writer()
+        if key == API_VERSIONS and version > hi:
+            encode_response_header(writer, key, 0, header.correlation_id)
+            av.encode_response(writer, av.ApiVersionsResponse(UNSUPPORTED_VERSION, SUPPORTED_RANGES), 0)
+            return writer.getvalue()
+        if not lo <= version <= hi:
+            log.info("Closing a Kafka-protocol connection: api key %d version %d unsupported", key, version)
+            return None
+        encode_response_header(writer, key, version, header.correlation_id)
+        if key == API_VERSIONS:
+            av.decode_request(reader, version)
+            av.encode_response(writer, av.ApiVersionsResponse(NONE, SUPPORTED_RANGES), version)
+        elif key == METADATA:
+            request = md.decode_request(reader, version)
+            md.encode_response(writer, self.metadata(request, version), version)
+        else:
+            assert key == DESCRIBE_CLUSTER
+            dc.decode_request(reader, version)
+            md_view = self.metadata(md.MetadataRequest(topics=()), 1)
+            response = dc.DescribeClusterResponse(
+                NONE, None, self.cluster_id() or "", md_view.controller_id, md_view.brokers
+            )
+            dc.encode_response(writer, response, version)
+        return writer.getvalue()
+
+    # -- Metadata ---------------------------------------------------------------------------------------
+    def brokers(self) -> tuple[md.MetadataBroker, ...]:
+        out = []
+        for b in sorted(self.cache.alive_brokers(), key=lambda b: b.id):
+            ep = b.endpoint()
+            if ep is not None:
+                out.append(md.MetadataBroker(b.id, ep.host, ep.port, b.rack))
+        return tuple(out)
+
+    def metadata(self, request: md.MetadataRequest, version: int) -> md.MetadataResponse:
+        """Kafka's ``ZkMetadataCache.getTopicMetadata`` over this broker's cache."""
+        brokers = self.brokers()
+        alive = {b.node_id for b in brokers}
+        by_topic: dict[str, list[UpdateMetadataPartitionState]] = {}
+        for s in self.cache.partition_states():
+            by_topic.setdefault(s.topic, []).append(s)
+        wanted: Iterable[md.MetadataRequestTopic]
+        if request.topics is None:
+            wanted = (md.MetadataRequestTopic(name) for name in sorted(by_topic))
+        else:
+            wanted = dict.fromkeys(request.topics)  # asked twice, answered once
+        topics = []
+        for t in wanted:
+            name = t.name
+            states = by_topic.get(name) if name is not None else None
+            if name is None or states is None:
+                error = UNKNOWN_TOPIC_ID if t.name is None else UNKNOWN_TOPIC_OR_PARTITION
+                topics.append(md.MetadataTopic(error, t.name, topic_id=t.topic_id))
+                continue
+            states.sort(key=lambda s: s.partition)
+            partitions = tuple(_partition(s, alive, version == 0) for s in states)
+            topics.append(
+                md.MetadataTopic(
+                    NONE,
+                    t.name,
+                    partitions,
+                    t.name in INTERNAL_TOPICS,
+                    topic_id_bytes(self.cache.topic_id(name)) if version >= 10 else md.ZERO_UUID,
+                )
+            )
+        return md.MetadataResponse(brokers, self.cluster_id(), self.cache.controller_id, tuple(topics))
+
+
+def _partition(
+    s: UpdateMetadataPartitionState, alive: Collection[int], filter_unavailable: bool
+) -> md.MetadataPartition:
+    """Kafka's rules: a leader that is not a live broker is LEADER_NOT_AVAILABLE with leader -1;
+    v0 lists only live replicas and says REPLICA_NOT_AVAILABLE when some were left out."""
+    replicas, isr = s.replicas, s.isr
+    error = NONE
+    if filter_unavailable:
+        live_replicas = tuple(r for r in replicas if r in alive)
+        live_isr = tuple(r for r in isr if r in alive)
+        if len(live_replicas) < len(replicas) or len(live_isr) < len(isr):
+            error = REPLICA_NOT_AVAILABLE
+        replicas, isr = live_replicas, live_isr
+    leader = s.leader
+    if leader not in alive:
+        error, leader = LEADER_NOT_AVAILABLE, -1
+    return md.MetadataPartition(error, s.partition, leader, s.leader_epoch, replicas, isr, s.offline_replicas)

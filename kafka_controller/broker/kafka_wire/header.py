@@ -1,0 +1,92 @@
+"""Request and response headers, and the APIs (with their version ranges) this broker answers.
+
+Request header v1: int16 api_key, int16 api_version, int32 correlation_id, nullable string client_id
+(always the classic int16-length form); v2 adds tagged fields, and is used by an API's flexible
+versions. Response header v0 is the correlation id alone; v1 adds tagged fields, for flexible
+versions — except ApiVersions, whose response always has header v0 so that a client can read it
+whatever version it asked for.
+
+Every Kafka API key (0-92 today) is below 256, so the first byte of a Kafka request is 0x00; a
+private-protocol frame starts with ``{`` (0x7B), and no JSON text starts with 0x00. That one byte
+tells the two protocols apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError, Reader, Writer
+
+API_VERSIONS = 18
+METADATA = 3
+DESCRIBE_CLUSTER = 60
+
+#: api_key -> (min version, max version, first flexible version), as in Kafka 2.8.
+SUPPORTED: dict[int, tuple[int, int, int]] = {
+    METADATA: (0, 11, 9),
+    API_VERSIONS: (0, 3, 3),
+    DESCRIBE_CLUSTER: (0, 0, 0),
+}
+
+#: First byte of every Kafka request (its api_key's high byte); a private-protocol frame starts with ``{``.
+KAFKA_FRAME_FIRST_BYTE = 0x00
+
+
+def is_kafka_frame(payload: bytes | bytearray) -> bool:
+    return len(payload) > 0 and payload[0] == KAFKA_FRAME_FIRST_BYTE
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    entry = SUPPORTED.get(api_key)
+    return entry is not None and api_version >= entry[2]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+def decode_request_header(reader: Reader) -> RequestHeader:
+    """Header v1 fields, then the tagged fields of v2 when the API's version is flexible.
+
+    For a version above the supported range (ApiVersions v4, say) the tagged fields are still
+    read when the API is flexible at its highest known version: newer versions stay flexible."""
+    api_key = reader.int16()
+    api_version = reader.int16()
+    correlation_id = reader.int32()
+    client_id = reader.nullable_string()
+    header = RequestHeader(api_key, api_version, correlation_id, client_id)
+    if is_flexible(api_key, api_version):
+        reader.skip_tagged_fields()
+    return header
+
+
+def encode_request_header(writer: Writer, header: RequestHeader) -> None:
+    writer.int16(header.api_key)
+    writer.int16(header.api_version)
+    writer.int32(header.correlation_id)
+    writer.nullable_string(header.client_id)
+    if is_flexible(header.api_key, header.api_version):
+        writer.empty_tagged_fields()
+
+
+def encode_response_header(writer: Writer, api_key: int, api_version: int, correlation_id: int) -> None:
+    writer.int32(correlation_id)
+    if api_key != API_VERSIONS and is_flexible(api_key, api_version):
+        writer.empty_tagged_fields()
+
+
+def decode_response_header(reader: Reader, api_key: int, api_version: int) -> int:
+    """The correlation id (for tests and clients of this codec)."""
+    correlation_id = reader.int32()
+    if api_key != API_VERSIONS and is_flexible(api_key, api_version):
+        reader.skip_tagged_fields()
+    return correlation_id
+
+
+def check_consumed(reader: Reader, what: str) -> None:
+    if reader.remaining:
+        raise KafkaDecodeError(f"{reader.remaining} unexpected bytes after the {what}")
