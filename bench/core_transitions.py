@@ -146,6 +146,7 @@ class TimedBatch:
             "new_batch",
             "clear",
             "add_leader_and_isr_request_for_brokers",
+            "add_leader_and_isr_requests",
             "add_stop_replica_request_for_brokers",
             "add_update_metadata_request_for_brokers",
             "send_requests_to_brokers",
@@ -177,7 +178,8 @@ class NullBatch:
         return None
 
     new_batch = clear = send_requests_to_brokers = _drop
-    add_leader_and_isr_request_for_brokers = add_stop_replica_request_for_brokers = _drop
+    add_leader_and_isr_request_for_brokers = add_leader_and_isr_requests = _drop
+    add_stop_replica_request_for_brokers = _drop
     add_update_metadata_request_for_brokers = _drop
 
 
