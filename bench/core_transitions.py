@@ -65,7 +65,10 @@ from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.recording import RecordingAuditSink
 from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 
-RESULTS = Path(__file__).resolve().parent / "results" / "core_transitions.jsonl"
+RESULTS = (
+    Path(os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
+    / "core_transitions.jsonl"
+)
 #: Everything is timed in this process's CPU time: the state machines are single-threaded, and on
 #: these shared 2-core machines wall time mostly measures the other tenants. Wall time is kept too.
 CLOCK = time.process_time
