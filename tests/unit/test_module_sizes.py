@@ -26,7 +26,6 @@ CEILINGS: dict[str, int] = {
     "testing/core_harness.py": 432,
     "testing/memory_zk.py": 432,
     "transport/codec.py": 445,
-    "controller/kafka_controller.py": 453,
     "testing/invariants.py": 464,
     "core/context.py": 476,
 }
