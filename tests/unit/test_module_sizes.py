@@ -22,7 +22,6 @@ CEILINGS: dict[str, int] = {
     "zk/embedded.py": 410,
     "testing/core_harness.py": 432,
     "testing/memory_zk.py": 432,
-    "transport/codec.py": 445,
     "testing/invariants.py": 464,
 }
 
