@@ -63,7 +63,7 @@ def _broker() -> ReplicaManager:
 
 
 def _bumped(request: LeaderAndIsrRequest) -> LeaderAndIsrRequest:
-    states = tuple(dataclasses.replace(s, leader_epoch=s.leader_epoch + 1) for s in request.partition_states)
+    states = tuple(s._replace(leader_epoch=s.leader_epoch + 1) for s in request.partition_states)
     return dataclasses.replace(request, partition_states=states)
 
 
@@ -95,9 +95,7 @@ def measure(partitions: int, repeat: int) -> dict[str, Any]:
 
     def next_request() -> LeaderAndIsrRequest:
         e = next(epochs)
-        states = tuple(
-            dataclasses.replace(s, leader_epoch=s.leader_epoch + e) for s in request.partition_states
-        )
+        states = tuple(s._replace(leader_epoch=s.leader_epoch + e) for s in request.partition_states)
         return dataclasses.replace(request, partition_states=states)
 
     with (

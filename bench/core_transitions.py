@@ -65,7 +65,10 @@ from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.recording import RecordingAuditSink
 from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 
-RESULTS = Path(__file__).resolve().parent / "results" / "core_transitions.jsonl"
+RESULTS = (
+    Path(os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
+    / "core_transitions.jsonl"
+)
 #: Everything is timed in this process's CPU time: the state machines are single-threaded, and on
 #: these shared 2-core machines wall time mostly measures the other tenants. Wall time is kept too.
 CLOCK = time.process_time
@@ -146,6 +149,7 @@ class TimedBatch:
             "new_batch",
             "clear",
             "add_leader_and_isr_request_for_brokers",
+            "add_leader_and_isr_requests",
             "add_stop_replica_request_for_brokers",
             "add_update_metadata_request_for_brokers",
             "send_requests_to_brokers",
@@ -177,7 +181,8 @@ class NullBatch:
         return None
 
     new_batch = clear = send_requests_to_brokers = _drop
-    add_leader_and_isr_request_for_brokers = add_stop_replica_request_for_brokers = _drop
+    add_leader_and_isr_request_for_brokers = add_leader_and_isr_requests = _drop
+    add_stop_replica_request_for_brokers = _drop
     add_update_metadata_request_for_brokers = _drop
 
 

@@ -58,7 +58,7 @@ from kafka_controller.transport.codec import (
 from kafka_controller.transport.server import TransportServer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "transport.jsonl"
-_ROW_FIELDS = [f.name for f in dataclasses.fields(LeaderAndIsrPartitionState)]
+_ROW_FIELDS = list(LeaderAndIsrPartitionState._fields)
 _TUPLE_FIELDS = ("isr", "replicas", "adding_replicas", "removing_replicas")
 
 
@@ -101,7 +101,7 @@ def _rows_encode_request(r: LeaderAndIsrRequest) -> Any:
         "broker_epoch": r.broker_epoch,
         "topic_ids": r.topic_ids,
         "live_leaders": [encode_broker(b) for b in r.live_leaders],
-        "partition_states": r.partition_states,  # orjson serializes dataclasses natively
+        "partition_states": [s._asdict() for s in r.partition_states],  # NamedTuples: as objects
     }
 
 
@@ -141,7 +141,8 @@ ROWS_APIS = ApiRegistry(
 
 
 def _naive_request_bytes(r: LeaderAndIsrRequest, cid: int) -> bytes:
-    body = dataclasses.asdict(r)  # recursive: every partition state becomes a dict
+    body = dataclasses.asdict(r)  # recursive, but partition states are NamedTuples: make them dicts
+    body["partition_states"] = [s._asdict() for s in r.partition_states]
     return json.dumps({"api": LEADER_AND_ISR, "v": 1, "cid": cid, "body": body}).encode()
 
 

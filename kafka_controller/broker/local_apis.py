@@ -148,7 +148,7 @@ class MetadataResponse:
     partitions: tuple[UpdateMetadataPartitionState, ...]
 
 
-_UM_FIELDS = UpdateMetadataPartitionState.__slots__
+_UM_FIELDS = UpdateMetadataPartitionState._fields
 
 
 def _encode_metadata_response(r: MetadataResponse) -> Json:

@@ -29,11 +29,11 @@ from kafka_controller.controller.config import UNCLEAN_LEADER_ELECTION_ENABLE, K
 from kafka_controller.controller.election import ControllerElection
 from kafka_controller.controller.event_manager import ControllerEvent, ControllerEventManager
 from kafka_controller.controller.failover import ControllerFailover
+from kafka_controller.controller.gauges import GAUGE_NAMES as _NAME
+from kafka_controller.controller.gauges import ControllerGauges
 from kafka_controller.controller.isr import IsrChanges
 from kafka_controller.controller.metrics import (
-    EVENT_QUEUE_SIZE,
     EVENT_QUEUE_TIME_MS,
-    KAFKA_CONTROLLER_GAUGES,
     UNCLEAN_LEADER_ELECTIONS_PER_SEC,
     MetricsRegistry,
     new_rate_and_time_metrics,
@@ -50,15 +50,12 @@ from kafka_controller.core.partition_state_machine import PartitionStateMachine
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.core.topic_deletion_manager import TopicDeletionManager
-from kafka_controller.domain.errors import ControllerMovedError, InvalidArgumentError
+from kafka_controller.domain.errors import ControllerMovedError
 from kafka_controller.domain.requests import Errors
-from kafka_controller.domain.states import ReplicaState
 from kafka_controller.domain.values import Broker, LeaderIsrAndControllerEpoch
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, NullAuditSink, SystemClock
 
 log = logging.getLogger("kafka_controller.controller")
-
-_NAME = {name.rsplit("=", 1)[1]: name for name in KAFKA_CONTROLLER_GAUGES}
 
 
 class _Once:
@@ -77,6 +74,7 @@ class _Once:
 
 
 class KafkaController(
+    ControllerGauges,
     ControllerApi,
     ControllerElection,
     ControllerFailover,
@@ -396,58 +394,3 @@ class KafkaController(
                     Errors.INVALID_REQUEST, "this controller finalizes no features (Kafka 2.8 default)"
                 )
             )
-
-    # ------------------------------------------------------------------ metrics (spec §8.15)
-    def _register_metrics(self) -> None:
-        reg = self.metrics
-        values = self._metric_values
-        for short, full in _NAME.items():
-            if short == "ControllerState":
-                reg.gauge(full, lambda: float(self.event_manager.state.value), "State being processed")
-            else:
-                reg.gauge(full, lambda s=short: values[s], short)  # type: ignore[misc]
-        reg.gauge(EVENT_QUEUE_SIZE, lambda: float(self.event_manager.queue_size), "Events waiting")
-
-    def update_metrics(self) -> None:
-        """Refresh the cached gauge values (0 when not the controller) and the unclean meter."""
-        ctx = self.controller_context
-        stats = ctx.stats.unclean_leader_elections
-        if stats > self._unclean_seen:
-            self._unclean_meter.mark(stats - self._unclean_seen)
-        self._unclean_seen = stats
-        v = self._metric_values
-        if not self.is_active:
-            for k in v:
-                v[k] = 0.0
-            return
-        queued = ctx.topics_to_be_deleted
-        states = ctx.replica_states
-        to_delete = ineligible = 0
-        for topic in queued:
-            for r in ctx.replicas_for_topic(topic):
-                state = states.get(r)
-                to_delete += state is not ReplicaState.REPLICA_DELETION_SUCCESSFUL
-                ineligible += state is ReplicaState.REPLICA_DELETION_INELIGIBLE
-        v["ActiveControllerCount"] = 1.0
-        v["OfflinePartitionsCount"] = float(ctx.offline_partition_count)
-        v["PreferredReplicaImbalanceCount"] = float(ctx.preferred_replica_imbalance_count)
-        v["GlobalTopicCount"] = float(len(ctx.all_topics))
-        v["GlobalPartitionCount"] = float(ctx.partition_with_leaders_count)
-        v["TopicsToDeleteCount"] = float(len(queued))
-        v["ReplicasToDeleteCount"] = float(to_delete)
-        v["TopicsIneligibleToDeleteCount"] = float(len(ctx.topics_ineligible_for_deletion))
-        v["ReplicasIneligibleToDeleteCount"] = float(ineligible)
-        v["ActiveBrokerCount"] = float(len(ctx.live_broker_ids))
-        v["FencedBrokerCount"] = 0.0
-
-    def metric(self, short_name: str) -> float:
-        """A gauge's current value by Kafka's short name (``OfflinePartitionsCount``)."""
-        full = _NAME.get(short_name)
-        if full is None:
-            raise InvalidArgumentError(
-                f"unknown controller metric {short_name!r} (known: {', '.join(sorted(_NAME))})"
-            )
-        gauge = self.metrics.get(full)
-        if not callable(gauge):
-            raise InvalidArgumentError(f"metric {short_name!r} is not a gauge")
-        return float(gauge())

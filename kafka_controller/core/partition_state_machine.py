@@ -13,33 +13,28 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.election import (
-    ElectionDecision,
-    ElectionResult,
     LiveReplicaFilter,
-    leader_for_controlled_shutdown,
-    leader_for_preferred_replica,
-    leader_for_reassign,
-    offline_election_decisions,
 )
 from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.partition_election import (
+    ElectionNotes,
+    ElectionOutcome,
+    PartitionLeaderElection,
+)
+from kafka_controller.core.partition_records import error_text, partition_transition
 from kafka_controller.core.strategies import (
-    ControlledShutdownPartitionLeaderElectionStrategy,
     OfflinePartitionLeaderElectionStrategy,
     PartitionLeaderElectionStrategy,
-    PreferredReplicaPartitionLeaderElectionStrategy,
-    ReassignPartitionLeaderElectionStrategy,
 )
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     OUTCOME_INVALID,
     OUTCOME_OK,
     PartitionTransition,
-    require_leading_fields,
 )
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -48,11 +43,9 @@ from kafka_controller.domain.errors import (
 )
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import (
-    EMPTY_ASSIGNMENT,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicPartition,
-    build_leader_isr_and_controller_epoch,
 )
 from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore
 
@@ -66,9 +59,6 @@ _ONLINE = PartitionState.ONLINE_PARTITION
 _OFFLINE = PartitionState.OFFLINE_PARTITION
 _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
 _TRIGGER_STATES = frozenset({_OFFLINE, _NEW})
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
-
-ElectionOutcome = LeaderAndIsr | Exception
 Records = list[PartitionTransition] | None
 
 
@@ -131,15 +121,7 @@ class AbstractPartitionStateMachine(abc.ABC):
         """Move ``partitions`` to ``target``; returns the outcome of each leader election."""
 
 
-@dataclass(slots=True)
-class _ElectionNotes:
-    """What the audit records of an election need beyond the result map (kept only when auditing)."""
-
-    before: dict[TopicPartition, LeaderAndIsr] = field(default_factory=dict)
-    unclean: set[TopicPartition] = field(default_factory=set)
-
-
-class PartitionStateMachine(AbstractPartitionStateMachine):
+class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachine):
     """Kafka's ``ZkPartitionStateMachine`` over a ``PartitionStateStore`` and a dedicated batch.
 
     ``broker_config`` is Kafka's ``config.originals()``: broker settings as strings, the defaults
@@ -250,7 +232,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
             raise InvalidArgumentError(
                 "an election strategy is required when the target state is OnlinePartition"
             )
-        notes = _ElectionNotes() if records is not None else None
+        notes = ElectionNotes() if records is not None else None
         results = self._elect_leader_for_partitions(to_elect, strategy, notes)
         debug = state_change_log.isEnabledFor(logging.DEBUG)
         elected = 0
@@ -325,206 +307,6 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
             state_change_log.info("Initialized leader and ISR of %d new partitions", len(initialized))
         return initialized
 
-    # ------------------------------------------------------------------------- elections
-    def _elect_leader_for_partitions(
-        self,
-        partitions: list[TopicPartition],
-        strategy: PartitionLeaderElectionStrategy,
-        notes: _ElectionNotes | None,
-    ) -> dict[TopicPartition, ElectionOutcome]:
-        """Rounds of read-elect-write; only BADVERSION partitions go round again (no limit, §3.6)."""
-        states = self.controller_context.partition_states
-        remaining: list[TopicPartition] = partitions
-        finished: dict[TopicPartition, ElectionOutcome] = {}
-        while remaining:
-            elected, failed, remaining = self._do_elect_leader_for_partitions(remaining, strategy, notes)
-            for tp, error in failed.items():
-                self._log_failed(tp, states[tp], _ONLINE, error)
-            finished.update(elected)
-            finished.update(failed)
-            if remaining:
-                state_change_log.info(
-                    "Retrying leader election of %d partitions after BADVERSION", len(remaining)
-                )
-        return finished
-
-    def _do_elect_leader_for_partitions(
-        self,
-        partitions: list[TopicPartition],
-        strategy: PartitionLeaderElectionStrategy,
-        notes: _ElectionNotes | None,
-    ) -> tuple[dict[TopicPartition, ElectionOutcome], dict[TopicPartition, Exception], list[TopicPartition]]:
-        """One round: ``(elected, failed, to_retry)``; only BADVERSION partitions are retried."""
-        ctx = self.controller_context
-        try:
-            reads = self._store.get_partition_states(partitions)
-        except ControllerMovedError:
-            raise
-        except Exception as e:
-            return {}, dict.fromkeys(partitions, e), []
-        epoch = ctx.epoch
-        failed: dict[TopicPartition, Exception] = {}
-        valid: list[tuple[TopicPartition, LeaderAndIsr]] = []
-        for tp in partitions:
-            read = reads.get(tp)
-            if isinstance(read, LeaderIsrAndControllerEpoch):
-                if notes is not None:
-                    notes.before[tp] = read.leader_and_isr
-                if read.controller_epoch > epoch:
-                    failed[tp] = StateChangeFailedError(
-                        f"Leader and ISR of {tp} were written by controller epoch {read.controller_epoch}, "
-                        f"newer than this controller's epoch {epoch}: it has probably been replaced. "
-                        "Aborting the state change"
-                    )
-                else:
-                    valid.append((tp, read.leader_and_isr))
-            elif isinstance(read, Exception):
-                failed[tp] = read
-            else:
-                failed[tp] = StateChangeFailedError(
-                    f"LeaderAndIsr information doesn't exist for partition {tp} in "
-                    f"{ctx.partition_states.get(tp, _NON_EXISTENT)} state"
-                )
-        if not valid:
-            return {}, failed, []
-        config_failures: dict[str, Exception] = {}
-        decisions = self._run_strategy(valid, strategy, config_failures)
-        to_update: dict[TopicPartition, LeaderAndIsr] = {}
-        recipients: dict[TopicPartition, tuple[int, ...]] = {}
-        for tp, new_leader_and_isr, live_replicas, unclean in decisions:
-            if new_leader_and_isr is None:
-                failed[tp] = self._no_leader_error(tp, strategy, config_failures.get(tp.topic))
-                continue
-            to_update[tp] = new_leader_and_isr
-            recipients[tp] = live_replicas
-            if notes is not None:
-                if unclean:
-                    notes.unclean.add(tp)
-                else:
-                    notes.unclean.discard(tp)
-        if not to_update:
-            return {}, failed, []
-        try:
-            update = self._store.update_leader_and_isr(to_update, epoch, ctx.epoch_zk_version)
-        except ControllerMovedError:
-            raise
-        except Exception as e:
-            failed.update(dict.fromkeys(to_update, e))
-            return {}, failed, []
-        elected: dict[TopicPartition, ElectionOutcome] = {}
-        failed_before_update = len(failed)
-        put_leadership = ctx.put_partition_leadership_info
-        assignments = ctx.partition_assignments
-        requests: list[LeaderAndIsrEntry] = []
-        for tp, outcome in update.finished.items():
-            if tp not in to_update:
-                continue
-            if isinstance(outcome, LeaderAndIsr):
-                leadership = build_leader_isr_and_controller_epoch(outcome, epoch)
-                put_leadership(tp, leadership)
-                # ctx.partition_full_replica_assignment(tp), inlined for the hot path.
-                per_topic = assignments.get(tp.topic)
-                full = per_topic.get(tp.partition) if per_topic is not None else None
-                requests.append((recipients[tp], tp, leadership, full or EMPTY_ASSIGNMENT))
-                elected[tp] = outcome
-            else:
-                failed[tp] = outcome
-        self._batch.add_leader_and_isr_requests(requests, False)
-        retry = [tp for tp in update.to_retry if tp in to_update and tp not in elected and tp not in failed]
-        if len(elected) + len(failed) - failed_before_update + len(retry) < len(to_update):
-            answered = elected.keys() | failed.keys() | set(retry)
-            for tp in to_update:
-                if tp not in answered:
-                    failed[tp] = StateChangeFailedError(
-                        f"the metadata store returned no update result for {tp}"
-                    )
-        return elected, failed, retry
-
-    def _run_strategy(
-        self,
-        valid: list[tuple[TopicPartition, LeaderAndIsr]],
-        strategy: PartitionLeaderElectionStrategy,
-        config_failures: dict[str, Exception],
-    ) -> list[ElectionDecision]:
-        ctx = self.controller_context
-        if isinstance(strategy, OfflinePartitionLeaderElectionStrategy):
-            with_unclean = self._collect_unclean_leader_election_state(
-                valid, strategy.allow_unclean, config_failures
-            )
-            return offline_election_decisions(ctx, with_unclean)
-        results: list[ElectionResult]
-        if isinstance(strategy, ReassignPartitionLeaderElectionStrategy):
-            results = leader_for_reassign(ctx, valid)
-        elif isinstance(strategy, PreferredReplicaPartitionLeaderElectionStrategy):
-            results = leader_for_preferred_replica(ctx, valid)
-        elif isinstance(strategy, ControlledShutdownPartitionLeaderElectionStrategy):
-            results = leader_for_controlled_shutdown(ctx, valid)
-        else:
-            raise InvalidArgumentError(f"unknown partition leader election strategy {strategy!r}")
-        return [(r.topic_partition, r.leader_and_isr, r.live_replicas, r.unclean) for r in results]
-
-    def _collect_unclean_leader_election_state(
-        self,
-        valid: list[tuple[TopicPartition, LeaderAndIsr]],
-        allow_unclean: bool,
-        config_failures: dict[str, Exception],
-    ) -> list[tuple[TopicPartition, LeaderAndIsr | None, bool]]:
-        """Unclean is allowed per partition only when no ISR member is online (§3.6 step 4).
-
-        With ``allow_unclean`` false the topic configs are read even for an empty topic set, as
-        Kafka does; a topic whose config cannot be read or is invalid fails its partitions.
-        """
-        live = LiveReplicaFilter(self.controller_context)
-        no_live_isr: list[tuple[TopicPartition, LeaderAndIsr]] = []
-        with_live_isr: list[tuple[TopicPartition, LeaderAndIsr | None, bool]] = []
-        if live.has_offline_dirs:
-            any_online = live.any_online
-            for tp, leader_and_isr in valid:
-                if any_online(leader_and_isr.isr, tp):
-                    with_live_isr.append((tp, leader_and_isr, False))
-                else:
-                    no_live_isr.append((tp, leader_and_isr))
-        else:
-            live_ids = live.broker_ids
-            for tp, leader_and_isr in valid:
-                if live_ids.isdisjoint(leader_and_isr.isr):
-                    no_live_isr.append((tp, leader_and_isr))
-                else:
-                    with_live_isr.append((tp, leader_and_isr, False))
-        if allow_unclean:
-            return [(tp, lai, True) for tp, lai in no_live_isr] + with_live_isr
-        topics = {tp.topic for tp, _ in no_live_isr}
-        configs, failures = self._store.get_log_configs(topics, self._broker_config)
-        config_failures.update(failures)
-        unclean_by_topic: dict[str, bool] = {}
-        for topic in topics:
-            if topic in config_failures:
-                continue
-            try:
-                unclean_by_topic[topic] = _unclean_enabled(topic, configs.get(topic, self._broker_config))
-            except InvalidArgumentError as e:
-                config_failures[topic] = e
-        collected: list[tuple[TopicPartition, LeaderAndIsr | None, bool]] = []
-        for tp, leader_and_isr in no_live_isr:
-            enabled = unclean_by_topic.get(tp.topic)
-            if enabled is None:
-                collected.append((tp, None, False))
-            else:
-                collected.append((tp, leader_and_isr, enabled))
-        return collected + with_live_isr
-
-    def _no_leader_error(
-        self, tp: TopicPartition, strategy: PartitionLeaderElectionStrategy, config_error: Exception | None
-    ) -> StateChangeFailedError:
-        message = f"Failed to elect leader for partition {tp} under strategy {strategy}"
-        if config_error is None:
-            return StateChangeFailedError(message)
-        error = StateChangeFailedError(
-            f"{message}: cannot use the config of topic {tp.topic}: {config_error}"
-        )
-        error.__cause__ = config_error
-        return error
-
     # ------------------------------------------------------------------------- logging and audit
     def _log_invalid_transitions(
         self, invalid: list[TopicPartition], target: PartitionState, records: Records
@@ -545,21 +327,6 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
             if records is not None:
                 records.append(self._transition(tp, current, target, OUTCOME_INVALID, error=message))
 
-    def _log_failed(
-        self, tp: TopicPartition, current: PartitionState, target: PartitionState, error: object
-    ) -> None:
-        if not self._failure_lines.take():
-            return
-        state_change_log.error(
-            "Controller %d epoch %d failed to change state for partition %s from %s to %s: %s",
-            self.controller_id,
-            self.controller_context.epoch,
-            tp,
-            current,
-            target,
-            error,
-        )
-
     def _failed(
         self,
         tp: TopicPartition,
@@ -570,7 +337,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
     ) -> None:
         self._log_failed(tp, current, target, error)
         if records is not None:
-            records.append(self._transition(tp, current, target, OUTCOME_FAILED, error=_error_text(error)))
+            records.append(self._transition(tp, current, target, OUTCOME_FAILED, error=error_text(error)))
 
     def _transition(
         self,
@@ -585,7 +352,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         """A non-election record: ``before`` is the cached leadership, unchanged unless ``after`` is given."""
         cached = self.controller_context.partition_leadership_info(tp)
         before = cached.leader_and_isr if cached is not None and after is None else None
-        return _record(
+        return partition_transition(
             tp, current, target, outcome, before, after if after is not None else before, error=error
         )
 
@@ -595,18 +362,18 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         current: PartitionState,
         outcome: ElectionOutcome,
         strategy: PartitionLeaderElectionStrategy,
-        notes: _ElectionNotes,
+        notes: ElectionNotes,
     ) -> PartitionTransition:
         before = notes.before.get(tp)
         if isinstance(outcome, LeaderAndIsr):
-            return _record(
+            return partition_transition(
                 tp, current, _ONLINE, OUTCOME_OK, before, outcome, str(strategy), tp in notes.unclean
             )
         if before is None:
             cached = self.controller_context.partition_leadership_info(tp)
             before = cached.leader_and_isr if cached is not None else None
-        return _record(
-            tp, current, _ONLINE, OUTCOME_FAILED, before, None, str(strategy), error=_error_text(outcome)
+        return partition_transition(
+            tp, current, _ONLINE, OUTCOME_FAILED, before, None, str(strategy), error=error_text(outcome)
         )
 
     def _deliver_audit(
@@ -622,79 +389,9 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         if error is not None:
             states = self.controller_context.partition_states
             seen = {(r.topic, r.partition) for r in records}
-            text = _error_text(error)
+            text = error_text(error)
             for tp in dict.fromkeys(partitions):
                 if (tp.topic, tp.partition) not in seen:
                     current = states.get(tp, _NON_EXISTENT)
                     records.append(self._transition(tp, current, target, OUTCOME_FAILED, error=text))
         self._audit.record(records)
-
-
-def _unclean_enabled(topic: str, config: Mapping[str, str]) -> bool:
-    """``unclean.leader.election.enable`` of a merged topic config; Kafka's default is false."""
-    value = config.get(UNCLEAN_LEADER_ELECTION_ENABLE)
-    if value is None:
-        return False
-    normalized = str(value).strip().lower()
-    if normalized == "true":
-        return True
-    if normalized == "false":
-        return False
-    raise InvalidArgumentError(
-        f"invalid {UNCLEAN_LEADER_ELECTION_ENABLE}={value!r} for topic {topic}: expected true or false"
-    )
-
-
-def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
-
-
-def _record(
-    tp: TopicPartition,
-    current: PartitionState,
-    target: PartitionState,
-    outcome: str,
-    before: LeaderAndIsr | None,
-    after: LeaderAndIsr | None,
-    strategy: str | None = None,
-    unclean: bool = False,
-    error: str | None = None,
-) -> PartitionTransition:
-    """Positional, in ``PartitionTransition``'s field order: one per partition of a failover."""
-    return PartitionTransition(
-        tp.topic,
-        tp.partition,
-        _KAFKA_NAME[current],
-        _KAFKA_NAME[target],
-        outcome,
-        before.leader if before is not None else None,
-        after.leader if after is not None else None,
-        before.isr if before is not None else None,
-        after.isr if after is not None else None,
-        before.leader_epoch if before is not None else None,
-        after.leader_epoch if after is not None else None,
-        strategy,
-        unclean,
-        error,
-    )
-
-
-_KAFKA_NAME: dict[PartitionState, str] = {s: s.kafka_name for s in PartitionState}
-# ``_record`` is positional: refuse to import if ``PartitionTransition``'s leading fields move.
-_RECORD_FIELDS = [
-    "topic",
-    "partition",
-    "from_state",
-    "to_state",
-    "outcome",
-    "leader_before",
-    "leader_after",
-    "isr_before",
-    "isr_after",
-    "leader_epoch_before",
-    "leader_epoch_after",
-    "election_strategy",
-    "unclean",
-    "error",
-]
-require_leading_fields(PartitionTransition, _RECORD_FIELDS, "partition_state_machine._record")

@@ -16,29 +16,21 @@ from collections.abc import Sequence
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.replica_isr import ReplicaIsrRemoval
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
-    OUTCOME_INVALID,
-    OUTCOME_OK,
     AuditRecord,
-    ReplicaTransition,
-    require_leading_fields,
 )
 from kafka_controller.domain.errors import (
     ControllerMovedError,
-    IllegalControllerStateError,
-    NoNodeError,
     StateChangeFailedError,
 )
 from kafka_controller.domain.states import ReplicaState
 from kafka_controller.domain.values import (
-    NO_LEADER,
-    LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
-    build_leader_isr_and_controller_epoch,
 )
 from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore
 
@@ -56,25 +48,6 @@ _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 _DROPPED = "state znode missing and the topic is queued for deletion: change dropped"
 
 _Leadership = LeaderIsrAndControllerEpoch | None
-_KAFKA_NAME: dict[ReplicaState, str] = {s: s.kafka_name for s in ReplicaState}
-# ``_audit_record`` builds records positionally (one per replica in a failover): refuse to import
-# if ``ReplicaTransition``'s leading fields ever change order.
-_RECORD_FIELDS = [
-    "topic",
-    "partition",
-    "replica",
-    "from_state",
-    "to_state",
-    "outcome",
-    "leader_before",
-    "leader_after",
-    "isr_before",
-    "isr_after",
-    "leader_epoch_before",
-    "leader_epoch_after",
-    "error",
-]
-require_leading_fields(ReplicaTransition, _RECORD_FIELDS, "ReplicaStateMachine._audit_record")
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
 
 
@@ -135,7 +108,7 @@ class AbstractReplicaStateMachine(abc.ABC):
         """Move ``replicas`` to ``target``; invalid transitions are logged and skipped."""
 
 
-class ReplicaStateMachine(AbstractReplicaStateMachine):
+class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
     """Kafka's ``ZkReplicaStateMachine``: the real one, writing through a ``PartitionStateStore``."""
 
     def __init__(
@@ -359,226 +332,3 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
                 states[replica] = _OFFLINE
                 if self._tracking:
                     self._succeeded(replica, state, _OFFLINE)
-
-    # ------------------------------------------------------------------------------ ISR removal
-    def remove_replicas_from_isr(
-        self,
-        replica_id: int,
-        partitions: Sequence[TopicPartition],
-        failures: dict[TopicPartition, Exception] | None = None,
-    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-        """Take ``replica_id`` out of each partition's ISR (spec §4.4); return the updated states.
-
-        Only partitions whose conditional write hit BADVERSION are retried, re-read each round and
-        without limit, as in Kafka. Final failures are logged and put in ``failures`` if given;
-        partitions of topics queued for deletion whose state znode is missing are in neither map.
-        """
-        results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        failed: dict[TopicPartition, Exception] = {} if failures is None else failures
-        remaining = list(dict.fromkeys(partitions))
-        while remaining:
-            remaining = self._do_remove_replicas_from_isr(replica_id, remaining, results, failed)
-        states = self.controller_context.replica_states
-        for tp, error in failed.items():
-            replica = PartitionAndReplica(tp, replica_id)
-            self._log_failed(replica, states.get(replica, _NON_EXISTENT), _OFFLINE, error)
-        return results
-
-    def _do_remove_replicas_from_isr(
-        self,
-        replica_id: int,
-        partitions: list[TopicPartition],
-        results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
-        failures: dict[TopicPartition, Exception],
-    ) -> list[TopicPartition]:
-        ctx = self.controller_context
-        epoch = ctx.epoch
-        try:
-            reads = self._store.get_partition_states(partitions)
-        except ControllerMovedError:
-            raise
-        except Exception as e:  # a failed read is final for every partition: nothing is retried
-            for tp in partitions:
-                failures[tp] = e
-            return []
-
-        adjusted: dict[TopicPartition, LeaderAndIsr] = {}
-        kept: list[tuple[TopicPartition, LeaderAndIsr]] = []  # read, replica not in the ISR
-        missing: list[TopicPartition] = []
-        shrunk: dict[tuple[int, ...], tuple[int, ...]] = {}  # ISR -> ISR without the replica
-        for tp in partitions:
-            read = reads.get(tp, _NO_RESPONSE)
-            if isinstance(read, LeaderIsrAndControllerEpoch):
-                if read.controller_epoch > epoch:
-                    failures[tp] = StateChangeFailedError(
-                        "Leader and isr path written by another controller. This probably means the "
-                        f"current controller with epoch {epoch} went through a soft failure and another "
-                        f"controller was elected with epoch {read.controller_epoch}. Aborting state "
-                        "change by this controller"
-                    )
-                    continue
-                lai = read.leader_and_isr
-                isr = lai.isr
-                if replica_id in isr:
-                    new_leader = NO_LEADER if lai.leader == replica_id else lai.leader
-                    new_isr = shrunk.get(isr)
-                    if new_isr is None:
-                        # KAFKA-5083: the last ISR member stays, even when it is this replica.
-                        new_isr = isr if len(isr) == 1 else tuple(b for b in isr if b != replica_id)
-                        shrunk[isr] = new_isr
-                    adjusted[tp] = lai.new_leader_and_isr(new_leader, new_isr)
-                else:
-                    kept.append((tp, lai))
-            elif read is None or isinstance(read, NoNodeError):
-                missing.append(tp)
-            elif isinstance(read, Exception):
-                failures[tp] = read
-            else:
-                failures[tp] = IllegalControllerStateError(f"the store returned no state read for {tp}")
-
-        to_retry: list[TopicPartition] = []
-        written: list[tuple[TopicPartition, LeaderAndIsr]] = []
-        if adjusted:
-            try:
-                result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
-            except ControllerMovedError:
-                raise
-            except Exception as e:
-                for tp in adjusted:
-                    failures[tp] = e
-            else:
-                for tp, outcome in result.finished.items():
-                    if isinstance(outcome, LeaderAndIsr):
-                        written.append((tp, outcome))
-                    else:
-                        failures[tp] = outcome
-                to_retry = [tp for tp in result.to_retry if tp in adjusted]
-
-        for tp in missing:
-            if tp.topic not in ctx.topics_to_be_deleted:
-                failures[tp] = StateChangeFailedError(
-                    f"Failed to change state of replica {replica_id} for partition {tp} since the leader "
-                    "and isr path in zookeeper is empty"
-                )
-
-        # Partitions whose ISR lacks the replica are not written, yet the cache is refreshed from
-        # what was read and stamped with this controller's epoch (spec §11 item 13).
-        put_leadership = ctx.put_partition_leadership_info
-        for updates in (kept, written):
-            for tp, lai in updates:
-                info = build_leader_isr_and_controller_epoch(lai, epoch)
-                put_leadership(tp, info)
-                results[tp] = info
-        return to_retry
-
-    # ------------------------------------------------------------------------------ logging, audit
-    def _succeeded(
-        self,
-        replica: PartitionAndReplica,
-        state: ReplicaState,
-        target: ReplicaState,
-        before: _Leadership = None,
-        after: _Leadership = None,
-    ) -> None:
-        if self._debug:  # the caller checked self._tracking
-            _STATE_CHANGE_LOG.debug(
-                "Changed state of replica %s for partition %s from %s to %s",
-                replica.replica,
-                replica.topic_partition,
-                state,
-                target,
-            )
-        if self._records is not None:
-            self._audit_record(replica, state, target, OUTCOME_OK, before, after)
-
-    def _invalid_transition(
-        self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState
-    ) -> None:
-        if self._records is None and not _STATE_CHANGE_LOG.isEnabledFor(logging.ERROR):
-            return
-        previous = ",".join(sorted(s.kafka_name for s in target.valid_previous_states))
-        error = IllegalControllerStateError(
-            f"Replica {replica} should be in the {previous} states before moving to {target} state. "
-            f"Instead it is in {state} state"
-        )
-        self._log_failed(replica, state, target, error)
-        self._audit_record(replica, state, target, OUTCOME_INVALID, None, None, error)
-
-    def _log_failed(
-        self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState, error: Exception
-    ) -> None:
-        if not self._failure_lines.take():
-            return
-        _STATE_CHANGE_LOG.error(
-            "Controller %s epoch %s initiated state change of replica %s for partition %s from %s to %s "
-            "failed: %s",
-            self.controller_id,
-            self.controller_context.epoch,
-            replica.replica,
-            replica.topic_partition,
-            state,
-            target,
-            error,
-        )
-
-    def _record_unfinished(
-        self, replicas: Sequence[PartitionAndReplica], target: ReplicaState, error: Exception
-    ) -> None:
-        """After an aborted call, each replica without a record yet gets a "failed" one."""
-        if self._records is None:
-            return
-        done = {(r.topic, r.partition, r.replica) for r in self._records if isinstance(r, ReplicaTransition)}
-        states = self.controller_context.replica_states
-        for replica in dict.fromkeys(replicas):
-            if (replica.topic, replica.partition, replica.replica) not in done:
-                state = states.get(replica, _NON_EXISTENT)
-                self._audit_record(replica, state, target, OUTCOME_FAILED, None, None, error)
-
-    def _audit_record(
-        self,
-        replica: PartitionAndReplica,
-        state: ReplicaState,
-        target: ReplicaState,
-        outcome: str,
-        before: _Leadership,
-        after: _Leadership,
-        error: Exception | str | None = None,
-    ) -> None:
-        """One record; built positionally (field order of ``ReplicaTransition``) since a failover
-        builds one per replica."""
-        if self._records is None:
-            return
-        tp = replica.topic_partition
-        if before is None:
-            lb = ib = eb = None
-        else:
-            b = before.leader_and_isr
-            lb, ib, eb = b.leader, b.isr, b.leader_epoch
-        if after is None:
-            la = ia = ea = None
-        elif after is before:
-            la, ia, ea = lb, ib, eb
-        else:
-            a = after.leader_and_isr
-            la, ia, ea = a.leader, a.isr, a.leader_epoch
-        self._records.append(
-            ReplicaTransition(
-                tp.topic,
-                tp.partition,
-                replica.replica,
-                _KAFKA_NAME[state],
-                _KAFKA_NAME[target],
-                outcome,
-                lb,
-                la,
-                ib,
-                ia,
-                eb,
-                ea,
-                None if error is None else (str(error) or type(error).__name__),
-            )
-        )
-
-
-#: Marks a partition the store left out of its answer (a broken store, not a missing znode).
-_NO_RESPONSE = object()

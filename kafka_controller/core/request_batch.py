@@ -17,24 +17,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Container, Iterable, Mapping
-from typing import NoReturn
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
-from kafka_controller.core.events import (
-    leader_and_isr_callback,
-    stop_replica_callback,
-    update_metadata_callback,
-)
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
+from kafka_controller.core.request_batch_send import ZERO_UUID, RequestBatchSender, summarize_requests
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
-    LeaderAndIsrRequest,
     StopReplicaPartitionState,
-    StopReplicaRequest,
     UpdateMetadataPartitionState,
-    UpdateMetadataRequest,
     build_leader_and_isr_partition_state,
     build_update_metadata_partition_state,
 )
@@ -43,16 +35,13 @@ from kafka_controller.domain.values import (
     EPOCH_DURING_DELETE,
     LEADER_DURING_DELETE,
     NO_EPOCH,
-    Broker,
-    EndPoint,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
     TopicPartition,
 )
 from kafka_controller.ports import BrokerChannel
 
-#: Kafka's ``Uuid.ZERO_UUID`` in its base64 spelling: "no topic id".
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+__all__ = ["ZERO_UUID", "ControllerBrokerRequestBatch"]
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("kafka_controller.state_change")
@@ -61,7 +50,7 @@ _DEBUG = logging.DEBUG
 _INFO = logging.INFO
 
 
-class ControllerBrokerRequestBatch:
+class ControllerBrokerRequestBatch(RequestBatchSender):
     """Kafka's ``ControllerBrokerRequestBatch``: four structures, cleared by a successful send."""
 
     def __init__(
@@ -134,11 +123,11 @@ class ControllerBrokerRequestBatch:
         prefix = "Controller to broker state change requests batch is not empty while creating a new one."
         if self._lai:
             raise IllegalControllerStateError(
-                f"{prefix} Some LeaderAndIsr state changes {_summary(self._lai)} might be lost"
+                f"{prefix} Some LeaderAndIsr state changes {summarize_requests(self._lai)} might be lost"
             )
         if self._sr:
             raise IllegalControllerStateError(
-                f"{prefix} Some StopReplica state changes {_summary(self._sr)} might be lost"
+                f"{prefix} Some StopReplica state changes {summarize_requests(self._sr)} might be lost"
             )
         if self._resolve_um_brokers():
             raise IllegalControllerStateError(
@@ -312,191 +301,6 @@ class ControllerBrokerRequestBatch:
                 offline = tuple([r for r in replicas if r not in live])
             queued[tp] = _update_metadata_state(tp, info, replicas, offline, tp.topic in deleting)
 
-    def _resolve_um_brokers(self) -> set[int]:
-        if self._um_to_all_live:
-            self._um_to_all_live = False
-            self._um_brokers.update(self._context.live_or_shutting_down_broker_ids)
-        return self._um_brokers
-
-    # ------------------------------------------------------------------ sending
-    def send_requests_to_brokers(self, controller_epoch: int) -> None:
-        """LeaderAndIsr, then UpdateMetadata, then StopReplica; only to live-or-shutting-down brokers.
-
-        On any error the structures are left as they are (the controller's ``handle_illegal_state``
-        clears them and resigns) and the error is re-raised as ``IllegalControllerStateError``.
-        """
-        try:
-            self._resolve_um_brokers()
-            epochs = self._context.live_broker_id_and_epochs
-            self._send_leader_and_isr_requests(controller_epoch, epochs)
-            self._send_update_metadata_requests(controller_epoch, epochs)
-            self._send_stop_replica_requests(controller_epoch, epochs)
-        except Exception as e:
-            self._fail(e)
-
-    def _fail(self, e: Exception) -> NoReturn:
-        um = f"{sorted(self._resolve_um_brokers())} for {len(self._um_partitions)} partitions"
-        pending = (
-            f"LeaderAndIsr {_summary(self._lai)}, UpdateMetadata to {um}, StopReplica {_summary(self._sr)}"
-        )
-        log.error("Haven't been able to send controller requests (%s): %r", pending, e)
-        raise IllegalControllerStateError(f"failed to send controller requests to brokers: {e!r}") from e
-
-    def _send_leader_and_isr_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
-        version = self._lai_version
-        ctx = self._context
-        topic_ids = ctx.topic_ids
-        info_enabled = state_change_log.isEnabledFor(_INFO)
-        debug_enabled = state_change_log.isEnabledFor(_DEBUG)
-        nodes: dict[int, Broker | None] = {}
-        sink = self._event_sink
-        for broker_id, states in self._lai.items():
-            broker_epoch = epochs.get(broker_id)
-            if broker_epoch is None:
-                continue
-            values = tuple(states.values())
-            leader_ids = {s.leader for s in values}
-            if debug_enabled:
-                for s in values:
-                    kind = "become-leader" if s.leader == broker_id else "become-follower"
-                    state_change_log.debug(
-                        "Sending %s LeaderAndIsr request %s to broker %d for partition %s-%d",
-                        kind,
-                        s,
-                        broker_id,
-                        s.topic,
-                        s.partition,
-                    )
-            if info_enabled:
-                leaders = sum(1 for s in values if s.leader == broker_id)
-                state_change_log.info(
-                    "Sending LeaderAndIsr request to broker %d with %d become-leader and %d "
-                    "become-follower partitions",
-                    broker_id,
-                    leaders,
-                    len(values) - leaders,
-                )
-            live_leaders: list[Broker] = []
-            for leader_id in sorted(leader_ids):
-                if leader_id not in nodes:
-                    nodes[leader_id] = self._leader_node(leader_id)
-                node = nodes[leader_id]
-                if node is not None:
-                    live_leaders.append(node)
-            ids: dict[str, str]
-            if version >= 5:
-                ids = {t: topic_ids.get(t, ZERO_UUID) for t in {s.topic for s in values}}
-            elif version >= 2:  # topics are grouped on the wire, but the id field does not exist yet
-                ids = dict.fromkeys({s.topic for s in values}, ZERO_UUID)
-            else:
-                ids = {}
-            request = LeaderAndIsrRequest(
-                version, self.controller_id, controller_epoch, broker_epoch, values, ids, tuple(live_leaders)
-            )
-            self._channel.send_request(broker_id, request, leader_and_isr_callback(sink, broker_id))
-        self._lai.clear()
-        self._lai_memo.clear()
-
-    def _leader_node(self, broker_id: int) -> Broker | None:
-        broker = self._context.live_or_shutting_down_broker(broker_id)
-        if broker is None or self._listener is None:
-            return broker
-        endpoint = next((e for e in broker.endpoints if e.listener_name == self._listener), None)
-        if endpoint is None:
-            raise IllegalControllerStateError(
-                f"broker {broker_id} has no endpoint for the inter-broker listener {self._listener}"
-            )
-        return Broker(broker.id, (endpoint,), broker.rack)
-
-    def _send_update_metadata_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
-        if not self._um_brokers:
-            self._um_partitions.clear()
-            self._um_memo.clear()
-            return
-        if state_change_log.isEnabledFor(_INFO):
-            state_change_log.info(
-                "Sending UpdateMetadata request to brokers %s for %d partitions",
-                sorted(self._um_brokers),
-                len(self._um_partitions),
-            )
-        version = self._um_version
-        ctx = self._context
-        sink = self._event_sink
-        states = tuple(self._um_partitions.values())
-        live_brokers = tuple(ctx.live_or_shutting_down_brokers)
-        if version == 0:  # version 0 only carries the PLAINTEXT endpoint
-            live_brokers = tuple(_plaintext_only(b) for b in live_brokers)
-        topic_ids: dict[str, str] = {}
-        if version >= 7:
-            known = ctx.topic_ids
-            topic_ids = {t: known[t] for t in {s.topic for s in states} if t in known}
-        for broker_id in sorted(self._um_brokers):
-            broker_epoch = epochs.get(broker_id)
-            if broker_epoch is None:
-                continue
-            request = UpdateMetadataRequest(
-                version, self.controller_id, controller_epoch, broker_epoch, states, live_brokers, topic_ids
-            )
-            self._channel.send_request(broker_id, request, update_metadata_callback(sink, broker_id))
-        self._um_brokers.clear()
-        self._um_partitions.clear()
-        self._um_memo.clear()
-
-    def _send_stop_replica_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
-        version = self._sr_version
-        started = self._context.topics_with_deletion_started
-        sink = self._event_sink
-        debug_enabled = state_change_log.isEnabledFor(_DEBUG)
-        info_enabled = state_change_log.isEnabledFor(_INFO)
-        for broker_id, states in self._sr.items():
-            broker_epoch = epochs.get(broker_id)
-            if broker_epoch is None:
-                continue
-            if debug_enabled:
-                for tp, s in states.items():
-                    state_change_log.debug(
-                        "Sending StopReplica request %s to broker %d for partition %s", s, broker_id, tp
-                    )
-            if version >= 3:
-                grouped = _group_by_topic(states)
-                deleting = frozenset(
-                    tp for tp, s in grouped.items() if s.delete_partition and tp.topic in started
-                )
-                if info_enabled:
-                    state_change_log.info(
-                        "Sending StopReplica request for %d replicas to broker %d", len(grouped), broker_id
-                    )
-                request = StopReplicaRequest(
-                    version, self.controller_id, controller_epoch, broker_epoch, False, grouped
-                )
-                self._channel.send_request(
-                    broker_id, request, stop_replica_callback(sink, broker_id, deleting)
-                )
-                continue
-            # Before 2.6 (v0-v2): no per-partition flag or leader epoch on the wire, so up to two
-            # requests, the delete=true one first.
-            with_delete = _group_by_topic({tp: s for tp, s in states.items() if s.delete_partition})
-            without_delete = _group_by_topic({tp: s for tp, s in states.items() if not s.delete_partition})
-            for delete, part in ((True, with_delete), (False, without_delete)):
-                if not part:
-                    continue
-                if info_enabled:
-                    state_change_log.info(
-                        "Sending StopReplica request (delete = %s) for %d replicas to broker %d",
-                        str(delete).lower(),
-                        len(part),
-                        broker_id,
-                    )
-                wire = {tp: StopReplicaPartitionState(tp.partition, NO_EPOCH, delete) for tp in part}
-                request = StopReplicaRequest(
-                    version, self.controller_id, controller_epoch, broker_epoch, delete, wire
-                )
-                deleting = frozenset(tp for tp in part if delete and tp.topic in started)
-                self._channel.send_request(
-                    broker_id, request, stop_replica_callback(sink, broker_id, deleting)
-                )
-        self._sr.clear()
-
 
 def _leader_and_isr_state(
     tp: TopicPartition,
@@ -535,33 +339,3 @@ def _update_metadata_state(
     return build_update_metadata_partition_state(
         tp.topic, tp.partition, info.controller_epoch, leader, epoch, lai.isr, version, replicas, offline
     )
-
-
-def _group_by_topic(
-    states: Mapping[TopicPartition, StopReplicaPartitionState],
-) -> dict[TopicPartition, StopReplicaPartitionState]:
-    """The same entries with each topic's partitions contiguous (topics in first-seen order)."""
-    by_topic: dict[str, list[TopicPartition]] = {}
-    for tp in states:
-        per_topic = by_topic.get(tp.topic)
-        if per_topic is None:
-            by_topic[tp.topic] = [tp]
-        else:
-            per_topic.append(tp)
-    if len(by_topic) <= 1:
-        return dict(states)
-    return {tp: states[tp] for tps in by_topic.values() for tp in tps}
-
-
-def _plaintext_only(broker: Broker) -> Broker:
-    endpoint = next((e for e in broker.endpoints if e.listener_name == "PLAINTEXT"), None)
-    if endpoint is None:
-        raise IllegalControllerStateError(
-            f"broker {broker.id} has no PLAINTEXT endpoint, which UpdateMetadata v0 requires"
-        )
-    return Broker(broker.id, (EndPoint(endpoint.host, endpoint.port),), broker.rack)
-
-
-def _summary(requests: Mapping[int, Mapping[TopicPartition, object]]) -> str:
-    """A one-line, bounded description of a per-broker map (the maps can hold 100,000 entries)."""
-    return "{" + ", ".join(f"broker {b}: {len(m)} partitions" for b, m in sorted(requests.items())) + "}"

@@ -6,11 +6,13 @@ transport encodes them. Field names follow Kafka's request schemas in Python spe
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
-from kafka_controller.domain.values import Broker, TopicPartition, fast_constructor
+from kafka_controller.domain.values import Broker, TopicPartition
+
+_new_tuple = tuple.__new__
 
 
 class Errors(StrEnum):
@@ -39,8 +41,7 @@ class Errors(StrEnum):
     REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsrPartitionState:
+class LeaderAndIsrPartitionState(NamedTuple):
     topic: str
     partition: int
     controller_epoch: int
@@ -54,8 +55,7 @@ class LeaderAndIsrPartitionState:
     is_new: bool
 
 
-@dataclass(frozen=True, slots=True)
-class UpdateMetadataPartitionState:
+class UpdateMetadataPartitionState(NamedTuple):
     topic: str
     partition: int
     controller_epoch: int
@@ -67,24 +67,67 @@ class UpdateMetadataPartitionState:
     offline_replicas: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class StopReplicaPartitionState:
+class StopReplicaPartitionState(NamedTuple):
     partition: int
     leader_epoch: int
     delete_partition: bool
 
 
-#: Positional constructors for the hot paths (the request batch, the transport's decoder): the
-#: same objects, ~40% cheaper to build (see ``fast_constructor``).
-build_leader_and_isr_partition_state: Callable[..., LeaderAndIsrPartitionState] = fast_constructor(
-    LeaderAndIsrPartitionState
-)
-build_update_metadata_partition_state: Callable[..., UpdateMetadataPartitionState] = fast_constructor(
-    UpdateMetadataPartitionState
-)
-build_stop_replica_partition_state: Callable[[int, int, bool], StopReplicaPartitionState] = fast_constructor(
-    StopReplicaPartitionState
-)
+# Positional constructors for the hot paths (the request batch, the transport's decoder): the
+# objects ``cls(...)`` builds, by ``tuple.__new__`` over the fields in declaration order.
+def build_leader_and_isr_partition_state(
+    topic: str,
+    partition: int,
+    controller_epoch: int,
+    leader: int,
+    leader_epoch: int,
+    isr: tuple[int, ...],
+    zk_version: int,
+    replicas: tuple[int, ...],
+    adding_replicas: tuple[int, ...],
+    removing_replicas: tuple[int, ...],
+    is_new: bool,
+) -> LeaderAndIsrPartitionState:
+    return _new_tuple(
+        LeaderAndIsrPartitionState,
+        (
+            topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas,
+            adding_replicas, removing_replicas, is_new,
+        ),
+    )  # fmt: skip
+
+
+def build_update_metadata_partition_state(
+    topic: str,
+    partition: int,
+    controller_epoch: int,
+    leader: int,
+    leader_epoch: int,
+    isr: tuple[int, ...],
+    zk_version: int,
+    replicas: tuple[int, ...],
+    offline_replicas: tuple[int, ...],
+) -> UpdateMetadataPartitionState:
+    return _new_tuple(
+        UpdateMetadataPartitionState,
+        (
+            topic,
+            partition,
+            controller_epoch,
+            leader,
+            leader_epoch,
+            isr,
+            zk_version,
+            replicas,
+            offline_replicas,
+        ),
+    )
+
+
+def build_stop_replica_partition_state(
+    partition: int, leader_epoch: int, delete_partition: bool
+) -> StopReplicaPartitionState:
+    return _new_tuple(StopReplicaPartitionState, (partition, leader_epoch, delete_partition))
 
 
 @dataclass(frozen=True, slots=True)

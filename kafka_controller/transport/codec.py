@@ -13,10 +13,8 @@ they are; ``register(ApiCodec(...))`` takes typed encoders and decoders.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -25,142 +23,38 @@ from kafka_controller.domain.requests import (
     ControlRequest,
     ControlResponse,
     Errors,
-    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     StopReplicaRequest,
     StopReplicaResponse,
-    UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
     build_leader_and_isr_partition_state,
     build_stop_replica_partition_state,
     build_update_metadata_partition_state,
 )
-from kafka_controller.domain.values import Broker, EndPoint, TopicPartition
+from kafka_controller.domain.values import TopicPartition
+from kafka_controller.transport.codec_common import (
+    _encode_shared_states,
+    _encode_states,
+    _error,
+    _header,
+    _read_brokers,
+    _read_header,
+    _read_state_columns,
+    _read_topic_ids,
+)
+from kafka_controller.transport.codec_common import decode_broker as decode_broker  # re-exported
+from kafka_controller.transport.codec_common import encode_broker as encode_broker  # re-exported
 from kafka_controller.transport.columns import (
-    INT,
     STR,
     Columns,
     Dictionary,
     Json,
     gc_paused,
-    read_int_lists,
     read_table,
 )
 from kafka_controller.transport.errors import ProtocolError
-
-_HEADER_FIELDS = ("version", "controller_id", "controller_epoch", "broker_epoch")
-_STATE_INTS = ("partition", "controller_epoch", "leader", "leader_epoch", "zk_version")
-_ERRORS: dict[str, Errors] = {e.value: e for e in Errors}
-
-
-def _header(r: ControlRequest) -> dict[str, Json]:
-    return {f: getattr(r, f) for f in _HEADER_FIELDS}
-
-
-def _read_header(body: dict[str, Json]) -> list[int]:
-    values = [body[f] for f in _HEADER_FIELDS]
-    if not set(map(type, values)) <= INT:
-        raise ProtocolError(f"request header fields {', '.join(_HEADER_FIELDS)} must be integers")
-    return values
-
-
-def _read_topic_ids(body: dict[str, Json]) -> dict[str, str]:
-    ids = body.get("topic_ids", {})
-    if type(ids) is not dict or not set(map(type, chain(ids, ids.values()))) <= STR:
-        raise ProtocolError("'topic_ids' must map topic names to id strings")
-    return ids
-
-
-def _error(code: Json) -> Errors:
-    if type(code) is not str or code not in _ERRORS:
-        raise ProtocolError(f"{code!r} is not a known error name")
-    return _ERRORS[code]
-
-
-# -- brokers -------------------------------------------------------------------------------------
-
-
-def encode_broker(b: Broker) -> Json:
-    return {
-        "id": b.id,
-        "endpoints": [[e.host, e.port, e.listener_name, e.security_protocol] for e in b.endpoints],
-        "rack": b.rack,
-        "features": [list(f) for f in b.features],
-    }
-
-
-def decode_broker(d: Json) -> Broker:
-    if type(d.get("id")) is not int or (d.get("rack") is not None and type(d["rack"]) is not str):
-        raise ProtocolError("a broker needs an integer 'id' and a string or null 'rack'")
-    endpoints = tuple(EndPoint(str(h), int(p), str(ln), str(sp)) for h, p, ln, sp in d["endpoints"])
-    features = tuple((str(n), int(lo), int(hi)) for n, lo, hi in d.get("features", ()))
-    return Broker(d["id"], endpoints, d["rack"], features)
-
-
-def _read_brokers(body: dict[str, Json], key: str) -> tuple[Broker, ...]:
-    brokers = body[key]
-    if type(brokers) is not list or not all(type(b) is dict for b in brokers):
-        raise ProtocolError(f"{key!r} must be a list of broker objects")
-    return tuple(map(decode_broker, brokers))
-
-
-# -- partition states (shared by LeaderAndIsr and UpdateMetadata) ---------------------------------
-
-
-def _encode_states(
-    states: Iterable[LeaderAndIsrPartitionState | UpdateMetadataPartitionState],
-    list_fields: tuple[str, ...],
-    optional_lists: tuple[str, ...] = (),
-    optional_bools: tuple[str, ...] = (),
-) -> dict[str, Json]:
-    states = tuple(states)
-    topics: Dictionary[str] = Dictionary()
-    replica_sets: Dictionary[tuple[int, ...]] = Dictionary()
-    cols: dict[str, Json] = {"topic": topics.encode(map(attrgetter("topic"), states))}
-    for name in _STATE_INTS:
-        cols[name] = list(map(attrgetter(name), states))
-    for name in list_fields:
-        cols[name] = replica_sets.encode(map(attrgetter(name), states))
-    for name in optional_lists:
-        values = list(map(attrgetter(name), states))
-        if any(values):
-            cols[name] = replica_sets.encode(values)
-    for name in optional_bools:
-        flags = list(map(attrgetter(name), states))
-        if any(flags):
-            cols[name] = flags
-    return {"topics": topics.values(), "replica_sets": replica_sets.values(), "partitions": cols}
-
-
-#: The last few state tuples encoded, with their columns (see ``_encode_shared_states``).
-_SHARED_STATES: list[tuple[tuple[UpdateMetadataPartitionState, ...], dict[str, Json]]] = []
-_SHARED_STATES_LOCK = threading.Lock()
-
-
-def _encode_shared_states(states: tuple[UpdateMetadataPartitionState, ...]) -> dict[str, Json]:
-    """UpdateMetadata partition states, encoded once however many brokers they go to.
-
-    The request batch gives every broker's UpdateMetadata the *same* tuple of states (100,000 of
-    them after a failover, to each of the live brokers), and each broker's send thread encodes its
-    own request: without this, the same columns are built once per broker. The entries hold their
-    tuple, so an identity match cannot be a recycled id; the columns are never mutated.
-    """
-    with _SHARED_STATES_LOCK:
-        for cached, columns in _SHARED_STATES:
-            if cached is states:
-                return columns
-    columns = _encode_states(states, ("isr", "replicas", "offline_replicas"))
-    with _SHARED_STATES_LOCK:
-        _SHARED_STATES.insert(0, (states, columns))
-        del _SHARED_STATES[2:]
-    return columns
-
-
-def _read_state_columns(body: dict[str, Json]) -> tuple[Columns, list[str], list[tuple[int, ...]]]:
-    return Columns(body), read_table(body, "topics", str, STR), read_int_lists(body, "replica_sets")
-
 
 # -- LeaderAndIsr --------------------------------------------------------------------------------
 

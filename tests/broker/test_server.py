@@ -115,3 +115,25 @@ def test_session_expiry_on_real_zookeeper_gives_a_new_broker_epoch(
     finally:
         server.shutdown()
         admin.close()
+
+
+def test_controlled_shutdown_stops_fetching_before_asking_the_controller(tree: InMemoryZooKeeper) -> None:
+    """A deviation from Kafka 2.8 (README, "Deviations"): its broker keeps fetching while it asks,
+    so a leader may add it back to an ISR it was just moved out of (closed by KIP-841 in 3.3 on the
+    controller's side); this broker stops its fetchers first."""
+    server = BrokerServer(BrokerConfig.of(1, SETTINGS), InMemoryMetadataStore(tree)).startup()
+    steps: list[str] = []
+    stop_fetching, controlled_shutdown = server.data_plane.stop_fetching, server.controlled_shutdown
+
+    def recording_stop_fetching() -> None:
+        steps.append("stop_fetching")
+        stop_fetching()
+
+    def recording_controlled_shutdown() -> bool:
+        steps.append("controlled_shutdown")
+        return controlled_shutdown()
+
+    server.data_plane.stop_fetching = recording_stop_fetching  # type: ignore[method-assign]
+    server.controlled_shutdown = recording_controlled_shutdown  # type: ignore[method-assign]
+    assert server.shutdown() is True
+    assert steps[:2] == ["stop_fetching", "controlled_shutdown"]  # (stopping the broker stops it again)

@@ -587,6 +587,41 @@ def test_invalid_unclean_config_value_fails_the_partition_with_a_clear_error(env
     assert env.state() is OFFLINE
 
 
+def test_invalid_config_value_fails_only_that_topics_partitions(env: Env) -> None:
+    """A deviation from Kafka 2.8 (README, "Deviations"): Kafka's config parse error fails the whole
+    state-change call; here topic a's invalid value fails a's partitions and b is still elected."""
+    env.live(5)
+    a0, a1, b0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
+    for tp in (a0, a1, b0):
+        env.setup(tp, RA([6, 5]), OFFLINE, LICE(lai(6, 0, [6], 0)))
+    env.store.expect(
+        "get_partition_states", [a0, a1, b0], result={tp: LICE(lai(6, 0, [6], 0)) for tp in (a0, a1, b0)}
+    )
+    env.store.expect(
+        "get_log_configs",
+        {"a", "b"},
+        BROKER_CONFIG,
+        result=(
+            {"a": {"unclean.leader.election.enable": "yes"}, "b": {"unclean.leader.election.enable": "true"}},
+            {},
+        ),
+    )
+    env.store.expect(
+        "update_leader_and_isr",
+        {b0: lai(5, 1, [5], 0)},
+        50,
+        0,
+        result=UpdateLeaderAndIsrResult({b0: lai(5, 1, [5], 1)}, []),
+    )
+    result = env.psm.handle_state_changes([a0, a1, b0], ONLINE, OFFLINE_CLEAN)
+    env.store.verify()
+    assert result[b0] == lai(5, 1, [5], 1)
+    for tp in (a0, a1):
+        assert isinstance(result[tp], StateChangeFailedError)
+        assert "invalid unclean.leader.election.enable='yes' for topic a" in str(result[tp])
+    assert (env.state(a0), env.state(a1), env.state(b0)) == (OFFLINE, OFFLINE, ONLINE)
+
+
 def test_leaderless_offline_election_fails_without_writing(env: Env) -> None:
     env.live(5)
     env.setup(TP, RA([6, 5]), OFFLINE, LICE(lai(6, 0, [6], 0)))

@@ -66,6 +66,20 @@ def test_one_check_per_multi_and_values(tree: InMemoryZooKeeper) -> None:
     assert sum(1 for m in rec.multis for op in m if op[0] == CHECK) == 3
 
 
+def test_by_default_one_epoch_check_fences_a_multi_of_up_to_1000_writes(tree: InMemoryZooKeeper) -> None:
+    """A deviation from Kafka 2.8 (README, "Deviations"): Kafka sends one multi (check + write) per
+    write; here one ``check(/controller_epoch)`` fences each multi of up to 1,000 ops."""
+    s = tree.open_session()
+    for i in range(50, 2500):
+        s.create(f"/n/{i}", b"x")
+    b, rec = batcher(tree)
+    result = b.run(sets(2500), 1)
+    assert result.codes == [OK] * 2500
+    assert [len(m) for m in rec.multis] == [1000, 1000, 503]  # 999 + check, 999 + check, 502 + check
+    assert all(m[0] == (CHECK, "/controller_epoch", None, 1) for m in rec.multis)
+    assert sum(1 for m in rec.multis for op in m if op[0] == CHECK) == 3
+
+
 def test_unfenced_has_no_check(tree: InMemoryZooKeeper) -> None:
     b, rec = batcher(tree)
     b.run(sets(3), -1)

@@ -1,0 +1,84 @@
+"""The controller's gauges and its unclean-election meter (spec §8.15): Kafka's
+``KafkaController.updateMetrics`` and the gauges it registers, refreshed after every event and
+read by Kafka's short names."""
+
+from __future__ import annotations
+
+from kafka_controller.controller.base import ControllerBase
+from kafka_controller.controller.metrics import (
+    EVENT_QUEUE_SIZE,
+    KAFKA_CONTROLLER_GAUGES,
+    Meter,
+    MetricsRegistry,
+)
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.states import ReplicaState
+
+__all__ = ["GAUGE_NAMES", "ControllerGauges"]
+
+#: Kafka's short gauge name (``OfflinePartitionsCount``) -> the full registered name.
+GAUGE_NAMES = {name.rsplit("=", 1)[1]: name for name in KAFKA_CONTROLLER_GAUGES}
+_NAME = GAUGE_NAMES
+
+
+class ControllerGauges(ControllerBase):
+    """Registers and refreshes the gauges; ``KafkaController`` sets the attributes."""
+
+    metrics: MetricsRegistry
+    _metric_values: dict[str, float]
+    _unclean_meter: Meter
+    _unclean_seen: int
+
+    def _register_metrics(self) -> None:
+        reg = self.metrics
+        values = self._metric_values
+        for short, full in _NAME.items():
+            if short == "ControllerState":
+                reg.gauge(full, lambda: float(self.event_manager.state.value), "State being processed")
+            else:
+                reg.gauge(full, lambda s=short: values[s], short)  # type: ignore[misc]
+        reg.gauge(EVENT_QUEUE_SIZE, lambda: float(self.event_manager.queue_size), "Events waiting")
+
+    def update_metrics(self) -> None:
+        """Refresh the cached gauge values (0 when not the controller) and the unclean meter."""
+        ctx = self.controller_context
+        stats = ctx.stats.unclean_leader_elections
+        if stats > self._unclean_seen:
+            self._unclean_meter.mark(stats - self._unclean_seen)
+        self._unclean_seen = stats
+        v = self._metric_values
+        if not self.is_active:
+            for k in v:
+                v[k] = 0.0
+            return
+        queued = ctx.topics_to_be_deleted
+        states = ctx.replica_states
+        to_delete = ineligible = 0
+        for topic in queued:
+            for r in ctx.replicas_for_topic(topic):
+                state = states.get(r)
+                to_delete += state is not ReplicaState.REPLICA_DELETION_SUCCESSFUL
+                ineligible += state is ReplicaState.REPLICA_DELETION_INELIGIBLE
+        v["ActiveControllerCount"] = 1.0
+        v["OfflinePartitionsCount"] = float(ctx.offline_partition_count)
+        v["PreferredReplicaImbalanceCount"] = float(ctx.preferred_replica_imbalance_count)
+        v["GlobalTopicCount"] = float(len(ctx.all_topics))
+        v["GlobalPartitionCount"] = float(ctx.partition_with_leaders_count)
+        v["TopicsToDeleteCount"] = float(len(queued))
+        v["ReplicasToDeleteCount"] = float(to_delete)
+        v["TopicsIneligibleToDeleteCount"] = float(len(ctx.topics_ineligible_for_deletion))
+        v["ReplicasIneligibleToDeleteCount"] = float(ineligible)
+        v["ActiveBrokerCount"] = float(len(ctx.live_broker_ids))
+        v["FencedBrokerCount"] = 0.0
+
+    def metric(self, short_name: str) -> float:
+        """A gauge's current value by Kafka's short name (``OfflinePartitionsCount``)."""
+        full = _NAME.get(short_name)
+        if full is None:
+            raise InvalidArgumentError(
+                f"unknown controller metric {short_name!r} (known: {', '.join(sorted(_NAME))})"
+            )
+        gauge = self.metrics.get(full)
+        if not callable(gauge):
+            raise InvalidArgumentError(f"metric {short_name!r} is not a gauge")
+        return float(gauge())

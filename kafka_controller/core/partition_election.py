@@ -1,0 +1,306 @@
+"""The partition state machine's election path: Kafka's ``doElectLeaderForPartitions`` and
+``collectUncleanLeaderElectionState`` (``PartitionStateMachine.scala``).
+
+Rounds of one batched read, the pure election functions of ``core.election`` (Kafka's
+``Election.scala``), one batched conditional write; only partitions whose write hit BADVERSION go
+round again. ``PartitionStateMachine`` inherits this path: it holds the context, store, batch and
+broker config that the methods here use.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.election import (
+    ElectionDecision,
+    ElectionResult,
+    LiveReplicaFilter,
+    leader_for_controlled_shutdown,
+    leader_for_preferred_replica,
+    leader_for_reassign,
+    offline_election_decisions,
+)
+from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.strategies import (
+    ControlledShutdownPartitionLeaderElectionStrategy,
+    OfflinePartitionLeaderElectionStrategy,
+    PartitionLeaderElectionStrategy,
+    PreferredReplicaPartitionLeaderElectionStrategy,
+    ReassignPartitionLeaderElectionStrategy,
+)
+from kafka_controller.domain.errors import (
+    ControllerMovedError,
+    InvalidArgumentError,
+    StateChangeFailedError,
+)
+from kafka_controller.domain.states import PartitionState
+from kafka_controller.domain.values import (
+    EMPTY_ASSIGNMENT,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicPartition,
+    build_leader_isr_and_controller_epoch,
+)
+from kafka_controller.ports import PartitionStateStore
+
+__all__ = ["UNCLEAN_LEADER_ELECTION_ENABLE", "ElectionNotes", "ElectionOutcome", "PartitionLeaderElection"]
+
+state_change_log = logging.getLogger("kafka_controller.state_change")
+
+_ONLINE = PartitionState.ONLINE_PARTITION
+_NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+ElectionOutcome = LeaderAndIsr | Exception
+
+
+@dataclass(slots=True)
+class ElectionNotes:
+    """What the audit records of an election need beyond the result map (kept only when auditing)."""
+
+    before: dict[TopicPartition, LeaderAndIsr] = field(default_factory=dict)
+    unclean: set[TopicPartition] = field(default_factory=set)
+
+
+class PartitionLeaderElection:
+    """The election rounds of ``PartitionStateMachine``, which sets these attributes."""
+
+    controller_id: int
+    controller_context: ControllerContext
+    _store: PartitionStateStore
+    _batch: RequestBatch
+    _broker_config: dict[str, str]
+    _failure_lines: LogBudget
+
+    def _elect_leader_for_partitions(
+        self,
+        partitions: list[TopicPartition],
+        strategy: PartitionLeaderElectionStrategy,
+        notes: ElectionNotes | None,
+    ) -> dict[TopicPartition, ElectionOutcome]:
+        """Rounds of read-elect-write; only BADVERSION partitions go round again (no limit, §3.6)."""
+        states = self.controller_context.partition_states
+        remaining: list[TopicPartition] = partitions
+        finished: dict[TopicPartition, ElectionOutcome] = {}
+        while remaining:
+            elected, failed, remaining = self._do_elect_leader_for_partitions(remaining, strategy, notes)
+            for tp, error in failed.items():
+                self._log_failed(tp, states[tp], _ONLINE, error)
+            finished.update(elected)
+            finished.update(failed)
+            if remaining:
+                state_change_log.info(
+                    "Retrying leader election of %d partitions after BADVERSION", len(remaining)
+                )
+        return finished
+
+    def _do_elect_leader_for_partitions(
+        self,
+        partitions: list[TopicPartition],
+        strategy: PartitionLeaderElectionStrategy,
+        notes: ElectionNotes | None,
+    ) -> tuple[dict[TopicPartition, ElectionOutcome], dict[TopicPartition, Exception], list[TopicPartition]]:
+        """One round: ``(elected, failed, to_retry)``; only BADVERSION partitions are retried."""
+        ctx = self.controller_context
+        try:
+            reads = self._store.get_partition_states(partitions)
+        except ControllerMovedError:
+            raise
+        except Exception as e:
+            return {}, dict.fromkeys(partitions, e), []
+        epoch = ctx.epoch
+        failed: dict[TopicPartition, Exception] = {}
+        valid: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        for tp in partitions:
+            read = reads.get(tp)
+            if isinstance(read, LeaderIsrAndControllerEpoch):
+                if notes is not None:
+                    notes.before[tp] = read.leader_and_isr
+                if read.controller_epoch > epoch:
+                    failed[tp] = StateChangeFailedError(
+                        f"Leader and ISR of {tp} were written by controller epoch {read.controller_epoch}, "
+                        f"newer than this controller's epoch {epoch}: it has probably been replaced. "
+                        "Aborting the state change"
+                    )
+                else:
+                    valid.append((tp, read.leader_and_isr))
+            elif isinstance(read, Exception):
+                failed[tp] = read
+            else:
+                failed[tp] = StateChangeFailedError(
+                    f"LeaderAndIsr information doesn't exist for partition {tp} in "
+                    f"{ctx.partition_states.get(tp, _NON_EXISTENT)} state"
+                )
+        if not valid:
+            return {}, failed, []
+        config_failures: dict[str, Exception] = {}
+        decisions = self._run_strategy(valid, strategy, config_failures)
+        to_update: dict[TopicPartition, LeaderAndIsr] = {}
+        recipients: dict[TopicPartition, tuple[int, ...]] = {}
+        for tp, new_leader_and_isr, live_replicas, unclean in decisions:
+            if new_leader_and_isr is None:
+                failed[tp] = self._no_leader_error(tp, strategy, config_failures.get(tp.topic))
+                continue
+            to_update[tp] = new_leader_and_isr
+            recipients[tp] = live_replicas
+            if notes is not None:
+                if unclean:
+                    notes.unclean.add(tp)
+                else:
+                    notes.unclean.discard(tp)
+        if not to_update:
+            return {}, failed, []
+        try:
+            update = self._store.update_leader_and_isr(to_update, epoch, ctx.epoch_zk_version)
+        except ControllerMovedError:
+            raise
+        except Exception as e:
+            failed.update(dict.fromkeys(to_update, e))
+            return {}, failed, []
+        elected: dict[TopicPartition, ElectionOutcome] = {}
+        failed_before_update = len(failed)
+        put_leadership = ctx.put_partition_leadership_info
+        assignments = ctx.partition_assignments
+        requests: list[LeaderAndIsrEntry] = []
+        for tp, outcome in update.finished.items():
+            if tp not in to_update:
+                continue
+            if isinstance(outcome, LeaderAndIsr):
+                leadership = build_leader_isr_and_controller_epoch(outcome, epoch)
+                put_leadership(tp, leadership)
+                # ctx.partition_full_replica_assignment(tp), inlined for the hot path.
+                per_topic = assignments.get(tp.topic)
+                full = per_topic.get(tp.partition) if per_topic is not None else None
+                requests.append((recipients[tp], tp, leadership, full or EMPTY_ASSIGNMENT))
+                elected[tp] = outcome
+            else:
+                failed[tp] = outcome
+        self._batch.add_leader_and_isr_requests(requests, False)
+        retry = [tp for tp in update.to_retry if tp in to_update and tp not in elected and tp not in failed]
+        if len(elected) + len(failed) - failed_before_update + len(retry) < len(to_update):
+            answered = elected.keys() | failed.keys() | set(retry)
+            for tp in to_update:
+                if tp not in answered:
+                    failed[tp] = StateChangeFailedError(
+                        f"the metadata store returned no update result for {tp}"
+                    )
+        return elected, failed, retry
+
+    def _run_strategy(
+        self,
+        valid: list[tuple[TopicPartition, LeaderAndIsr]],
+        strategy: PartitionLeaderElectionStrategy,
+        config_failures: dict[str, Exception],
+    ) -> list[ElectionDecision]:
+        ctx = self.controller_context
+        if isinstance(strategy, OfflinePartitionLeaderElectionStrategy):
+            with_unclean = self._collect_unclean_leader_election_state(
+                valid, strategy.allow_unclean, config_failures
+            )
+            return offline_election_decisions(ctx, with_unclean)
+        results: list[ElectionResult]
+        if isinstance(strategy, ReassignPartitionLeaderElectionStrategy):
+            results = leader_for_reassign(ctx, valid)
+        elif isinstance(strategy, PreferredReplicaPartitionLeaderElectionStrategy):
+            results = leader_for_preferred_replica(ctx, valid)
+        elif isinstance(strategy, ControlledShutdownPartitionLeaderElectionStrategy):
+            results = leader_for_controlled_shutdown(ctx, valid)
+        else:
+            raise InvalidArgumentError(f"unknown partition leader election strategy {strategy!r}")
+        return [(r.topic_partition, r.leader_and_isr, r.live_replicas, r.unclean) for r in results]
+
+    def _collect_unclean_leader_election_state(
+        self,
+        valid: list[tuple[TopicPartition, LeaderAndIsr]],
+        allow_unclean: bool,
+        config_failures: dict[str, Exception],
+    ) -> list[tuple[TopicPartition, LeaderAndIsr | None, bool]]:
+        """Unclean is allowed per partition only when no ISR member is online (§3.6 step 4).
+
+        With ``allow_unclean`` false the topic configs are read even for an empty topic set, as
+        Kafka does; a topic whose config cannot be read or is invalid fails its partitions.
+        """
+        live = LiveReplicaFilter(self.controller_context)
+        no_live_isr: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        with_live_isr: list[tuple[TopicPartition, LeaderAndIsr | None, bool]] = []
+        if live.has_offline_dirs:
+            any_online = live.any_online
+            for tp, leader_and_isr in valid:
+                if any_online(leader_and_isr.isr, tp):
+                    with_live_isr.append((tp, leader_and_isr, False))
+                else:
+                    no_live_isr.append((tp, leader_and_isr))
+        else:
+            live_ids = live.broker_ids
+            for tp, leader_and_isr in valid:
+                if live_ids.isdisjoint(leader_and_isr.isr):
+                    no_live_isr.append((tp, leader_and_isr))
+                else:
+                    with_live_isr.append((tp, leader_and_isr, False))
+        if allow_unclean:
+            return [(tp, lai, True) for tp, lai in no_live_isr] + with_live_isr
+        topics = {tp.topic for tp, _ in no_live_isr}
+        configs, failures = self._store.get_log_configs(topics, self._broker_config)
+        config_failures.update(failures)
+        unclean_by_topic: dict[str, bool] = {}
+        for topic in topics:
+            if topic in config_failures:
+                continue
+            try:
+                unclean_by_topic[topic] = _unclean_enabled(topic, configs.get(topic, self._broker_config))
+            except InvalidArgumentError as e:
+                config_failures[topic] = e
+        collected: list[tuple[TopicPartition, LeaderAndIsr | None, bool]] = []
+        for tp, leader_and_isr in no_live_isr:
+            enabled = unclean_by_topic.get(tp.topic)
+            if enabled is None:
+                collected.append((tp, None, False))
+            else:
+                collected.append((tp, leader_and_isr, enabled))
+        return collected + with_live_isr
+
+    def _no_leader_error(
+        self, tp: TopicPartition, strategy: PartitionLeaderElectionStrategy, config_error: Exception | None
+    ) -> StateChangeFailedError:
+        message = f"Failed to elect leader for partition {tp} under strategy {strategy}"
+        if config_error is None:
+            return StateChangeFailedError(message)
+        error = StateChangeFailedError(
+            f"{message}: cannot use the config of topic {tp.topic}: {config_error}"
+        )
+        error.__cause__ = config_error
+        return error
+
+    def _log_failed(
+        self, tp: TopicPartition, current: PartitionState, target: PartitionState, error: object
+    ) -> None:
+        if not self._failure_lines.take():
+            return
+        state_change_log.error(
+            "Controller %d epoch %d failed to change state for partition %s from %s to %s: %s",
+            self.controller_id,
+            self.controller_context.epoch,
+            tp,
+            current,
+            target,
+            error,
+        )
+
+
+def _unclean_enabled(topic: str, config: Mapping[str, str]) -> bool:
+    """``unclean.leader.election.enable`` of a merged topic config; Kafka's default is false."""
+    value = config.get(UNCLEAN_LEADER_ELECTION_ENABLE)
+    if value is None:
+        return False
+    normalized = str(value).strip().lower()
+    if normalized == "true":
+        return True
+    if normalized == "false":
+        return False
+    raise InvalidArgumentError(
+        f"invalid {UNCLEAN_LEADER_ELECTION_ENABLE}={value!r} for topic {topic}: expected true or false"
+    )

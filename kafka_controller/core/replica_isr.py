@@ -1,0 +1,155 @@
+"""Taking a replica out of the ISR: Kafka's ``removeReplicasFromIsr`` and ``doRemoveReplicasFromIsr``
+(``ReplicaStateMachine.scala``), which ``ReplicaStateMachine`` inherits (it sets the attributes).
+
+Per replica id, one batched read and one batched conditional write per round; only partitions whose
+write hit BADVERSION go round again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from kafka_controller.core.replica_records import ReplicaTransitionLog
+from kafka_controller.domain.errors import (
+    ControllerMovedError,
+    IllegalControllerStateError,
+    NoNodeError,
+    StateChangeFailedError,
+)
+from kafka_controller.domain.states import ReplicaState
+from kafka_controller.domain.values import (
+    NO_LEADER,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    TopicPartition,
+    build_leader_isr_and_controller_epoch,
+)
+from kafka_controller.ports import PartitionStateStore
+
+__all__ = ["ReplicaIsrRemoval"]
+
+_STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
+_OFFLINE = ReplicaState.OFFLINE_REPLICA
+_NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
+
+
+class ReplicaIsrRemoval(ReplicaTransitionLog):
+    """The ISR-removal rounds of ``ReplicaStateMachine`` (failures logged through ``_log_failed``)."""
+
+    _store: PartitionStateStore
+
+    def remove_replicas_from_isr(
+        self,
+        replica_id: int,
+        partitions: Sequence[TopicPartition],
+        failures: dict[TopicPartition, Exception] | None = None,
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """Take ``replica_id`` out of each partition's ISR (spec §4.4); return the updated states.
+
+        Only partitions whose conditional write hit BADVERSION are retried, re-read each round and
+        without limit, as in Kafka. Final failures are logged and put in ``failures`` if given;
+        partitions of topics queued for deletion whose state znode is missing are in neither map.
+        """
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        failed: dict[TopicPartition, Exception] = {} if failures is None else failures
+        remaining = list(dict.fromkeys(partitions))
+        while remaining:
+            remaining = self._do_remove_replicas_from_isr(replica_id, remaining, results, failed)
+        states = self.controller_context.replica_states
+        for tp, error in failed.items():
+            replica = PartitionAndReplica(tp, replica_id)
+            self._log_failed(replica, states.get(replica, _NON_EXISTENT), _OFFLINE, error)
+        return results
+
+    def _do_remove_replicas_from_isr(
+        self,
+        replica_id: int,
+        partitions: list[TopicPartition],
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
+        failures: dict[TopicPartition, Exception],
+    ) -> list[TopicPartition]:
+        ctx = self.controller_context
+        epoch = ctx.epoch
+        try:
+            reads = self._store.get_partition_states(partitions)
+        except ControllerMovedError:
+            raise
+        except Exception as e:  # a failed read is final for every partition: nothing is retried
+            for tp in partitions:
+                failures[tp] = e
+            return []
+
+        adjusted: dict[TopicPartition, LeaderAndIsr] = {}
+        kept: list[tuple[TopicPartition, LeaderAndIsr]] = []  # read, replica not in the ISR
+        missing: list[TopicPartition] = []
+        shrunk: dict[tuple[int, ...], tuple[int, ...]] = {}  # ISR -> ISR without the replica
+        for tp in partitions:
+            read = reads.get(tp, _NO_RESPONSE)
+            if isinstance(read, LeaderIsrAndControllerEpoch):
+                if read.controller_epoch > epoch:
+                    failures[tp] = StateChangeFailedError(
+                        "Leader and isr path written by another controller. This probably means the "
+                        f"current controller with epoch {epoch} went through a soft failure and another "
+                        f"controller was elected with epoch {read.controller_epoch}. Aborting state "
+                        "change by this controller"
+                    )
+                    continue
+                lai = read.leader_and_isr
+                isr = lai.isr
+                if replica_id in isr:
+                    new_leader = NO_LEADER if lai.leader == replica_id else lai.leader
+                    new_isr = shrunk.get(isr)
+                    if new_isr is None:
+                        # KAFKA-5083: the last ISR member stays, even when it is this replica.
+                        new_isr = isr if len(isr) == 1 else tuple(b for b in isr if b != replica_id)
+                        shrunk[isr] = new_isr
+                    adjusted[tp] = lai.new_leader_and_isr(new_leader, new_isr)
+                else:
+                    kept.append((tp, lai))
+            elif read is None or isinstance(read, NoNodeError):
+                missing.append(tp)
+            elif isinstance(read, Exception):
+                failures[tp] = read
+            else:
+                failures[tp] = IllegalControllerStateError(f"the store returned no state read for {tp}")
+
+        to_retry: list[TopicPartition] = []
+        written: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        if adjusted:
+            try:
+                result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
+            except ControllerMovedError:
+                raise
+            except Exception as e:
+                for tp in adjusted:
+                    failures[tp] = e
+            else:
+                for tp, outcome in result.finished.items():
+                    if isinstance(outcome, LeaderAndIsr):
+                        written.append((tp, outcome))
+                    else:
+                        failures[tp] = outcome
+                to_retry = [tp for tp in result.to_retry if tp in adjusted]
+
+        for tp in missing:
+            if tp.topic not in ctx.topics_to_be_deleted:
+                failures[tp] = StateChangeFailedError(
+                    f"Failed to change state of replica {replica_id} for partition {tp} since the leader "
+                    "and isr path in zookeeper is empty"
+                )
+
+        # Partitions whose ISR lacks the replica are not written, yet the cache is refreshed from
+        # what was read and stamped with this controller's epoch (spec §11 item 13).
+        put_leadership = ctx.put_partition_leadership_info
+        for updates in (kept, written):
+            for tp, lai in updates:
+                info = build_leader_isr_and_controller_epoch(lai, epoch)
+                put_leadership(tp, info)
+                results[tp] = info
+        return to_retry
+
+
+#: Marks a partition the store left out of its answer (a broken store, not a missing znode).
+_NO_RESPONSE = object()

@@ -1,0 +1,168 @@
+"""Logging and audit records of replica transitions, for ``ReplicaStateMachine`` (which inherits
+them and sets the attributes): bounded failure lines, one ``ReplicaTransition`` per replica."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.domain.audit_records import (
+    OUTCOME_FAILED,
+    OUTCOME_INVALID,
+    OUTCOME_OK,
+    AuditRecord,
+    ReplicaTransition,
+    require_leading_fields,
+)
+from kafka_controller.domain.errors import (
+    IllegalControllerStateError,
+)
+from kafka_controller.domain.states import ReplicaState
+from kafka_controller.domain.values import (
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+)
+
+__all__ = ["ReplicaTransitionLog"]
+
+_STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
+_NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
+_Leadership = LeaderIsrAndControllerEpoch | None
+_KAFKA_NAME: dict[ReplicaState, str] = {s: s.kafka_name for s in ReplicaState}
+# ``_audit_record`` builds records positionally (one per replica in a failover): refuse to import
+# if ``ReplicaTransition``'s leading fields ever change order.
+_RECORD_FIELDS = [
+    "topic",
+    "partition",
+    "replica",
+    "from_state",
+    "to_state",
+    "outcome",
+    "leader_before",
+    "leader_after",
+    "isr_before",
+    "isr_after",
+    "leader_epoch_before",
+    "leader_epoch_after",
+    "error",
+]
+require_leading_fields(ReplicaTransition, _RECORD_FIELDS, "ReplicaStateMachine._audit_record")
+
+
+class ReplicaTransitionLog:
+    """The logging and audit methods of ``ReplicaStateMachine``."""
+
+    controller_id: int
+    controller_context: ControllerContext
+    _records: list[AuditRecord] | None
+    _debug: bool
+    _failure_lines: LogBudget
+
+    def _succeeded(
+        self,
+        replica: PartitionAndReplica,
+        state: ReplicaState,
+        target: ReplicaState,
+        before: _Leadership = None,
+        after: _Leadership = None,
+    ) -> None:
+        if self._debug:  # the caller checked self._tracking
+            _STATE_CHANGE_LOG.debug(
+                "Changed state of replica %s for partition %s from %s to %s",
+                replica.replica,
+                replica.topic_partition,
+                state,
+                target,
+            )
+        if self._records is not None:
+            self._audit_record(replica, state, target, OUTCOME_OK, before, after)
+
+    def _invalid_transition(
+        self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState
+    ) -> None:
+        if self._records is None and not _STATE_CHANGE_LOG.isEnabledFor(logging.ERROR):
+            return
+        previous = ",".join(sorted(s.kafka_name for s in target.valid_previous_states))
+        error = IllegalControllerStateError(
+            f"Replica {replica} should be in the {previous} states before moving to {target} state. "
+            f"Instead it is in {state} state"
+        )
+        self._log_failed(replica, state, target, error)
+        self._audit_record(replica, state, target, OUTCOME_INVALID, None, None, error)
+
+    def _log_failed(
+        self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState, error: Exception
+    ) -> None:
+        if not self._failure_lines.take():
+            return
+        _STATE_CHANGE_LOG.error(
+            "Controller %s epoch %s initiated state change of replica %s for partition %s from %s to %s "
+            "failed: %s",
+            self.controller_id,
+            self.controller_context.epoch,
+            replica.replica,
+            replica.topic_partition,
+            state,
+            target,
+            error,
+        )
+
+    def _record_unfinished(
+        self, replicas: Sequence[PartitionAndReplica], target: ReplicaState, error: Exception
+    ) -> None:
+        """After an aborted call, each replica without a record yet gets a "failed" one."""
+        if self._records is None:
+            return
+        done = {(r.topic, r.partition, r.replica) for r in self._records if isinstance(r, ReplicaTransition)}
+        states = self.controller_context.replica_states
+        for replica in dict.fromkeys(replicas):
+            if (replica.topic, replica.partition, replica.replica) not in done:
+                state = states.get(replica, _NON_EXISTENT)
+                self._audit_record(replica, state, target, OUTCOME_FAILED, None, None, error)
+
+    def _audit_record(
+        self,
+        replica: PartitionAndReplica,
+        state: ReplicaState,
+        target: ReplicaState,
+        outcome: str,
+        before: _Leadership,
+        after: _Leadership,
+        error: Exception | str | None = None,
+    ) -> None:
+        """One record; built positionally (field order of ``ReplicaTransition``) since a failover
+        builds one per replica."""
+        if self._records is None:
+            return
+        tp = replica.topic_partition
+        if before is None:
+            lb = ib = eb = None
+        else:
+            b = before.leader_and_isr
+            lb, ib, eb = b.leader, b.isr, b.leader_epoch
+        if after is None:
+            la = ia = ea = None
+        elif after is before:
+            la, ia, ea = lb, ib, eb
+        else:
+            a = after.leader_and_isr
+            la, ia, ea = a.leader, a.isr, a.leader_epoch
+        self._records.append(
+            ReplicaTransition(
+                tp.topic,
+                tp.partition,
+                replica.replica,
+                _KAFKA_NAME[state],
+                _KAFKA_NAME[target],
+                outcome,
+                lb,
+                la,
+                ib,
+                ia,
+                eb,
+                ea,
+                None if error is None else (str(error) or type(error).__name__),
+            )
+        )
