@@ -1,0 +1,129 @@
+"""The ``AuditWriter``'s way back from an outage, and its counters.
+
+``SpoolRecovery`` is the part of the writer thread that runs while the spool holds rows: (re)create
+or upgrade the schema, replay the spool oldest first in chunks (the unique keys make a replay
+idempotent), set aside rows the database can never accept, and move what a dead writer journaled
+into the spool. A mixin over the writer's own state (see ``writer.AuditWriter``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kafka_controller.audit.engine import one_line
+from kafka_controller.audit.migrate import upgrade_database
+from kafka_controller.audit.rows import Batch, batch_size
+from kafka_controller.audit.spool import Spool
+
+log = logging.getLogger("kafka_controller.audit.writer")
+
+REJECTED_FILE = "rejected.jsonl"
+_REPLAY_CHUNK_ROWS = 50_000
+
+
+@dataclass(frozen=True, slots=True)
+class AuditWriterStats:
+    accepted: int  #: records handed to ``record``
+    written: int  #: rows committed to the database straight from memory
+    spooled: int  #: rows appended to the spool
+    replayed: int  #: spooled rows replayed into the database and cleared from the spool
+    duplicates: int  #: rows the database already had (skipped by the unique keys)
+    rejected: int  #: records the database can never accept, kept in rejected.jsonl
+    dropped: int  #: records recorded after close() or still in memory when close() gave up
+    pending: int  #: records accepted but not yet settled in the database or the spool
+    spool_rows: int
+    spool_bytes: int
+    database_available: bool
+    last_error: str | None
+
+
+class SpoolRecovery:
+    """Mixin: the writer thread's recovery steps (state and the other steps are ``AuditWriter``'s)."""
+
+    url: str
+    _engine: Any
+    _spool: Spool
+    _journal: Spool | None
+    _lock: threading.Lock
+    _schema_ready: bool
+    _replayed: int
+    _duplicates: int
+    _rejected: int
+
+    def _write(self, batch: Batch, *, may_conflict: bool) -> tuple[Batch, int | None]:
+        raise NotImplementedError
+
+    def _mark_down(self, error: str | None) -> None:
+        raise NotImplementedError
+
+    def _mark_up(self) -> None:
+        raise NotImplementedError
+
+    def _recover(self) -> None:
+        """Create or upgrade the schema if needed, then replay the spool; back off on failure."""
+        if not self._schema_ready:
+            try:
+                upgrade_database(self._engine)
+            except Exception as e:
+                self._mark_down(one_line(e))
+                return
+            self._schema_ready = True
+        if not self._spool:
+            self._mark_up()
+            return
+        chunk: Batch = {}
+        for batch in self._spool.read():
+            for table, table_rows in batch.items():
+                chunk.setdefault(table, []).extend(table_rows)
+            if batch_size(chunk) >= _REPLAY_CHUNK_ROWS:
+                if not self._replay_chunk(chunk):
+                    return
+                chunk = {}
+        if chunk and not self._replay_chunk(chunk):
+            return
+        replayed = self._spool.rows
+        self._spool.clear()
+        with self._lock:
+            self._replayed += replayed
+        log.info("audit database %s is back: replayed %d spooled rows", self.url, replayed)
+        self._mark_up()
+
+    def _replay_chunk(self, chunk: Batch) -> bool:
+        loaded, inserted = self._write(chunk, may_conflict=True)
+        if inserted is None:
+            return False
+        with self._lock:
+            self._duplicates += batch_size(loaded) - inserted
+        return True
+
+    def _reject(self, entries: list[dict[str, Any]], n: int) -> None:
+        path = self._spool.directory / REJECTED_FILE
+        for entry in entries:
+            log.error("audit: rejecting a record: %s", entry["reason"])
+        try:
+            with open(path, "ab") as f:
+                f.writelines(orjson.dumps(e, default=repr) + b"\n" for e in entries)
+                f.flush()
+        except OSError as e:
+            log.error("audit: cannot write %s: %s", path, e)
+        with self._lock:
+            self._rejected += n
+
+    def _recover_journal(self) -> int:
+        """Move what a dead writer journaled but never settled into the spool (replayed with the
+        unique keys, so rows it did commit are not doubled); the number of rows moved."""
+        journal = self._journal
+        if journal is None or not journal:
+            return 0
+        moved = 0
+        for batch in journal.read():
+            self._spool.append(batch)
+            moved += batch_size(batch)
+        journal.clear()
+        log.warning("audit: %d journaled rows of an earlier writer moved to the spool for replay", moved)
+        return moved
