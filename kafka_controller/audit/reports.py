@@ -166,28 +166,29 @@ def summary(
     )
     span = conn.execute(select(func.min(u.c.timestamp_ms), func.max(u.c.timestamp_ms))).one()
 
-    def count(table: Any, where: list[Any]) -> int:
-        return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
-
-    counts = {
-        str(t.name): count(t, views.transition_filters(t, since_ms, operation_id, dry_runs)) for t in (pt, rt)
-    }
-    # events belong to no operation: counted over the period whatever operation is asked for
-    counts["controller_events"] = count(
-        controller_events, views.transition_filters(controller_events, since_ms, None, dry_runs)
-    )
+    # one query a table: rows by their dry_run flag, under the period and operation filters only
+    counts: dict[str, int] = {}
+    left_out = 0
+    for t, op in ((pt, operation_id), (rt, operation_id), (controller_events, None)):
+        # events belong to no operation: counted over the period whatever operation is asked for
+        keep_planned = dry_runs or op is not None  # one operation's rows are shown whatever it was
+        by_flag = conn.execute(
+            select(t.c.dry_run, func.count())
+            .where(*views.transition_filters(t, since_ms, op, True))
+            .group_by(t.c.dry_run)
+        ).all()
+        planned = sum(int(n) for flag, n in by_flag if flag)
+        counts[str(t.name)] = sum(int(n) for flag, n in by_flag if keep_planned or not flag)
+        left_out += 0 if keep_planned or operation_id is not None else planned
     op_where: list[Any] = []
     if operation_id is not None:
         op_where.append(operations.c.operation_id == operation_id)
     elif not dry_runs:
         op_where.append(operations.c.dry_run.is_(False))
-    left_out = 0
-    if operation_id is None and not dry_runs:
-        for t in (pt, rt, controller_events):
-            left_out += count(t, [*views.transition_filters(t, since_ms, None, True), t.c.dry_run.is_(True)])
+    n_operations = conn.execute(select(func.count()).select_from(operations).where(*op_where)).scalar_one()
     return {
         **counts,
-        "operations": count(operations, op_where),
+        "operations": int(n_operations),
         **{outcome: int(by_outcome.get(outcome, 0)) for outcome in ("ok", "invalid", "failed")},
         "first_ms": _plain(span[0]),
         "last_ms": _plain(span[1]),

@@ -134,17 +134,16 @@ class ControllerFailover(ControllerBase):
     def _start_partition_state_machine(self) -> None:
         """``PartitionStateMachine.startup``, with the offline partitions it finds and the moment the
         elections it triggers are done noted for the failover's record."""
-        ctx, psm = self.controller_context, self.partition_state_machine
-        psm.initialize_partition_state()
-        offline = ctx.offline_partition_count
-        first_offline_ms = self.clock.time_ms() if offline else None
-        psm.trigger_online_partition_state_change()
-        self._recovery = {
-            **self._recovery,
-            "offline_partitions": offline,
-            "first_offline_ms": first_offline_ms,
-            "recovered_ms": self.clock.time_ms(),
-        }
+        ctx = self.controller_context
+        found: dict[str, int | None] = {}
+
+        def note_offline() -> None:
+            offline = ctx.offline_partition_count
+            found["offline_partitions"] = offline
+            found["first_offline_ms"] = self.clock.time_ms() if offline else None
+
+        self.partition_state_machine.startup(on_initialized=note_offline)
+        self._recovery = {**self._recovery, **found, "recovered_ms": self.clock.time_ms()}
 
     def maybe_setup_feature_versioning(self) -> None:
         """Step 1 (KIP-584): enabled with no finalized features from IBP 2.7-IV0, else disabled.

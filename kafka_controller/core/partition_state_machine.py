@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -68,9 +68,12 @@ class AbstractPartitionStateMachine(abc.ABC):
     def __init__(self, context: ControllerContext) -> None:
         self.controller_context = context
 
-    def startup(self) -> None:
+    def startup(self, on_initialized: Callable[[], None] | None = None) -> None:
+        """``on_initialized`` runs once every partition has a state and before any election."""
         _log.info("Initializing partition state")
         self.initialize_partition_state()
+        if on_initialized is not None:
+            on_initialized()
         _log.info("Triggering online partition state changes")
         self.trigger_online_partition_state_change()
 

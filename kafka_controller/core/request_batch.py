@@ -21,7 +21,13 @@ from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
-from kafka_controller.core.request_batch_send import ZERO_UUID, RequestBatchSender, summarize_requests
+from kafka_controller.core.request_batch_send import (
+    ZERO_UUID,
+    LeaderAndIsrMemo,
+    RequestBatchSender,
+    UpdateMetadataMemo,
+    summarize_requests,
+)
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
@@ -83,20 +89,8 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         self._um_to_all_live = False
         self._um_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
         # Per-partition memos of the last state built and its inputs; live as long as the queues.
-        self._lai_memo: dict[
-            TopicPartition,
-            tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, bool, LeaderAndIsrPartitionState],
-        ] = {}
-        self._um_memo: dict[
-            TopicPartition,
-            tuple[
-                LeaderIsrAndControllerEpoch,
-                tuple[int, ...],
-                tuple[int, ...],
-                bool,
-                UpdateMetadataPartitionState,
-            ],
-        ] = {}
+        self._lai_memo: LeaderAndIsrMemo = {}
+        self._um_memo: UpdateMetadataMemo = {}
 
     # ------------------------------------------------------------------ the four structures (read-only)
     @property

@@ -40,6 +40,16 @@ __all__ = ["ZERO_UUID", "RequestBatchSender", "summarize_requests"]
 #: Kafka's ``Uuid.ZERO_UUID`` in its base64 spelling: "no topic id".
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
+#: Per-partition memos of the last request state built and the inputs it was built from.
+LeaderAndIsrMemo = dict[
+    TopicPartition,
+    tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, bool, LeaderAndIsrPartitionState],
+]
+UpdateMetadataMemo = dict[
+    TopicPartition,
+    tuple[LeaderIsrAndControllerEpoch, tuple[int, ...], tuple[int, ...], bool, UpdateMetadataPartitionState],
+]
+
 log = logging.getLogger("kafka_controller.core.request_batch")
 state_change_log = logging.getLogger("kafka_controller.state_change")
 
@@ -63,20 +73,8 @@ class RequestBatchSender:
     _um_brokers: set[int]
     _um_to_all_live: bool
     _um_partitions: dict[TopicPartition, UpdateMetadataPartitionState]
-    _lai_memo: dict[
-        TopicPartition,
-        tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, bool, LeaderAndIsrPartitionState],
-    ]
-    _um_memo: dict[
-        TopicPartition,
-        tuple[
-            LeaderIsrAndControllerEpoch,
-            tuple[int, ...],
-            tuple[int, ...],
-            bool,
-            UpdateMetadataPartitionState,
-        ],
-    ]
+    _lai_memo: LeaderAndIsrMemo
+    _um_memo: UpdateMetadataMemo
 
     def _resolve_um_brokers(self) -> set[int]:
         if self._um_to_all_live:

@@ -100,18 +100,15 @@ class AuditStoreHook(BaseHook):
 
         return get_operation(self.get_engine(), operation_id)
 
-    def record_transitions(
-        self, records: Sequence[AuditRecord], timeout_s: float = 60.0, *, dry_run: bool = True
-    ) -> int:
-        """Write (planned) records now; raises unless every one reached the database.
+    def record_transitions(self, records: Sequence[AuditRecord], timeout_s: float = 60.0) -> int:
+        """Write planned records now; raises unless every one reached the database.
 
-        ``dry_run`` (the default: operators write only plans) marks every record as planned, so a
-        plan can never pass for history whoever built its records."""
+        Operators write only plans through this (what the controller does, it records itself), so
+        every record is marked as planned: a plan can never pass for history whoever built it."""
         if not records:
             return 0
-        if dry_run:
-            for r in records:
-                r.dry_run = True
+        for r in records:
+            r.dry_run = True
         import tempfile
 
         from kafka_controller.audit.engine import AuditStoreError

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_controller.broker.kafka_wire.metadata import AUTHORIZED_OPERATIONS_OMITTED, MetadataBroker
+from kafka_controller.broker.kafka_wire.metadata import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    MetadataBroker,
+    encode_broker,
+)
 from kafka_controller.broker.kafka_wire.primitives import Reader, Writer
 
 MAX_VERSION = 0
@@ -50,11 +54,7 @@ def encode_response(writer: Writer, response: DescribeClusterResponse, version: 
     writer.int32(response.controller_id)
     writer.array_length(len(response.brokers), True)
     for b in response.brokers:
-        writer.int32(b.node_id)
-        writer.string(b.host, True)
-        writer.int32(b.port)
-        writer.nullable_string(b.rack, True)
-        writer.empty_tagged_fields()
+        encode_broker(writer, b, True)
     writer.int32(response.cluster_authorized_operations)
     writer.empty_tagged_fields()
 

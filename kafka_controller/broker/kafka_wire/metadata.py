@@ -130,6 +130,17 @@ def encode_request(writer: Writer, request: MetadataRequest, version: int) -> No
 
 
 # -- response -------------------------------------------------------------------------------------------
+def encode_broker(writer: Writer, b: MetadataBroker, flexible: bool, *, with_rack: bool = True) -> None:
+    """One broker as Metadata (v1+ with its rack) and DescribeCluster list it."""
+    writer.int32(b.node_id)
+    writer.string(b.host, flexible)
+    writer.int32(b.port)
+    if with_rack:
+        writer.nullable_string(b.rack, flexible)
+    if flexible:
+        writer.empty_tagged_fields()
+
+
 def encode_response(writer: Writer, response: MetadataResponse, version: int) -> None:
     """The hot path (a 10,000-partition answer): partitions go out with precompiled structs."""
     flexible = version >= FLEXIBLE_FROM
@@ -137,13 +148,7 @@ def encode_response(writer: Writer, response: MetadataResponse, version: int) ->
         writer.int32(response.throttle_time_ms)
     writer.array_length(len(response.brokers), flexible)
     for b in response.brokers:
-        writer.int32(b.node_id)
-        writer.string(b.host, flexible)
-        writer.int32(b.port)
-        if version >= 1:
-            writer.nullable_string(b.rack, flexible)
-        if flexible:
-            writer.empty_tagged_fields()
+        encode_broker(writer, b, flexible, with_rack=version >= 1)
     if version >= 2:
         writer.nullable_string(response.cluster_id, flexible)
     if version >= 1:
