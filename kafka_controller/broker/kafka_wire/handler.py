@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from kafka_controller.broker.kafka_wire import api_versions as av
 from kafka_controller.broker.kafka_wire import describe_cluster as dc
@@ -30,6 +30,7 @@ from kafka_controller.broker.kafka_wire.header import (
     decode_request_header,
     encode_response_header,
 )
+from kafka_controller.broker.kafka_wire.kio_api import KioApi, decode_request, encode_response
 from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError, Reader, Writer
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
@@ -46,6 +47,14 @@ UNKNOWN_TOPIC_ID = 100
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 SUPPORTED_RANGES = tuple((key, lo, hi) for key, (lo, hi, _) in sorted(SUPPORTED.items()))
+
+
+def supported_table(apis: Mapping[int, KioApi]) -> dict[int, tuple[int, int, int]]:
+    """The project codec's APIs and the ``kio`` ones: api_key -> (min, max, first flexible)."""
+    table = dict(SUPPORTED)
+    for key, api in apis.items():
+        table[key] = (api.min_version, api.max_version, api.first_flexible)
+    return table
 
 
 def new_cluster_id() -> str:
@@ -69,9 +78,17 @@ def topic_id_bytes(topic_id: str | None) -> bytes:
 class KafkaProtocolHandler:
     """Thread-safe: it only reads the metadata cache, which hands out copies."""
 
-    def __init__(self, cache: MetadataCache, cluster_id: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        cache: MetadataCache,
+        cluster_id: Callable[[], str | None],
+        apis: Mapping[int, KioApi] | None = None,
+    ) -> None:
         self.cache = cache
         self.cluster_id = cluster_id
+        self.apis: Mapping[int, KioApi] = dict(apis or {})
+        self.table = supported_table(self.apis)
+        self.ranges = tuple((key, lo, hi) for key, (lo, hi, _) in sorted(self.table.items()))
 
     def handle(self, payload: bytes | bytearray) -> bytes | None:
         try:
@@ -84,9 +101,9 @@ class KafkaProtocolHandler:
 
     def _handle(self, payload: bytes | bytearray) -> bytes | None:
         reader = Reader(payload)
-        header = decode_request_header(reader)
+        header = decode_request_header(reader, self.table)
         key, version = header.api_key, header.api_version
-        supported = SUPPORTED.get(key)
+        supported = self.table.get(key)
         if supported is None:
             log.info("Closing a Kafka-protocol connection: unknown api key %d", key)
             return None
@@ -94,15 +111,20 @@ class KafkaProtocolHandler:
         writer = Writer()
         if key == API_VERSIONS and version > hi:
             encode_response_header(writer, key, 0, header.correlation_id)
-            av.encode_response(writer, av.ApiVersionsResponse(UNSUPPORTED_VERSION, SUPPORTED_RANGES), 0)
+            av.encode_response(writer, av.ApiVersionsResponse(UNSUPPORTED_VERSION, self.ranges), 0)
             return writer.getvalue()
         if not lo <= version <= hi:
             log.info("Closing a Kafka-protocol connection: api key %d version %d unsupported", key, version)
             return None
-        encode_response_header(writer, key, version, header.correlation_id)
+        encode_response_header(writer, key, version, header.correlation_id, self.table)
+        api = self.apis.get(key)
+        if api is not None:
+            request = decode_request(key, version, reader.data, reader.pos)
+            response = api.handle(header, request)
+            return writer.getvalue() + encode_response(key, version, response)
         if key == API_VERSIONS:
             av.decode_request(reader, version)
-            av.encode_response(writer, av.ApiVersionsResponse(NONE, SUPPORTED_RANGES), version)
+            av.encode_response(writer, av.ApiVersionsResponse(NONE, self.ranges), version)
         elif key == METADATA:
             request = md.decode_request(reader, version)
             md.encode_response(writer, self.metadata(request, version), version)

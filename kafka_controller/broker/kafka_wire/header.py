@@ -13,6 +13,7 @@ tells the two protocols apart.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError, Reader, Writer
@@ -36,8 +37,12 @@ def is_kafka_frame(payload: bytes | bytearray) -> bool:
     return len(payload) > 0 and payload[0] == KAFKA_FRAME_FIRST_BYTE
 
 
-def is_flexible(api_key: int, api_version: int) -> bool:
-    entry = SUPPORTED.get(api_key)
+#: A supported-API table: api_key -> (min version, max version, first flexible version).
+Table = Mapping[int, tuple[int, int, int]]
+
+
+def is_flexible(api_key: int, api_version: int, table: Table = SUPPORTED) -> bool:
+    entry = table.get(api_key)
     return entry is not None and api_version >= entry[2]
 
 
@@ -49,7 +54,7 @@ class RequestHeader:
     client_id: str | None = None
 
 
-def decode_request_header(reader: Reader) -> RequestHeader:
+def decode_request_header(reader: Reader, table: Table = SUPPORTED) -> RequestHeader:
     """Header v1 fields, then the tagged fields of v2 when the API's version is flexible.
 
     For a version above the supported range (ApiVersions v4, say) the tagged fields are still
@@ -59,30 +64,32 @@ def decode_request_header(reader: Reader) -> RequestHeader:
     correlation_id = reader.int32()
     client_id = reader.nullable_string()
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
-    if is_flexible(api_key, api_version):
+    if is_flexible(api_key, api_version, table):
         reader.skip_tagged_fields()
     return header
 
 
-def encode_request_header(writer: Writer, header: RequestHeader) -> None:
+def encode_request_header(writer: Writer, header: RequestHeader, table: Table = SUPPORTED) -> None:
     writer.int16(header.api_key)
     writer.int16(header.api_version)
     writer.int32(header.correlation_id)
     writer.nullable_string(header.client_id)
-    if is_flexible(header.api_key, header.api_version):
+    if is_flexible(header.api_key, header.api_version, table):
         writer.empty_tagged_fields()
 
 
-def encode_response_header(writer: Writer, api_key: int, api_version: int, correlation_id: int) -> None:
+def encode_response_header(
+    writer: Writer, api_key: int, api_version: int, correlation_id: int, table: Table = SUPPORTED
+) -> None:
     writer.int32(correlation_id)
-    if api_key != API_VERSIONS and is_flexible(api_key, api_version):
+    if api_key != API_VERSIONS and is_flexible(api_key, api_version, table):
         writer.empty_tagged_fields()
 
 
-def decode_response_header(reader: Reader, api_key: int, api_version: int) -> int:
+def decode_response_header(reader: Reader, api_key: int, api_version: int, table: Table = SUPPORTED) -> int:
     """The correlation id (for tests and clients of this codec)."""
     correlation_id = reader.int32()
-    if api_key != API_VERSIONS and is_flexible(api_key, api_version):
+    if api_key != API_VERSIONS and is_flexible(api_key, api_version, table):
         reader.skip_tagged_fields()
     return correlation_id
 
