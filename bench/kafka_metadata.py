@@ -33,14 +33,17 @@ BROKERS = 5
 PER_TOPIC = 100
 
 
-def filled_cache(partitions: int) -> MetadataCache:
+def filled_cache(
+    partitions: int, port: int | None = None, cache: MetadataCache | None = None
+) -> MetadataCache:
+    """Brokers 1..5 listen on 127.0.0.1:9091.. or, given ``port``, all on that one port."""
     states = []
     for i in range(partitions):
         topic, p = f"topic-{i // PER_TOPIC:05d}", i % PER_TOPIC
         replicas = tuple((i + k) % BROKERS + 1 for k in range(3))
         states.append(UpdateMetadataPartitionState(topic, p, 1, replicas[0], 3, replicas, 7, replicas, ()))
-    brokers = tuple(Broker(b, (EndPoint("127.0.0.1", 9090 + b),)) for b in range(1, BROKERS + 1))
-    cache = MetadataCache(1)
+    brokers = tuple(Broker(b, (EndPoint("127.0.0.1", port or 9090 + b),)) for b in range(1, BROKERS + 1))
+    cache = cache or MetadataCache(1)
     cache.update_metadata(UpdateMetadataRequest(7, 1, 1, -1, tuple(states), brokers))
     return cache
 

@@ -8,7 +8,9 @@ back, and decode it into a ``LeaderAndIsrResponse``. Compared in the same run:
 * ``orjson_rows`` — the same transport and JSON library with one object per partition, so the
   difference is the layout alone;
 * ``naive_json`` — stdlib ``json`` with ``dataclasses.asdict`` per partition (what a direct port
-  would do); the baseline.
+  would do); the baseline;
+* ``kafka_kio`` — Kafka 2.8's own LeaderAndIsr v5 binary format, coded by ``kio`` (``bench/_kio_control``):
+  what the controller would send if its requests spoke Kafka's protocol.
 
 Layouts follow Kafka 1.1's published benchmarks: 10,000 partitions as single-partition topics
 (controlled shutdown) and 100,000 as 2,000 topics x 50 partitions (failover), plus the other shape
@@ -38,6 +40,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import _kio_control
 from kafka_controller.domain.requests import (
     Errors,
     LeaderAndIsrPartitionState,
@@ -252,6 +255,22 @@ def run_transport(request: LeaderAndIsrRequest, apis: ApiRegistry, reps: int) ->
     return out
 
 
+def run_kio(request: LeaderAndIsrRequest, reps: int) -> dict[str, Any]:
+    received: list[LeaderAndIsrRequest] = []
+    server = _kio_control.KioServer(received, broker_handler)
+    client = _kio_control.KioClient(server.port)
+    try:
+        out = _time_round_trips(request, client, received, reps)
+    finally:
+        client.close()
+        server.close()
+    payload = _kio_control.encode_request(request)
+    out["request_bytes"] = len(payload)
+    out["encode_ms"] = _best_ms(lambda: _kio_control.encode_request(request), reps)
+    out["decode_ms"] = _best_ms(lambda: _kio_control.decode_request(payload), reps)
+    return out
+
+
 def run_naive(request: LeaderAndIsrRequest, reps: int) -> dict[str, Any]:
     received: list[LeaderAndIsrRequest] = []
     server = NaiveServer(received)
@@ -284,6 +303,7 @@ def run_case(name: str, topics: int, per_topic: int, reps: int) -> dict[str, Any
         "columnar": run_transport(request, DEFAULT_APIS, reps),
         "orjson_rows": run_transport(request, ROWS_APIS, reps),
         "naive_json": run_naive(request, reps),
+        "kafka_kio": run_kio(request, reps),
     }
     variants["columnar"]["encode_ms"] = _best_ms(lambda: orjson.dumps(codec.encode_request(request)), reps)
     variants["columnar"]["decode_ms"] = _best_ms(lambda: codec.decode_request(orjson.loads(payload)), reps)
@@ -298,6 +318,7 @@ def run_case(name: str, topics: int, per_topic: int, reps: int) -> dict[str, Any
         "variants": variants,
         "speedup_vs_naive_json": round(base / ours, 2),
         "speedup_vs_orjson_rows": round(rows / ours, 2),
+        "speedup_vs_kafka_kio": round(variants["kafka_kio"]["round_trip_ms"] / ours, 2),
         "bytes_ratio_vs_naive_json": round(
             variants["naive_json"]["request_bytes"] / variants["columnar"]["request_bytes"], 2
         ),

@@ -5,6 +5,9 @@ It answers "who is the controller", "which brokers are alive and where do they l
 list and the controller id are replaced on every request; partition states are merged in (a
 request without partitions keeps them all); a partition sent with leader -2 (its topic is being
 deleted) is dropped. Thread-safe: one lock, readers get copies.
+
+Partitions are kept per topic, as Kafka's cache does, so that a Metadata request for one topic
+reads that topic's partitions and not the whole cluster's.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ class MetadataCache:
         self._lock = threading.Lock()
         self._controller_id = -1
         self._brokers: dict[int, Broker] = {}
-        self._partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        self._topics: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
         self._topic_ids: dict[str, str] = {}
 
     def update_metadata(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
@@ -32,19 +35,20 @@ class MetadataCache:
             self._controller_id = request.controller_id if request.controller_id >= 0 else -1
             self._brokers = {b.id: b for b in request.live_brokers}
             self._topic_ids.update(request.topic_ids)
-            parts = self._partitions
+            topics = self._topics
             for s in request.partition_states:
-                tp = TopicPartition(s.topic, s.partition)
                 if s.leader == LEADER_DURING_DELETE:
-                    if parts.pop(tp, None) is not None:
-                        deleted.append(tp)
+                    parts = topics.get(s.topic)
+                    if parts is not None and parts.pop(s.partition, None) is not None:
+                        deleted.append(TopicPartition(s.topic, s.partition))
+                        if not parts:
+                            del topics[s.topic]
+                            self._topic_ids.pop(s.topic, None)
                 else:
-                    parts[tp] = s
-            if deleted:
-                gone = {tp.topic for tp in deleted}
-                remaining = {tp.topic for tp in parts if tp.topic in gone}
-                for topic in gone - remaining:
-                    self._topic_ids.pop(topic, None)
+                    parts = topics.get(s.topic)
+                    if parts is None:
+                        parts = topics[s.topic] = {}
+                    parts[s.partition] = s
         return deleted
 
     @property
@@ -66,19 +70,36 @@ class MetadataCache:
 
     def get_partition_info(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
         with self._lock:
-            return self._partitions.get(tp)
+            parts = self._topics.get(tp.topic)
+            return None if parts is None else parts.get(tp.partition)
 
     def all_partitions(self) -> list[TopicPartition]:
         with self._lock:
-            return list(self._partitions)
+            return [TopicPartition(t, p) for t, parts in self._topics.items() for p in parts]
 
     def partition_states(
         self, tps: Iterable[TopicPartition] | None = None
     ) -> list[UpdateMetadataPartitionState]:
         with self._lock:
+            topics = self._topics
             if tps is None:
-                return list(self._partitions.values())
-            return [s for s in map(self._partitions.get, tps) if s is not None]
+                return [s for parts in topics.values() for s in parts.values()]
+            out = []
+            for tp in tps:
+                parts = topics.get(tp.topic)
+                s = None if parts is None else parts.get(tp.partition)
+                if s is not None:
+                    out.append(s)
+            return out
+
+    def topic_partition_states(
+        self, topics: Iterable[str] | None = None
+    ) -> dict[str, list[UpdateMetadataPartitionState]]:
+        """Each known topic asked for (all when ``None``) with its partitions, in partition order."""
+        with self._lock:
+            known = self._topics
+            names = known if topics is None else [t for t in topics if t in known]
+            return {t: [known[t][p] for p in sorted(known[t])] for t in names}
 
     def topic_id(self, topic: str) -> str | None:
         with self._lock:

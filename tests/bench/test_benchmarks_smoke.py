@@ -58,3 +58,15 @@ def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_pat
         assert run["shut_down_broker"] != run["controller"]
         assert len(run["seconds_all"]) == 2 and run["seconds"] in run["seconds_all"]
     assert result["audit_on"]["floor"]["seconds"] > 0
+
+
+@pytest.mark.clients
+def test_kafka_clients_benchmark_reads_every_partition_three_ways(tmp_path: Path) -> None:
+    """kafka-python, kcat and the internal protocol each read every partition back (the benchmark
+    asserts the counts itself), and both load levels got answers."""
+    result = _run(tmp_path, "kafka_clients.py", "--partitions", "300", "--reps", "1", "--seconds", "0.5")
+    assert result["partitions"] == 300
+    for key in ("kafka_python_describe_topics_s", "kcat_metadata_s", "internal_protocol_metadata_s"):
+        assert result[key] > 0
+    assert [s["clients"] for s in result["small"]] == [1, 16]
+    assert all(s["requests"] > 0 for s in result["small"])

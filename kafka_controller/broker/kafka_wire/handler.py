@@ -151,14 +151,13 @@ class KafkaProtocolHandler:
         """Kafka's ``ZkMetadataCache.getTopicMetadata`` over this broker's cache."""
         brokers = self.brokers()
         alive = {b.node_id for b in brokers}
-        by_topic: dict[str, list[UpdateMetadataPartitionState]] = {}
-        for s in self.cache.partition_states():
-            by_topic.setdefault(s.topic, []).append(s)
         wanted: Iterable[md.MetadataRequestTopic]
         if request.topics is None:
+            by_topic = self.cache.topic_partition_states()
             wanted = (md.MetadataRequestTopic(name) for name in sorted(by_topic))
         else:
             wanted = dict.fromkeys(request.topics)  # asked twice, answered once
+            by_topic = self.cache.topic_partition_states(t.name for t in wanted if t.name is not None)
         topics = []
         for t in wanted:
             name = t.name
@@ -167,7 +166,6 @@ class KafkaProtocolHandler:
                 error = UNKNOWN_TOPIC_ID if t.name is None else UNKNOWN_TOPIC_OR_PARTITION
                 topics.append(md.MetadataTopic(error, t.name, topic_id=t.topic_id))
                 continue
-            states.sort(key=lambda s: s.partition)
             partitions = tuple(_partition(s, alive, version == 0) for s in states)
             topics.append(
                 md.MetadataTopic(
