@@ -104,6 +104,7 @@ class AirflowDemo:
         controller_before = self.cluster.controller()[0]
         rolling = self.run_dag(ROLLING_CONTROLLED_SHUTDOWN)
         rolling_facts = self.show_rolling(rolling, controller_before, epochs_before)
+        client_view = self.show_client_view()
         audit = self.show_audit()
         return {
             "ok": True,
@@ -113,6 +114,7 @@ class AirflowDemo:
             "dags": [drill.as_json(), rolling.as_json()],
             "drill": drill_facts,
             "rolling_restart": rolling_facts,
+            "kafka_client": client_view,
             "audit": audit,
         }
 
@@ -278,6 +280,24 @@ class AirflowDemo:
             "max_offline_seen": r["max_offline_seen"],
             "not_preferred_leader_after": r["not_preferred_leader_after"],
         }
+
+    def show_client_view(self) -> dict[str, Any]:
+        """A Kafka client nobody here wrote reads the cluster after both DAGs; ZooKeeper must agree."""
+        from kafka_controller.cluster.client_view import kafka_client_view
+
+        cid = self.cluster.controller()[0]
+        bootstrap = self.cluster.listener(cid if cid is not None else self.cluster.broker_ids[0])
+        self._step(f"What a Kafka client sees (Kafka's protocol, bootstrap {bootstrap})")
+        view = kafka_client_view(bootstrap, list(TOPICS), self.cluster.store)
+        leaders = ", ".join(f"broker {b}: {n}" for b, n in sorted(view.leaders.items()))
+        total = sum(view.partitions.values())
+        self.say(
+            f"   {view.client} read {total} partitions with their leaders, replicas and ISRs ({leaders})"
+        )
+        if view.mismatches:
+            raise AirflowDemoError(f"a Kafka client and ZooKeeper disagree: {'; '.join(view.mismatches[:3])}")
+        self.say("   every leader, replica list and ISR matches ZooKeeper")
+        return view.as_json()
 
     def show_audit(self) -> dict[str, Any]:
         """The report ``kafka-controller audit report`` prints, once the brokers' writers settled."""

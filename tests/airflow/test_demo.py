@@ -82,6 +82,11 @@ def test_the_demo_runs_the_drill_and_the_rolling_restart_for_real(tmp_path: Path
     # ZooKeeper agrees: every broker registered anew, in that order (a registration's czxid)
     assert rolling["reregistered_in_order"] == rolling["restarted"]
     assert rolling["max_offline_seen"] == 0
+    # A Kafka client (kafka-python over Kafka's protocol) read every partition as ZooKeeper holds it
+    client = doc["kafka_client"]
+    assert client["client"].startswith("kafka-python ") and client["mismatches"] == []
+    assert client["partitions"] == {"orders": 6, "payments": 4}
+    assert sum(client["leaders"].values()) == 10
 
     audit = doc["audit"]
     assert audit["unclean_elections"] == 0
