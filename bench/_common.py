@@ -345,10 +345,21 @@ def audit_rows(db: Path) -> int:
         )
 
 
-def wait_audit_drained(db: Path, timeout: float = 120.0) -> tuple[int, float]:
+def failover_audited(db: Path, epoch: int) -> bool:
+    """Whether the controller of ``epoch`` has its ``failover`` row in the audit store."""
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn:
+        query = "SELECT count(*) FROM controller_events WHERE kind = 'failover' AND controller_epoch = ?"
+        return bool(conn.execute(query, (epoch,)).fetchone()[0])
+
+
+def wait_audit_drained(db: Path, timeout: float = 120.0, *, epoch: int | None = None) -> tuple[int, float]:
     """Until the row count stops growing (unchanged over 1 s); the count and the epoch time at
-    which it last grew."""
+    which it last grew. With ``epoch``, first until that controller's ``failover`` row is in:
+    rows can trail the failover by seconds under load (an event hands its records to the writer
+    when it ends, or every 2 s), and a quiet second before the first of them is not "drained"."""
     deadline = time.monotonic() + timeout
+    if epoch is not None:
+        poll(lambda: failover_audited(db, epoch), timeout, f"the failover row of controller epoch {epoch}")
     count, grew_at, unchanged_since = audit_rows(db), time.time(), time.monotonic()
     while time.monotonic() - unchanged_since < 1.0:
         if time.monotonic() > deadline:

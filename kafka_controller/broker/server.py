@@ -260,6 +260,10 @@ class BrokerServer:
         self.metrics.gauge(
             UNDER_REPLICATED_PARTITIONS, lambda: counts()[2], "Led partitions with ISR < replicas"
         )
+        if self.audit is not None:
+            from kafka_controller.audit.writer_recovery import register_writer_gauges
+
+            register_writer_gauges(self.metrics, self.audit)
 
     @property
     def port(self) -> int:
