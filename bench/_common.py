@@ -232,9 +232,10 @@ def hold_election(store: KazooMetadataStore, brokers: int, timeout: float = 300.
 
 def settle(bench: BenchCluster, timeout: float = 600.0) -> None:
     """Until every partition is led by its preferred replica with a full ISR, twice in a row with
-    the same znode versions; a preferred election is asked for once if leaders are off."""
+    the same znode versions; a preferred election is asked for if leaders are off, and again every
+    10 s while some stay off (a replica not yet back in the ISR when it was asked is skipped)."""
     deadline = time.monotonic() + timeout
-    asked = False
+    asked_at: float | None = None
     previous: dict[TopicPartition, int] | None = None
     while True:
         reads = bench.store.get_partition_states(bench.partitions)
@@ -249,9 +250,9 @@ def settle(bench: BenchCluster, timeout: float = 600.0) -> None:
             versions[tp] = lai.zk_version
             off_leader += lai.leader != replicas[0]
             full += set(lai.isr) == set(replicas)
-        if off_leader and not asked:
+        if off_leader and (asked_at is None or time.monotonic() - asked_at > 10.0):
             bench.cluster.admin().elect_leaders("preferred")
-            asked = True
+            asked_at = time.monotonic()
         elif not off_leader and full == len(bench.partitions) and versions == previous:
             return
         if time.monotonic() > deadline:

@@ -20,12 +20,13 @@ of each mode, every rep's figures, the 1-minute load before each kill) and appen
 ``bench/results/crash_detection.jsonl``.
 
     .venv/bin/python bench/crash_detection.py --reps 3
-    .venv/bin/python bench/crash_detection.py --scale 0.01 --reps 1   # CI smoke
+    .venv/bin/python bench/crash_detection.py --scale 0.01 --reps 1 --session-timeout-ms 6000  # CI
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -108,6 +109,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of 10,000 partitions")
     parser.add_argument("--reps", type=int, default=3, help="kills per mode (default 3)")
+    parser.add_argument(
+        "--session-timeout-ms", type=int, default=18_000, help="zookeeper.session.timeout.ms (Kafka's 18000)"
+    )
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
@@ -116,16 +120,18 @@ def main() -> None:
     topics = max(1, int(200 * args.scale))
     layout = failover_layout(topics=topics, partitions=50, rf=2)
     runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
-    with bench_cluster(layout, broker_config=DEFAULT_SETTINGS) as bench:
+    settings = {**DEFAULT_SETTINGS, "zookeeper.session.timeout.ms": str(args.session_timeout_ms)}
+    with bench_cluster(layout, broker_config=settings) as bench:
         for _ in range(args.reps):
             for mode in MODES:
                 runs[mode].append(crash_controller(bench, mode == "supervised"))
+                print(json.dumps(runs[mode][-1]), file=sys.stderr, flush=True)
     result = {
         "scale": args.scale,
         "partitions": topics * 50,
         "replication_factor": 2,
         "brokers": 5,
-        "broker_settings": DEFAULT_SETTINGS,
+        "broker_settings": settings,
         "goals_seconds": GOALS,
         **{mode: summary(r) for mode, r in runs.items()},
         "goals_met": all(summary(runs["supervised"])[k] <= v for k, v in GOALS.items()),

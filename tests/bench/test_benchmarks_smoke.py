@@ -58,3 +58,16 @@ def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_pat
         assert run["shut_down_broker"] != run["controller"]
         assert len(run["seconds_all"]) == 2 and run["seconds"] in run["seconds_all"]
     assert result["audit_on"]["floor"]["seconds"] > 0
+
+
+def test_crash_detection_benchmark_closes_the_session_only_when_supervised(tmp_path: Path) -> None:
+    result = _run(
+        tmp_path, "crash_detection.py", "--scale", "0.01", "--reps", "1", "--session-timeout-ms", "6000"
+    )
+    assert result["partitions"] == 2 * 50
+    for mode, closed in (("supervised", True), ("unsupervised", False)):
+        (run,) = result["runs"][mode]
+        assert run["session_closed"] is closed
+        assert run["new_controller"] != run["old_controller"]
+        assert run["epochs"][1] == run["epochs"][0] + 1
+        assert run["all_led_seconds"] >= run["elected_seconds"] > 0
