@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
             f"broker {record.broker_id}'s process {record.pid} is still running: only the session of a "
             "process that exited is closed"
         )
+    common.quiet_kazoo()  # kazoo logs a re-attach to an expired session; the outcome line says it
     outcome = close_recorded_session(common.client_config(args), record)
     session = f"session 0x{record.session_id:x} of broker {record.broker_id} (pid {record.pid})"
     if outcome is CloseOutcome.CLOSED:
