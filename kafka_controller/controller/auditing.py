@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 #: The longest an event holds its records back from the sink (see the module docstring).
 MAX_HOLD_MS = 2000
+#: Gauges of what is held back: with the writer's ``LagMs`` they say how far the store trails.
+AUDIT_HELD_RECORDS = "kafka.controller:type=ControllerAudit,name=HeldRecords"
+AUDIT_HOLD_MS = "kafka.controller:type=ControllerAudit,name=HoldMs"
 
 _OUTAGE_FIELDS = frozenset(
     ("previous_broker_id", "lost_ms", "first_offline_ms", "offline_partitions", "recovered_ms")
@@ -70,6 +73,15 @@ class ControllerAuditSink:
     def enabled(self) -> bool:
         """False when the wrapped sink drops everything: callers then skip building records."""
         return not isinstance(self._sink, NullAuditSink)
+
+    def held_records(self) -> int:
+        """Records the event in progress holds back from the sink (read by a gauge: no lock)."""
+        held = self._held
+        return len(held) if held else 0
+
+    def hold_ms(self) -> int:
+        """Age of the oldest record held back, 0 when none is."""
+        return max(0, self._clock.time_ms() - self._held_since) if self.held_records() else 0
 
     @property
     def last_sequence(self) -> int:

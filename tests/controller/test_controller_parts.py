@@ -332,6 +332,7 @@ def test_an_event_holds_its_records_back_at_most_max_hold_ms() -> None:
     clock.advance(1.999)
     audit.record([_transition(1)])
     assert sink.records == []  # within the bound: held
+    assert (audit.held_records(), audit.hold_ms()) == (2, 1999)
     clock.advance(0.001)
     audit.record([_transition(2)])
     assert [r.sequence for r in sink.records] == [1, 2, 3]  # the oldest was 2 s old: handed over
@@ -340,3 +341,4 @@ def test_an_event_holds_its_records_back_at_most_max_hold_ms() -> None:
     assert len(sink.records) == 3  # the bound restarts with the next held record
     audit.end_event()
     assert [r.sequence for r in sink.records] == [1, 2, 3, 4]
+    assert (audit.held_records(), audit.hold_ms()) == (0, 0)
