@@ -232,9 +232,10 @@ def hold_election(store: KazooMetadataStore, brokers: int, timeout: float = 300.
 
 def settle(bench: BenchCluster, timeout: float = 600.0) -> None:
     """Until every partition is led by its preferred replica with a full ISR, twice in a row with
-    the same znode versions; a preferred election is asked for once if leaders are off."""
+    the same znode versions; a preferred election is asked for if leaders are off, and again every
+    10 s while some stay off (a replica not yet back in the ISR when it was asked is skipped)."""
     deadline = time.monotonic() + timeout
-    asked = False
+    asked_at: float | None = None
     previous: dict[TopicPartition, int] | None = None
     while True:
         reads = bench.store.get_partition_states(bench.partitions)
@@ -249,9 +250,9 @@ def settle(bench: BenchCluster, timeout: float = 600.0) -> None:
             versions[tp] = lai.zk_version
             off_leader += lai.leader != replicas[0]
             full += set(lai.isr) == set(replicas)
-        if off_leader and not asked:
+        if off_leader and (asked_at is None or time.monotonic() - asked_at > 10.0):
             bench.cluster.admin().elect_leaders("preferred")
-            asked = True
+            asked_at = time.monotonic()
         elif not off_leader and full == len(bench.partitions) and versions == previous:
             return
         if time.monotonic() > deadline:
@@ -345,10 +346,21 @@ def audit_rows(db: Path) -> int:
         )
 
 
-def wait_audit_drained(db: Path, timeout: float = 120.0) -> tuple[int, float]:
+def failover_audited(db: Path, epoch: int) -> bool:
+    """Whether the controller of ``epoch`` has its ``failover`` row in the audit store."""
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn:
+        query = "SELECT count(*) FROM controller_events WHERE kind = 'failover' AND controller_epoch = ?"
+        return bool(conn.execute(query, (epoch,)).fetchone()[0])
+
+
+def wait_audit_drained(db: Path, timeout: float = 120.0, *, epoch: int | None = None) -> tuple[int, float]:
     """Until the row count stops growing (unchanged over 1 s); the count and the epoch time at
-    which it last grew."""
+    which it last grew. With ``epoch``, first until that controller's ``failover`` row is in:
+    rows can trail the failover by seconds under load (an event hands its records to the writer
+    when it ends, or every 2 s), and a quiet second before the first of them is not "drained"."""
     deadline = time.monotonic() + timeout
+    if epoch is not None:
+        poll(lambda: failover_audited(db, epoch), timeout, f"the failover row of controller epoch {epoch}")
     count, grew_at, unchanged_since = audit_rows(db), time.time(), time.monotonic()
     while time.monotonic() - unchanged_since < 1.0:
         if time.monotonic() > deadline:

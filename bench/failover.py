@@ -135,7 +135,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
 
     drained: dict[str, Any] = {}
     if bench.audit_db is not None:
-        rows, last_row = wait_audit_drained(bench.audit_db)
+        rows, last_row = wait_audit_drained(bench.audit_db, epoch=epoch[0])
         drained = {
             "audit_rows_total": rows,
             "audit_drained_after_election_seconds": round(last_row - elected, 3),

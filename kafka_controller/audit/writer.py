@@ -103,6 +103,9 @@ class AuditWriter(SpoolRecovery):
         self._progress = threading.Condition(self._lock)
         self._wake = threading.Event()
         self._queue: deque[tuple[Converted, int]] = deque()
+        # (records accepted up to and including a record() call, its first record's timestamp):
+        # the oldest entry not yet settled dates the writer's lag (``lag_ms``).
+        self._stamps: deque[tuple[int, int]] = deque()
         self._held: deque[tuple[Batch, int]] = deque()  # converted but not yet settled (spool failed)
         self._pending = self._accepted = self._settled = 0
         self._written = self._replayed = self._duplicates = 0
@@ -152,6 +155,7 @@ class AuditWriter(SpoolRecovery):
             self._queue.append((converted, n))
             self._pending += n
             self._accepted += n
+            self._stamps.append((self._accepted, _stamp(records[0]) or self._clock.time_ms()))
             if self._pending >= self._batch_size:
                 self._wake.set()
 
@@ -204,7 +208,16 @@ class AuditWriter(SpoolRecovery):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def lag_ms(self) -> int:
+        """How far the store is behind: the age of the oldest record accepted but not yet settled
+        (in the database or the spool), from when the controller recorded it; 0 when none is."""
+        with self._lock:
+            while self._stamps and self._stamps[0][0] <= self._settled:
+                self._stamps.popleft()
+            return max(0, self._clock.time_ms() - self._stamps[0][1]) if self._stamps else 0
+
     def stats(self) -> AuditWriterStats:
+        lag = self.lag_ms()
         with self._lock:
             return AuditWriterStats(
                 accepted=self._accepted,
@@ -219,6 +232,7 @@ class AuditWriter(SpoolRecovery):
                 spool_bytes=self._spool.size,
                 database_available=self._db_up and self._schema_ready,
                 last_error=self._last_error,
+                lag_ms=lag,
             )
 
     # -- the writer thread ---------------------------------------------------------------------
@@ -363,6 +377,11 @@ class AuditWriter(SpoolRecovery):
             self._progress.notify_all()
         self._backoff = self._backoff_min
         self._next_retry = 0.0
+
+
+def _stamp(record: AuditRecord) -> int:
+    """When the controller recorded ``record`` (a transition's stamp, an event's start), or 0."""
+    return int(getattr(record, "timestamp_ms", 0) or getattr(record, "started_ms", 0) or 0)
 
 
 def _merge(chunks: list[Converted]) -> Converted:

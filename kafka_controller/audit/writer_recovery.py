@@ -40,6 +40,7 @@ class AuditWriterStats:
     spool_bytes: int
     database_available: bool
     last_error: str | None
+    lag_ms: int = 0  #: age of the oldest record not yet settled (``AuditWriter.lag_ms``)
 
 
 class SpoolRecovery:
@@ -127,3 +128,16 @@ class SpoolRecovery:
         journal.clear()
         log.warning("audit: %d journaled rows of an earlier writer moved to the spool for replay", moved)
         return moved
+
+
+AUDIT_LAG_MS = "kafka.controller:type=AuditWriter,name=LagMs"
+AUDIT_QUEUE_DEPTH = "kafka.controller:type=AuditWriter,name=QueueDepth"
+AUDIT_SPOOL_ROWS = "kafka.controller:type=AuditWriter,name=SpoolRows"
+
+
+def register_writer_gauges(metrics: Any, writer: Any) -> None:
+    """The writer's lag, its queue and its spool as gauges of a ``MetricsRegistry``: how far a
+    reader of the audit store is behind the controller (and whether the database is keeping up)."""
+    metrics.gauge(AUDIT_LAG_MS, writer.lag_ms, "Age of the oldest audit record not yet settled (ms)")
+    metrics.gauge(AUDIT_QUEUE_DEPTH, lambda: writer.stats().pending, "Audit records not yet settled")
+    metrics.gauge(AUDIT_SPOOL_ROWS, lambda: writer.stats().spool_rows, "Audit rows waiting in the spool")

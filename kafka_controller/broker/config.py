@@ -24,6 +24,7 @@ from typing import Any
 
 from kafka_controller.controller.config import KNOWN_KEYS, KafkaConfig
 from kafka_controller.domain.errors import InvalidArgumentError, brief
+from kafka_controller.ports import Clock, MetadataStore
 
 SIM_PRODUCE_RATE_PER_SEC = "sim.produce.rate.per.sec"
 SIM_FETCH_INTERVAL_MS = "sim.fetch.interval.ms"
@@ -101,3 +102,20 @@ class BrokerConfig:
                 SIM_ALTER_ISR_RETRY_BACKOFF_MS, given.get(SIM_ALTER_ISR_RETRY_BACKOFF_MS, 200)
             ),
         )
+
+
+def zookeeper_store(connect: str, config: BrokerConfig, clock: Clock) -> MetadataStore:
+    """The broker's ZooKeeper client, its session timeout from ``zookeeper.session.timeout.ms``."""
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
+
+    session_ms = config.kafka.zookeeper_session_timeout_ms
+    return KazooMetadataStore(
+        ZkClientConfig(
+            connect,
+            session_timeout_ms=session_ms,
+            connection_timeout_ms=max(session_ms, 10_000),
+            digest=digest_from_env(),
+        ),
+        clock=clock,
+    )

@@ -4,7 +4,9 @@ Start-up, in Kafka's order where it matters: connect to ZooKeeper (creating the 
 top-level paths and ``/cluster/id``), build the replica manager, metadata cache and data plane,
 **serve the listener before registering** (the controller may send LeaderAndIsr as soon as
 ``/brokers/ids/<id>`` appears; Kafka clients are answered there too, ``kafka_wire``), register
-(version 5 JSON; czxid = broker epoch), then the controller candidate, channel manager and audit.
+(version 5 JSON; czxid = broker epoch; with a ``data_dir``, the session file a supervisor closes
+the session with when it sees the process die: ``session_file``), then the controller candidate,
+channel manager and audit.
 
 After a ZooKeeper session expiry the broker registers again and so gets a new, larger broker epoch
 (KIP-380); the store's session listener only enqueues that work for the broker's own thread.
@@ -28,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from kafka_controller.broker import apis as A
+from kafka_controller.broker import session_file
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
-from kafka_controller.broker.config import BrokerConfig
+from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, new_cluster_id
@@ -48,22 +51,6 @@ _RM = "kafka.server:type=ReplicaManager,name="
 LEADER_COUNT = _RM + "LeaderCount"
 PARTITION_COUNT = _RM + "PartitionCount"
 UNDER_REPLICATED_PARTITIONS = _RM + "UnderReplicatedPartitions"
-
-
-def _kazoo_store(connect: str, config: BrokerConfig, clock: Clock) -> MetadataStore:
-    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
-
-    session_ms = config.kafka.zookeeper_session_timeout_ms
-    return KazooMetadataStore(
-        ZkClientConfig(
-            connect,
-            session_timeout_ms=session_ms,
-            connection_timeout_ms=max(session_ms, 10_000),
-            digest=digest_from_env(),
-        ),
-        clock=clock,
-    )
 
 
 class BrokerServer:
@@ -85,6 +72,7 @@ class BrokerServer:
         metrics_port: int | None = None,
         metrics_host: str = "127.0.0.1",
         clock: Clock | None = None,
+        data_dir: str | Path | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -96,6 +84,7 @@ class BrokerServer:
         self.audit_spool_dir = audit_spool_dir
         self.metrics_port = metrics_port
         self.metrics_host = metrics_host
+        self.data_dir = data_dir
         self.broker_epoch = -1
         self.broker_info: Broker | None = None
         #: Set by SIGTERM handlers and the ShutdownBroker API; whoever runs the server watches it
@@ -138,7 +127,7 @@ class BrokerServer:
         store = (
             self._zookeeper
             if not isinstance(self._zookeeper, str)
-            else _kazoo_store(self._zookeeper, cfg, clock)
+            else zookeeper_store(self._zookeeper, cfg, clock)
         )
         self.store = store
         self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
@@ -202,6 +191,9 @@ class BrokerServer:
             self.broker_info.endpoints[0].connection_string(),
             self.broker_epoch,
         )
+        if (data_dir := self.data_dir) is not None:
+            self._cleanup.append(("session file", lambda: session_file.remove_session_file(data_dir)))
+            session_file.record_session(data_dir, store, self.broker_id, self.broker_epoch)
 
         self.alter_isr.start()
         self._cleanup.append(("AlterIsr sender", self.alter_isr.stop))
@@ -268,6 +260,10 @@ class BrokerServer:
         self.metrics.gauge(
             UNDER_REPLICATED_PARTITIONS, lambda: counts()[2], "Led partitions with ISR < replicas"
         )
+        if self.audit is not None:
+            from kafka_controller.audit.writer_recovery import register_writer_gauges
+
+            register_writer_gauges(self.metrics, self.audit)
 
     @property
     def port(self) -> int:
@@ -312,6 +308,8 @@ class BrokerServer:
                 epoch,
             )
             self.broker_epoch = epoch
+            if self.data_dir is not None:  # the new session is the one to close should this process die
+                session_file.record_session(self.data_dir, self.store, self.broker_id, epoch)
             return
         log.error("Broker %d could not re-register; the controller will treat it as dead", self.broker_id)
 

@@ -57,6 +57,12 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--audit-spool-dir", default=None, help="local spool of the audit writer (default: in $TMPDIR)"
     )
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="where the broker records its ZooKeeper session (mode 0600) for `kafka-controller "
+        "close-session` after a crash (default: not recorded)",
+    )
     p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     p.add_argument("--metrics-host", default="127.0.0.1", help="host of the metrics endpoint")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -103,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         audit_spool_dir=args.audit_spool_dir,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
+        data_dir=args.data_dir,
     )
     previous = common.install_stop_handlers(server.shutdown_requested)
     try:

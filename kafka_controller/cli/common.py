@@ -101,7 +101,7 @@ def check_timeout(args: argparse.Namespace) -> float:
     return timeout
 
 
-def _quiet_kazoo() -> None:
+def quiet_kazoo() -> None:
     """kazoo logs every failed connection attempt; a CLI reports one line instead."""
     for name in ("kazoo", "kazoo.client", "kazoo.protocol.connection"):
         logger = logging.getLogger(name)
@@ -146,7 +146,7 @@ def open_store(
 
     config = client_config(args, create_paths=create_paths)
     connect = config.connect_string
-    _quiet_kazoo()
+    quiet_kazoo()
     with warnings.catch_warnings():
         # kazoo warns when the chroot does not exist; the check below says it in one line instead
         warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cluster_cmd",
     "zookeeper_cmd",
     "broker_cmd",
+    "close_session_cmd",
     "topics_cmd",
     "describe_cmd",
     "reassign_cmd",

@@ -9,6 +9,9 @@ what was not reached and the broker's log tail.
 Defaults differ from Kafka's in two places, both to keep failure drills short on a laptop:
 ``zookeeper.session.timeout.ms=6000`` (a killed broker is noticed in ~6 s, not 18 s) and
 ``controlled.shutdown.retry.backoff.ms=1000``. ``broker_config`` overrides them.
+
+A broker that exits unasked (``crash_broker``, a crash) has its ZooKeeper session closed at once
+(``supervisor``; ``session_closer.enabled``); ``kill_broker`` is asked for: its session lapses.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from kafka_controller.domain.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
     from kafka_controller.zk.embedded import EmbeddedZooKeeper
     from kafka_controller.zk.store import ZkMetadataStore
 
@@ -68,6 +72,7 @@ class LocalCluster(ClusterWaits):
         host: str = "127.0.0.1",
         python: str | None = None,
         log_level: str = "INFO",
+        close_dead_sessions: bool = True,
     ) -> None:
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
@@ -96,6 +101,9 @@ class LocalCluster(ClusterWaits):
         self._store: ZkMetadataStore | None = None
         self._admin: AdminClient | None = None
         self._closed = False
+        self.supervisor: ExitSupervisor | None = None
+        self.session_closer: SessionCloser | None = None
+        self._close_sessions = close_dead_sessions
 
     # -- addresses -----------------------------------------------------------------------------------
     @property
@@ -151,6 +159,8 @@ class LocalCluster(ClusterWaits):
                 self.zk = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper")
                 self.zk.start(timeout=max(1.0, deadline - time.monotonic()))
             self._open_store()
+            if self.supervisor is None:
+                self._supervise()
             if self.audit_url:
                 from kafka_controller.audit.migrate import upgrade_database
 
@@ -178,6 +188,19 @@ class LocalCluster(ClusterWaits):
                 digest=digest_from_env(),
             )
         )
+
+    def broker_data_dir(self, broker_id: int) -> Path:
+        return self.data_dir / "brokers" / f"broker-{broker_id}"
+
+    def _supervise(self) -> None:
+        from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
+        from kafka_controller.zk.security import ZkClientConfig, digest_from_env
+
+        backend: Any = self.store.backend  # type: ignore[attr-defined]
+        config = ZkClientConfig(self.connect_string, connection_timeout_ms=10_000, digest=digest_from_env())
+        closer = SessionCloser(self.broker_data_dir, config, backend.exists, enabled=self._close_sessions)
+        self.session_closer = closer
+        self.supervisor = ExitSupervisor(lambda: list(self.processes.values()), closer).start()
 
     def _start_brokers(self, broker_ids: Sequence[int], deadline: float) -> dict[int, int]:
         """Spawn, then wait for the registrations. A broker whose port was taken meanwhile (other
@@ -221,6 +244,7 @@ class LocalCluster(ClusterWaits):
             audit_spool_dir=self.data_dir / "spool" / f"broker-{broker_id}",
             python=self.python,
             log_level=self.log_level,
+            data_dir=self.broker_data_dir(broker_id),
         )
         proc = self.processes.get(broker_id)
         if proc is None or proc.command != command:
@@ -283,6 +307,13 @@ class LocalCluster(ClusterWaits):
         if wait_deregistered:
             self.wait_deregistered(broker_id, timeout=timeout)
 
+    def crash_broker(self, broker_id: int) -> None:
+        """SIGKILL from outside (an OOM kill): an exit the cluster did not ask for (``supervisor``)."""
+        proc = self.processes.get(self._known(broker_id))
+        if proc is None or proc.pid is None or not proc.is_running():
+            raise ClusterError(f"broker {broker_id} is not running")
+        os.kill(proc.pid, signal.SIGKILL)
+
     def restart_broker(self, broker_id: int, timeout: float = 90.0) -> int:
         """A bounce: controlled shutdown, then start again; returns the new broker epoch."""
         deadline = time.monotonic() + timeout
@@ -308,6 +339,8 @@ class LocalCluster(ClusterWaits):
             return
         self._closed = True
         deadline = time.monotonic() + timeout
+        if self.supervisor is not None:
+            self.supervisor.stop()
         procs = [p for p in self.processes.values() if p.is_running()]
         try:
             if graceful and procs:

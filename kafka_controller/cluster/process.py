@@ -61,6 +61,7 @@ def broker_command(
     audit_spool_dir: Path | None = None,
     python: str | None = None,
     log_level: str = "INFO",
+    data_dir: Path | None = None,
 ) -> list[str]:
     """The command line of one broker (``python -m kafka_controller.cli.main broker ...``)."""
     argv = [
@@ -83,6 +84,8 @@ def broker_command(
         argv += ["--audit-url", audit_url]
         if audit_spool_dir is not None:
             argv += ["--audit-spool-dir", str(audit_spool_dir)]
+    if data_dir is not None:
+        argv += ["--data-dir", str(data_dir)]
     return argv
 
 
@@ -100,6 +103,9 @@ class BrokerProcess:
         self._log: IO[bytes] | None = None
         self.paused = False
         self.starts = 0
+        #: Set when the owner sends SIGTERM or SIGKILL; an exit without it is a crash
+        #: (``cluster.supervisor``).
+        self.exit_requested = False
 
     @property
     def pid(self) -> int | None:
@@ -129,6 +135,7 @@ class BrokerProcess:
             preexec_fn=_die_with_parent if can_pdeathsig else None,
         )
         self.paused = False
+        self.exit_requested = False
         self.starts += 1
         with _live_lock:
             _live.add(self)
@@ -141,11 +148,13 @@ class BrokerProcess:
 
     def terminate(self) -> None:
         """SIGTERM: the broker's controlled shutdown (a paused broker is resumed first)."""
+        self.exit_requested = True
         self.resume()
         self.signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        """SIGKILL and reap: a hard failure."""
+        """SIGKILL and reap: a hard failure, but one the owner asked for (see ``exit_requested``)."""
+        self.exit_requested = True
         self.signal(signal.SIGKILL)
         self.paused = False
         if self._proc is not None:

@@ -14,6 +14,11 @@ Records are stamped when recorded but handed to the sink once per event, when it
 records ~120,000 transitions, and a sink that writes them while the event still runs (the
 ``AuditWriter``'s thread, inserting into SQLite) takes CPU and the GIL from the failover itself
 (measured: +35% CPU in the failover window). Outside an event records go to the sink at once.
+Holding is bounded, though: once the oldest held record is ``max_hold_ms`` old (2 s by default), the
+next ``record`` forwards what is held. Unbounded, a 6 s failover under load kept every one of its
+rows from the audit store for 6 s plus their writing (``bench/failover.py`` saw no row 7 s after
+the election): a reader saw a failover with no transitions. Events shorter than the bound, most of
+them, still hand their records over once, at their end.
 """
 
 from __future__ import annotations
@@ -28,6 +33,12 @@ from kafka_controller.ports import AuditSink, Clock, NullAuditSink
 
 log = logging.getLogger(__name__)
 
+#: The longest an event holds its records back from the sink (see the module docstring).
+MAX_HOLD_MS = 2000
+#: Gauges of what is held back: with the writer's ``LagMs`` they say how far the store trails.
+AUDIT_HELD_RECORDS = "kafka.controller:type=ControllerAudit,name=HeldRecords"
+AUDIT_HOLD_MS = "kafka.controller:type=ControllerAudit,name=HoldMs"
+
 _OUTAGE_FIELDS = frozenset(
     ("previous_broker_id", "lost_ms", "first_offline_ms", "offline_partitions", "recovered_ms")
 )
@@ -37,7 +48,13 @@ class ControllerAuditSink:
     """An ``AuditSink`` that stamps records with the controller's context and forwards them."""
 
     def __init__(
-        self, sink: AuditSink, controller_id: int, clock: Clock, controller_epoch: Callable[[], int]
+        self,
+        sink: AuditSink,
+        controller_id: int,
+        clock: Clock,
+        controller_epoch: Callable[[], int],
+        *,
+        max_hold_ms: int = MAX_HOLD_MS,
     ) -> None:
         self._sink = sink
         self.controller_id = controller_id
@@ -49,11 +66,22 @@ class ControllerAuditSink:
         self.current_operation_id: str | None = None
         # Stamped records of the event in progress, forwarded by ``end_event``; None outside events.
         self._held: list[AuditRecord] | None = None
+        self._held_since = 0  # when the oldest held record was recorded
+        self.max_hold_ms = max_hold_ms
 
     @property
     def enabled(self) -> bool:
         """False when the wrapped sink drops everything: callers then skip building records."""
         return not isinstance(self._sink, NullAuditSink)
+
+    def held_records(self) -> int:
+        """Records the event in progress holds back from the sink (read by a gauge: no lock)."""
+        held = self._held
+        return len(held) if held else 0
+
+    def hold_ms(self) -> int:
+        """Age of the oldest record held back, 0 when none is."""
+        return max(0, self._clock.time_ms() - self._held_since) if self.held_records() else 0
 
     @property
     def last_sequence(self) -> int:
@@ -96,7 +124,12 @@ class ControllerAuditSink:
                 r.timestamp_ms = now
             self._sequence = seq
         if self._held is not None:
+            if not self._held:
+                self._held_since = now
             self._held.extend(records)
+            if now - self._held_since >= self.max_hold_ms:
+                held, self._held = self._held, []
+                self._forward(held)
         else:
             self._forward(records)
 

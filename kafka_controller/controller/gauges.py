@@ -4,6 +4,7 @@ read by Kafka's short names."""
 
 from __future__ import annotations
 
+from kafka_controller.controller.auditing import AUDIT_HELD_RECORDS, AUDIT_HOLD_MS
 from kafka_controller.controller.base import ControllerBase
 from kafka_controller.controller.metrics import (
     EVENT_QUEUE_SIZE,
@@ -38,6 +39,9 @@ class ControllerGauges(ControllerBase):
             else:
                 reg.gauge(full, lambda s=short: values[s], short)  # type: ignore[misc]
         reg.gauge(EVENT_QUEUE_SIZE, lambda: float(self.event_manager.queue_size), "Events waiting")
+        audit = self.audit
+        reg.gauge(AUDIT_HELD_RECORDS, lambda: float(audit.held_records()), "Audit records held by the event")
+        reg.gauge(AUDIT_HOLD_MS, lambda: float(audit.hold_ms()), "Age of the oldest held audit record (ms)")
 
     def update_metrics(self) -> None:
         """Refresh the cached gauge values (0 when not the controller) and the unclean meter."""

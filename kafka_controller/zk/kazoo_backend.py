@@ -175,6 +175,11 @@ class KazooBackend:
         cid = self.client.client_id
         return int(cid[0]) if cid else 0
 
+    def session_credentials(self) -> tuple[int, bytes] | None:
+        """The session id and password (what re-attaching to the session takes); None if not connected."""
+        cid = self.client.client_id
+        return (int(cid[0]), bytes(cid[1])) if cid else None
+
     @property
     def connected(self) -> bool:
         return bool(self.client.state == KazooState.CONNECTED)

@@ -232,3 +232,34 @@ def test_sqlite_checkpoints_happen_between_batches_not_inside_them(tmp_path: Pat
         assert path.stat().st_size > size_before  # copied into the database file
     finally:
         engine.dispose()
+
+
+def test_lag_is_the_age_of_the_oldest_record_not_yet_settled_and_a_gauge(tmp_path: Path) -> None:
+    """While the database hangs, the lag grows from when the controller recorded the oldest record;
+    once the rows are durable (spooled here) it is 0. The broker's metrics registry exposes it."""
+    from kafka_controller.audit.writer_recovery import AUDIT_LAG_MS, AUDIT_QUEUE_DEPTH, register_writer_gauges
+    from kafka_controller.controller.metrics import MetricsRegistry
+    from kafka_controller.ports import SystemClock
+
+    with socket.socket() as blackhole:
+        blackhole.bind(("127.0.0.1", 0))
+        blackhole.listen(16)
+        w = AuditWriter(
+            f"postgresql+psycopg://postgres@127.0.0.1:{blackhole.getsockname()[1]}/audit",
+            spool_dir=tmp_path / "spool",
+            engine_options={"connect_args": {"connect_timeout": 3}},
+        )
+        metrics = MetricsRegistry(SystemClock())
+        register_writer_gauges(metrics, w)
+        try:
+            assert w.lag_ms() == 0
+            old = partition_transition(1)
+            old.timestamp_ms = SystemClock().time_ms() - 5_000  # recorded 5 s ago, held by its event
+            w.record([old, partition_transition(2)])
+            assert w.lag_ms() >= 5_000 and w.stats().lag_ms >= 5_000
+            snapshot = metrics.snapshot()
+            assert snapshot[AUDIT_LAG_MS] >= 5_000 and snapshot[AUDIT_QUEUE_DEPTH] == 2
+            assert w.flush(WAIT)
+            assert w.lag_ms() == 0 and metrics.snapshot()[AUDIT_QUEUE_DEPTH] == 0
+        finally:
+            w.close(timeout=WAIT)

@@ -70,3 +70,16 @@ def test_kafka_clients_benchmark_reads_every_partition_three_ways(tmp_path: Path
         assert result[key] > 0
     assert [s["clients"] for s in result["small"]] == [1, 16]
     assert all(s["requests"] > 0 for s in result["small"])
+
+
+def test_crash_detection_benchmark_closes_the_session_only_when_supervised(tmp_path: Path) -> None:
+    result = _run(
+        tmp_path, "crash_detection.py", "--scale", "0.01", "--reps", "1", "--session-timeout-ms", "6000"
+    )
+    assert result["partitions"] == 2 * 50
+    for mode, closed in (("supervised", True), ("unsupervised", False)):
+        (run,) = result["runs"][mode]
+        assert run["session_closed"] is closed
+        assert run["new_controller"] != run["old_controller"]
+        assert run["epochs"][1] == run["epochs"][0] + 1
+        assert run["all_led_seconds"] >= run["elected_seconds"] > 0

@@ -318,3 +318,27 @@ def test_wait_until_idle_returns_after_shutdown() -> None:
         assert sim.controller.wait_until_idle(5)  # preempted at once: nothing will run any more
     finally:
         cluster.close()
+
+
+def test_an_event_holds_its_records_back_at_most_max_hold_ms() -> None:
+    """A long event (a failover under load) hands over what it holds once the oldest held record is
+    ``max_hold_ms`` old, so the audit store trails the controller by a bounded time; a short event
+    still hands everything over once, at its end."""
+    clock = FakeClock(1000.0)
+    sink = RecordingAuditSink()
+    audit = ControllerAuditSink(sink, 7, clock, lambda: 4, max_hold_ms=2000)
+    audit.begin_event("ControllerChange")
+    audit.record([_transition(0)])
+    clock.advance(1.999)
+    audit.record([_transition(1)])
+    assert sink.records == []  # within the bound: held
+    assert (audit.held_records(), audit.hold_ms()) == (2, 1999)
+    clock.advance(0.001)
+    audit.record([_transition(2)])
+    assert [r.sequence for r in sink.records] == [1, 2, 3]  # the oldest was 2 s old: handed over
+    clock.advance(1.0)
+    audit.record([_transition(3)])
+    assert len(sink.records) == 3  # the bound restarts with the next held record
+    audit.end_event()
+    assert [r.sequence for r in sink.records] == [1, 2, 3, 4]
+    assert (audit.held_records(), audit.hold_ms()) == (0, 0)

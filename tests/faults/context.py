@@ -86,6 +86,13 @@ class TrialContext:
             self.killed_controller_epochs.append(epoch)
         self.cluster.kill_broker(broker)
 
+    def crash(self, broker: int) -> None:
+        """SIGKILL ``broker`` from outside its supervisor (an OOM kill): the cluster closes its session."""
+        controller, epoch = self.cluster.controller()
+        if controller == broker and epoch is not None:
+            self.killed_controller_epochs.append(epoch)
+        self.cluster.crash_broker(broker)
+
     def running(self) -> list[int]:
         return [b for b in self.cluster.running_broker_ids() if b not in self.paused]
 

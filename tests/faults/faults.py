@@ -5,7 +5,10 @@
   the old one wakes up a zombie and must be fenced (spec §7.3);
 * ``zk_restart`` — the ZooKeeper server restarts on the same port and data;
 * ``audit_outage`` — the trial's private PostgreSQL crashes (``immediate``) and comes back;
-* ``bounce_storm`` — one broker restarted again and again, hard or controlled, at random.
+* ``bounce_storm`` — one broker restarted again and again, hard or controlled, at random;
+* ``crash_supervised`` — SIGKILL from outside the cluster (an OOM kill) of the controller or a
+  broker: the cluster's supervisor sees the exit and closes the session, so the registration (and
+  ``/controller``) go at once, not after the session timeout.
 
 Every choice (victim, durations, kind of bounce) comes from the trial's seeded ``rng``.
 """
@@ -13,11 +16,13 @@ Every choice (victim, durations, kind of bounce) comes from the trial's seeded `
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from kafka_controller.cluster import ClusterError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
-from tests.faults.context import TrialContext
+from kafka_controller.zk.session_close import CloseOutcome
+from tests.faults.context import TrialContext, TrialFailed
 from tests.faults.workloads import partitions
 
 #: The broker config every trial uses: short sessions so faults are noticed in seconds.
@@ -135,6 +140,26 @@ def bounce_storm(t: TrialContext) -> None:
             ensure_running(t, victim)
 
 
+def crash_supervised(t: TrialContext) -> None:
+    controller = t.controller()
+    others = [b for b in t.running() if b != controller]
+    victim = controller if not others or t.rng.random() < 0.5 else t.rng.choice(others)
+    with t.lifecycle:
+        pid = t.cluster.processes[victim].pid
+        role = "controller" if victim == controller else "broker"
+        started = time.monotonic()
+        t.crash(victim)
+        t.wait(lambda: victim not in t.cluster.registered(), f"broker {victim}'s registration to go")
+        t.note(f"kill -9 of {role} {victim} from outside: deregistered in {time.monotonic() - started:.2f}s")
+        closer = t.cluster.session_closer
+        if closer is None or (victim, pid, CloseOutcome.CLOSED) not in closer.outcomes:
+            outcomes = None if closer is None else closer.outcomes
+            raise TrialFailed(f"the supervisor did not close broker {victim}'s session: {outcomes}")
+    if victim == controller:
+        t.wait(lambda: (c := t.cluster.controller()[0]) is not None and c != victim, "a new controller")
+    ensure_running(t, victim)
+
+
 FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "kill_controller": kill_controller,
     "kill_broker": kill_broker,
@@ -142,5 +167,6 @@ FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "zk_restart": zk_restart,
     "audit_outage": audit_outage,
     "bounce_storm": bounce_storm,
+    "crash_supervised": crash_supervised,
 }
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)

@@ -1,0 +1,106 @@
+"""Close a dead broker's ZooKeeper session from its session file, so its ephemerals go now.
+
+ZooKeeper lets any client re-attach to a live session with the session's id and password (that
+is how a client reconnects); closing that connection then ends the session, and the server
+deletes the session's ephemeral znodes (``/brokers/ids/<id>``, ``/controller``) at once, instead
+of after ``zookeeper.session.timeout.ms``. Kafka has no such step; a supervisor that saw the
+broker process exit uses this one.
+
+Never close a session that is not the dead process's: the caller checks the pid; this module
+checks that the recorded session still owns ``/brokers/ids/<id>`` (its ``ephemeralOwner``) and
+that the registration is the one the record was written for (its czxid is the broker epoch).
+A session that expired meanwhile cannot be re-attached to (the server answers with timeout 0),
+so the re-attached client is checked to hold the recorded id before it closes anything.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kafka_controller.broker.session_file import SessionRecord
+from kafka_controller.domain.errors import StoreUnavailableError
+from kafka_controller.zk.backend import Stat
+from kafka_controller.zk.paths import broker_id_path
+from kafka_controller.zk.security import ZkClientConfig
+
+log = logging.getLogger(__name__)
+
+#: Reads the ``Stat`` of a chroot-relative path (None when absent).
+StatReader = Callable[[str], "Stat | None"]
+
+
+class CloseOutcome(enum.Enum):
+    CLOSED = "closed"  # re-attached and closed: the session's ephemerals are gone
+    NOT_REGISTERED = "not registered"  # /brokers/ids/<id> is gone already: nothing to do
+    NOT_OWNER = "not the owner"  # another session holds the registration (a newer incarnation)
+    EXPIRED = "expired"  # the session ended before it could be re-attached to
+
+
+def check_owner(record: SessionRecord, stat: Stat | None) -> CloseOutcome | None:
+    """None when ``record``'s session holds the registration it was written for; else why not."""
+    if stat is None:
+        return CloseOutcome.NOT_REGISTERED
+    if stat.ephemeral_owner != record.session_id or stat.czxid != record.broker_epoch:
+        return CloseOutcome.NOT_OWNER
+    return None
+
+
+def close_recorded_session(
+    config: ZkClientConfig, record: SessionRecord, *, read_stat: StatReader | None = None
+) -> CloseOutcome:
+    """Check the owner (with ``read_stat``, or a client of our own), re-attach, close.
+
+    Raises ``StoreUnavailableError`` when ZooKeeper cannot be reached within the connection timeout."""
+    path = broker_id_path(record.broker_id)
+    timeout_s = config.connection_timeout_ms / 1000.0
+    if read_stat is None:
+        reader = _started(KazooClient(**config.kazoo_kwargs()), config, timeout_s)
+        try:
+            raw = reader.exists(path)
+        except KazooException as e:
+            raise StoreUnavailableError(f"cannot read {path}: {type(e).__name__}") from None
+        finally:
+            _stop(reader)
+        stat = None if raw is None else Stat._make(raw)
+    else:
+        stat = read_stat(path)
+    refused = check_owner(record, stat)
+    if refused is not None:
+        return refused
+    kwargs = config.kazoo_kwargs()
+    kwargs["connection_retry"] = {"max_tries": 3, "delay": 0.1, "max_delay": 0.5}
+    attach = KazooClient(client_id=(record.session_id, record.password), **kwargs)
+    client = _started(attach, config, timeout_s)
+    try:
+        attached = client.client_id
+        if attached is None or attached[0] != record.session_id:
+            return CloseOutcome.EXPIRED  # kazoo fell back to a new session: the old one is over
+    finally:
+        _stop(client)  # ends whichever session the client holds: the recorded one, or its own new one
+    log.info("Closed ZooKeeper session 0x%x of dead broker %d", record.session_id, record.broker_id)
+    return CloseOutcome.CLOSED
+
+
+def _started(client: KazooClient, config: ZkClientConfig, timeout_s: float) -> KazooClient:
+    try:
+        client.start(timeout=timeout_s)
+    except (KazooTimeoutError, KazooException) as e:
+        _stop(client)
+        raise StoreUnavailableError(
+            f"cannot connect to ZooKeeper at {config.hosts} within {timeout_s:g} s ({type(e).__name__})"
+        ) from None
+    return client
+
+
+def _stop(client: KazooClient) -> None:
+    try:
+        client.stop()
+        client.close()
+    except Exception as e:  # closing is best effort
+        log.debug("closing kazoo client: %r", e)

@@ -1,0 +1,102 @@
+"""The session file (0600, atomic, only the writer removes it), the owner check that keeps a stale
+record from closing anybody's session, and the exit supervisor that tells a crash from an exit its
+owner asked for (real child processes, no ZooKeeper)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_controller.broker.session_file import (
+    SESSION_FILE_NAME,
+    SessionFileError,
+    SessionRecord,
+    process_start,
+    read_session_file,
+    remove_session_file,
+    same_process_alive,
+    write_session_file,
+)
+from kafka_controller.cluster.process import BrokerProcess
+from kafka_controller.cluster.supervisor import ExitSupervisor
+from kafka_controller.zk.backend import Stat
+from kafka_controller.zk.session_close import CloseOutcome, check_owner
+
+RECORD = SessionRecord(3, 4242, 99, 0x1234ABCD, bytes(range(16)), 0x500)
+
+
+def _stat(owner: int, czxid: int) -> Stat:
+    return Stat(czxid, czxid, 0, 0, 0, 0, 0, owner, 10, 0, czxid)
+
+
+def test_the_record_round_trips_with_mode_0600_and_no_temporary_left(tmp_path: Path) -> None:
+    path = write_session_file(tmp_path / "d", RECORD)
+    assert read_session_file(tmp_path / "d") == RECORD
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert os.listdir(tmp_path / "d") == [SESSION_FILE_NAME]
+    newer = RECORD._replace(session_id=7)
+    write_session_file(tmp_path / "d", newer)  # replaced whole
+    assert read_session_file(tmp_path / "d") == newer
+
+
+def test_no_record_is_none_and_a_bad_one_is_a_one_line_error(tmp_path: Path) -> None:
+    assert read_session_file(tmp_path) is None
+    for text in ("{", "[]", '{"version": 1}', RECORD.to_json().replace('"pid": 4242', '"pid": "x"')):
+        (tmp_path / SESSION_FILE_NAME).write_text(text)
+        with pytest.raises(SessionFileError, match="is not a broker session file") as e:
+            read_session_file(tmp_path)
+        assert "\n" not in str(e.value)
+
+
+def test_only_the_writing_process_removes_the_record(tmp_path: Path) -> None:
+    write_session_file(tmp_path, RECORD)
+    remove_session_file(tmp_path)  # this process is not pid 4242
+    assert read_session_file(tmp_path) == RECORD
+    remove_session_file(tmp_path, 4242)
+    assert read_session_file(tmp_path) is None
+
+
+def test_a_recycled_pid_is_not_the_recorded_process() -> None:
+    me = os.getpid()
+    assert same_process_alive(me, process_start(me))
+    assert not same_process_alive(me, process_start(me) + 1)  # same pid, another start time
+
+
+def test_only_the_session_holding_the_registration_it_was_written_for_is_closed() -> None:
+    assert check_owner(RECORD, _stat(RECORD.session_id, RECORD.broker_epoch)) is None
+    assert check_owner(RECORD, None) is CloseOutcome.NOT_REGISTERED
+    assert check_owner(RECORD, _stat(RECORD.session_id + 1, RECORD.broker_epoch)) is CloseOutcome.NOT_OWNER
+    assert check_owner(RECORD, _stat(RECORD.session_id, RECORD.broker_epoch + 1)) is CloseOutcome.NOT_OWNER
+
+
+def _sleeper(tmp_path: Path, broker_id: int) -> BrokerProcess:
+    proc = BrokerProcess(
+        broker_id, [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / f"{broker_id}.log"
+    )
+    proc.start()
+    return proc
+
+
+def test_the_supervisor_reports_a_crash_but_not_an_exit_its_owner_asked_for(tmp_path: Path) -> None:
+    crashed, asked = _sleeper(tmp_path, 1), _sleeper(tmp_path, 2)
+    reports: queue.Queue[tuple[int, int | None]] = queue.Queue()
+    supervisor = ExitSupervisor(lambda: [crashed, asked], lambda p: reports.put((p.broker_id, p.pid))).start()
+    try:
+        asked.kill()  # the owner's SIGKILL (exit_requested), reaped before the crash below
+        for _ in range(2):  # the first incarnation, then a restarted one
+            pid = crashed.pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # from elsewhere
+            assert reports.get(timeout=10.0) == (1, pid)
+            crashed.start()
+        assert reports.empty()  # the asked-for exit was seen in the same passes, and not reported
+    finally:
+        supervisor.stop()
+        crashed.kill()
+        asked.kill()
