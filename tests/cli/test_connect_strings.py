@@ -15,6 +15,7 @@ from tests.cli.parsers import zookeeper_commands
 #: The least each command needs past argparse, so that the connect string is what fails.
 MINIMAL: dict[tuple[str, ...], list[str]] = {
     ("broker",): ["--broker-id", "1"],
+    ("close-session",): ["--data-dir", "/nonexistent/data"],
     ("describe",): [],
     ("elect",): ["--election-type", "preferred", "--all-topic-partitions"],
     ("reassign",): ["--verify", "--reassignment-json-file", "/nonexistent/plan.json"],
