@@ -80,7 +80,7 @@ def call(h: KafkaProtocolHandler, key: int, version: int, request: Any, client: 
     encode_request_header(w, RequestHeader(key, version, 11, client), h.table)
     buf = io.BytesIO()
     entity_writer(type(request))(buf, request)
-    answer = h.handle(w.getvalue() + buf.getvalue())
+    answer = h.handle(bytearray(w.getvalue() + buf.getvalue()))  # as the listener hands frames over
     assert answer is not None
     r = Reader(answer)
     assert decode_response_header(r, key, version, h.table) == 11

@@ -63,6 +63,8 @@ def _writer(api_key: int, version: int) -> Any:
 
 def decode_request(api_key: int, version: int, data: memoryview, offset: int) -> Any:
     """The request entity from ``data[offset:]``; every malformed body raises ``KafkaDecodeError``."""
+    if not data.readonly:  # the listener's frames are bytearrays; kio's reader takes read-only buffers
+        data = data.toreadonly()
     check_lengths(request_schema(api_key, version), data, offset)  # before kio's native reader
     try:
         entity, size = _reader(api_key, version)(data, offset)
