@@ -32,7 +32,7 @@ def test_the_plan_puts_the_broker_last_in_sync_replicas_first() -> None:
 
 
 @pytest.fixture(scope="module")
-def env(zk_server, airflow_db, tmp_path_factory) -> Iterator[Env]:
+def env(zk_server, airflow_db, tmp_path_factory) -> Iterator[Env]:  # type: ignore[no-untyped-def]
     with cluster_env(zk_server, tmp_path_factory.mktemp("demote"), "/kc-airflow-demote") as e:
         yield e
 
@@ -64,6 +64,7 @@ def test_demote_by_reorder_moves_every_leadership_then_the_orders_come_back(env:
     assert {int(k.rsplit("-", 1)[1]) for k in originals} == {
         p for p, ra in before.items() if b in ra.replicas and ra.replicas[-1] != b
     }
+    assert op.operation_id is not None
     assert env.operations_by_id(op.operation_id)["status"] == "succeeded"
     t = partition_transitions
     with env.engine.connect() as conn:
