@@ -258,3 +258,36 @@ def test_a_broker_that_is_not_the_controller_says_not_controller(cluster: LocalC
     lst = request_schema(LIST_PARTITION_REASSIGNMENTS, 0)
     r = _raw(other, LIST_PARTITION_REASSIGNMENTS, 0, lst(topics=None))
     assert (r.error_code, r.topics) == (41, ())
+
+
+def test_the_cli_elects_through_the_bootstrap_server_it_is_given(
+    capsys: pytest.CaptureFixture[str], cluster: LocalCluster
+) -> None:
+    """``elect --bootstrap-server`` sends ElectLeaders with kafka-python to that broker (a
+    non-controller: the client finds the controller through Metadata); the leader printed is
+    ZooKeeper's."""
+    from tests.cli.clirun import run
+
+    a, b, _ = cluster.broker_ids
+    _off_preferred(cluster, "cli-preferred", [a, b])
+    c = cluster.controller()[0]
+    other = cluster.listener(next(x for x in cluster.running_broker_ids() if x != c))
+    argv = ["elect", "--zookeeper", cluster.connect_string, "--bootstrap-server", other, "--timeout", "60"]
+    r = run(
+        capsys,
+        *argv,
+        "--election-type",
+        "preferred",
+        "--topic",
+        "cli-preferred",
+        "--partition",
+        "0",
+        "--json",
+    )
+    assert r.code == 0, r.err
+    assert r.json()["results"] == [
+        {"topic": "cli-preferred", "partition": 0, "error": "NONE", "leader": a, "message": None}
+    ]
+    assert state(cluster, "cli-preferred")[1] == a
+    r = run(capsys, *argv, "--election-type", "preferred", "--topic", "cli-preferred", "--partition", "0")
+    assert (r.code, r.out) == (0, "Valid replica already elected for partitions cli-preferred-0\n")
