@@ -202,25 +202,37 @@ class KafkaAdmin:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _retrying(self, what: str, call: Callable[[], R]) -> R:
-        """Retry ``call`` while no controller answers (kafka-python retries NOT_CONTROLLER once)."""
+    def _retrying(self, what: str, operation_id: str | None, call: Callable[[Any], R]) -> R:
+        """``call(client)`` until it answers or the timeout passes. After a failure the client is
+        dropped and the next attempt bootstraps a new one (kafka-python retries NOT_CONTROLLER once,
+        but keeps a controller id or broker list that a restart made stale: UnknownBrokerIdError)."""
         deadline = self._clock() + self.timeout_s
         delay = 0.2
         while True:
+            admin = self.client(operation_id)
             try:
-                return call()
+                return call(admin)
             except KafkaControllerError:
                 raise
             except (ValueError, TypeError) as e:
                 raise InvalidArgumentError(f"{what}: {e}") from None
             except Exception as e:
+                self._drop(operation_id)
                 if self._clock() + delay >= deadline:
                     raise KafkaAdminError(
                         f"{what} failed after {self.timeout_s:g}s: {_describe(e)}"
                     ) from None
-                log.info("%s failed (%s); retrying in %.1fs", what, _describe(e), delay)
+                log.info("%s failed (%s); retrying in %.1fs with a new client", what, _describe(e), delay)
                 self._sleep(delay)
                 delay = min(delay * 2, 2.0)
+
+    def _drop(self, operation_id: str | None) -> None:
+        admin = self._clients.pop(operation_id, None)
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception as e:  # closing is best effort
+                log.debug("closing a Kafka admin client failed: %s", e)
 
     # -- ElectLeaders --------------------------------------------------------------------------------------
     def elect_leaders(
@@ -239,10 +251,10 @@ class KafkaAdmin:
         wanted = None if partitions is None else _by_topic(partitions)
         if wanted == {}:
             return A.ElectLeadersResponse(Errors.NONE, {})
-        admin = self.client(operation_id)
         response = self._retrying(
             f"{kind} election",
-            lambda: admin.elect_leaders(
+            operation_id,
+            lambda admin: admin.elect_leaders(
                 ELECTION_TYPES[kind], wanted, timeout_ms=self._timeout_ms(), raise_errors=False
             ),
         )
@@ -291,9 +303,10 @@ class KafkaAdmin:
             KTopicPartition(tp.topic, tp.partition): None if r is None else [int(b) for b in r]
             for tp, r in reassignments.items()
         }
-        admin = self.client(operation_id)
         answer = self._retrying(
-            "reassignment", lambda: admin.alter_partition_reassignments(plan, timeout_ms=self._timeout_ms())
+            "reassignment",
+            operation_id,
+            lambda admin: admin.alter_partition_reassignments(plan, timeout_ms=self._timeout_ms()),
         )
         results = {}
         for ktp, err in answer.items():
@@ -309,10 +322,10 @@ class KafkaAdmin:
         wanted = None if partitions is None else _by_topic(partitions)
         if wanted == {}:
             return A.ListPartitionReassignmentsResponse(Errors.NONE, {})
-        admin = self.client(None)
         listed = self._retrying(
             "listing reassignments",
-            lambda: admin.list_partition_reassignments(wanted, timeout_ms=self._timeout_ms()),
+            None,
+            lambda admin: admin.list_partition_reassignments(wanted, timeout_ms=self._timeout_ms()),
         )
         return A.ListPartitionReassignmentsResponse(
             Errors.NONE,

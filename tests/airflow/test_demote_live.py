@@ -89,3 +89,26 @@ def test_demote_by_reorder_moves_every_leadership_then_the_orders_come_back(env:
         lambda: all(leader(env, "orders", p) == ra.replicas[0] for p, ra in before.items()),
         "the preferred leaders elected again",
     )
+
+
+def test_a_rolling_restart_with_demote_reorder_ends_with_the_original_orders(env: Env) -> None:
+    """Each broker (the controller last) is demoted with Kafka's APIs, restarted and caught up; at
+    the end every replica order is the original and the preferred leaders lead again."""
+    from kafka_controller.airflow.operators import RollingRestartOperator
+
+    env.healthy()
+    before = assignment(env, "orders")
+    epochs = env.cluster.registered()
+    op = RollingRestartOperator(
+        task_id="rolling_restart", dry_run=False, demote="reorder", catch_up_timeout_s=120
+    )
+    result = op.execute(context("rolling_restart", dag_id="rolling_controlled_shutdown"))
+    assert result["replica_orders_restored"] > 0
+    assert all(s.get("still_led_at_stop") == [] for s in result["steps"]), result["steps"]
+    after = env.cluster.registered()
+    assert all(after[b] != epochs[b] for b in epochs)  # every broker restarted (a new broker epoch)
+    assert assignment(env, "orders") == before
+    env.wait(
+        lambda: all(leader(env, "orders", p) == ra.replicas[0] for p, ra in before.items()),
+        "the preferred leaders elected again",
+    )

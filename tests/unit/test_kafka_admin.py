@@ -55,12 +55,13 @@ class FakeKafkaAdminClient:
     """Records its configs and calls; ``answers[name]`` is a value, or an exception list to raise first."""
 
     made: list[FakeKafkaAdminClient] = []
+    #: Shared by every client made (a failed attempt's client is replaced by a new one).
+    answers: dict[str, Any] = {}
+    failures: list[Exception] = []
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
 
     def __init__(self, **configs: Any) -> None:
         self.configs = configs
-        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        self.answers: dict[str, Any] = {}
-        self.failures: list[Exception] = []
         self._controller_id: int | None = None
         self.closed = False
         FakeKafkaAdminClient.made.append(self)
@@ -86,7 +87,9 @@ class FakeKafkaAdminClient:
 
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
-    FakeKafkaAdminClient.made.clear()
+    for shared in (FakeKafkaAdminClient.made, FakeKafkaAdminClient.calls, FakeKafkaAdminClient.failures):
+        shared.clear()
+    FakeKafkaAdminClient.answers.clear()
 
 
 def admin(store: FakeStore | None = None, bootstrap: str | None = None, **kw: Any) -> KafkaAdmin:
@@ -185,10 +188,10 @@ def test_retries_while_no_controller_answers_then_one_line() -> None:
     listed = a.list_partition_reassignments([T1])
     assert listed.reassignments == {T1: ReplicaAssignment((3, 1), (3,), (1,))}
     assert [c[1] for c in client.calls] == [({"t": [1]},), ({"t": [1]},)]
+    assert client.closed and len(FakeKafkaAdminClient.made) == 2  # the failed client was replaced
     now = [0.0]
     slow = admin(FakeStore(), clock=lambda: now[0])
-    stuck = slow.client()
-    stuck.failures = [TimeoutError("no answer")] * 100
+    FakeKafkaAdminClient.failures[:] = [TimeoutError("no answer")] * 100
 
     def tick(_s: float) -> None:
         now[0] += 1.0
