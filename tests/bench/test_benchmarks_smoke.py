@@ -58,3 +58,9 @@ def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_pat
         assert run["shut_down_broker"] != run["controller"]
         assert len(run["seconds_all"]) == 2 and run["seconds"] in run["seconds_all"]
     assert result["audit_on"]["floor"]["seconds"] > 0
+
+
+def test_kafka_admin_apis_benchmark_answers_every_partition(tmp_path: Path) -> None:
+    result = _run(tmp_path, "kafka_admin_apis.py", "--partitions", "200", "--reps", "1")
+    (run,) = result["runs"]
+    assert run["partitions"] == 200 and run["response_bytes"] > run["request_bytes"]
