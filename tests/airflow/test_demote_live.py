@@ -67,14 +67,18 @@ def test_demote_by_reorder_moves_every_leadership_then_the_orders_come_back(env:
     assert op.operation_id is not None
     assert env.operations_by_id(op.operation_id)["status"] == "succeeded"
     t = partition_transitions
-    with env.engine.connect() as conn:
-        audited = {
-            (r.partition, r.leader_after)
-            for r in conn.execute(select(t).where(t.c.operation_id == op.operation_id, t.c.topic == "orders"))
-        }
+    query = select(t.c.partition, t.c.leader_after).where(
+        t.c.operation_id == op.operation_id, t.c.topic == "orders"
+    )
+
+    def elections_audited() -> bool:  # the audit writer flushes in the background: poll
+        with env.engine.connect() as conn:
+            moved = {p for p, new in conn.execute(query) if new not in (b, None)}
+        return moved >= set(led_before)
+
     # the elections that moved b's leaderships belong to the operation (the reorders too: those
     # bump the leader epoch and keep the leader)
-    assert {p for p, new in audited if new not in (b, None)} >= set(led_before)
+    env.wait(elections_audited, "the demotion's elections in the audit store with its operation id")
 
     hook = KafkaClusterHook()
     hook.reordered = {

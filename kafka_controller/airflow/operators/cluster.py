@@ -166,10 +166,9 @@ class ControlledShutdownOperator(KafkaOperationOperator):
             reordered = {str(tp): list(o) for tp, o in self.cluster.reordered.items()}
             return {"broker_id": self._broker, "still_led": remaining, "original_replica_orders": reordered}
         lifecycle = self.cluster.lifecycle()
-        return {
-            "broker_id": self._broker,
-            **stop_broker(self.cluster, lifecycle, self._broker, Timeouts(), self.operation_id, self.say),
-        }
+        stopped = stop_broker(self.cluster, lifecycle, self._broker, Timeouts(), self.operation_id, self.say)
+        reordered = {str(tp): list(o) for tp, o in self.cluster.reordered.items()}
+        return {"broker_id": self._broker, **stopped, "original_replica_orders": reordered}
 
 
 class BrokerLifecycleOperator(KafkaOperationOperator):
