@@ -6,7 +6,8 @@ without an Airflow installation. Two connection types, declared in ``provider.ge
 ``kafka_controller_cluster``
     *host* ``zk1:2181,zk2:2181`` (or bare hosts with *port*), *schema* the chroot (``/kafka``),
     *login*/*password* digest credentials, *extra* ``{"lifecycle": ..., "broker_defaults": {...},
-    "session_timeout_ms": ..., TLS options}``.
+    "session_timeout_ms": ..., "bootstrap_servers": "k1:9092,k2:9092", TLS options}``; without
+    ``bootstrap_servers`` the Kafka admin requests go to the controller found in ZooKeeper.
 ``kafka_controller_audit``
     *extra* ``{"url": "postgresql+psycopg://user@host/db"}`` with the password in *password*, or the
     URL built from the fields: *host*, *port*, *login*, *password*, *schema* (database, or the SQLite
@@ -47,6 +48,7 @@ _CLUSTER_EXTRAS = frozenset(
         "lifecycle",
         "broker_defaults",
         "request_timeout_s",
+        "bootstrap_servers",
     }
 )
 _AUDIT_EXTRAS = frozenset({"url", "driver", "query"})
@@ -72,6 +74,8 @@ class ClusterConnection:
     lifecycle: Any = None
     #: Broker settings the dry-run controller assumes (e.g. ``unclean.leader.election.enable``).
     broker_defaults: dict[str, str] = field(default_factory=dict)
+    #: Kafka brokers (``host:port``) for admin requests; None: the controller from ZooKeeper.
+    bootstrap_servers: tuple[str, ...] | None = None
 
     def zk_config(self) -> Any:
         """A ``ZkClientConfig`` that never creates paths: operations read and act, they do not bootstrap."""
@@ -99,6 +103,7 @@ class ClusterConnection:
             "zookeeper": self.connect_string,
             "digest_user": self.digest[0] if self.digest else None,
             "tls": self.use_ssl,
+            "bootstrap_servers": ",".join(self.bootstrap_servers) if self.bootstrap_servers else None,
         }
 
 
@@ -199,9 +204,18 @@ def _cluster_connection(
         request_timeout_s=float(ex.get("request_timeout_s", 30.0)),
         lifecycle=ex.get("lifecycle"),
         broker_defaults={str(k): str(v) for k, v in defaults.items()},
+        bootstrap_servers=_bootstrap(ex.get("bootstrap_servers")),
     )
     conn.zk_config()  # every remaining rule (timeouts, TLS pairs, ACL needs digest)
     return conn
+
+
+def _bootstrap(value: Any) -> tuple[str, ...] | None:
+    from kafka_controller.admin.kafka_admin import parse_bootstrap_servers
+
+    if value is not None and not isinstance(value, str | list):
+        raise InvalidArgumentError(f"bootstrap_servers must be host:port[,host:port], got {value!r}")
+    return parse_bootstrap_servers(value)
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,11 @@ def get_provider_info() -> dict[str, Any]:
                         "object",
                         'e.g. {"unclean.leader.election.enable": "false"}',
                     ),
+                    "bootstrap_servers": _field(
+                        "Kafka bootstrap servers",
+                        "string",
+                        "host:port[,host:port] for admin requests (default: the controller in ZooKeeper)",
+                    ),
                     "use_ssl": _field("Use TLS", "boolean", "connect to ZooKeeper over TLS", default=False),
                     "ca": _field("CA file", "string", "TLS CA bundle path"),
                     "certfile": _field("Client certificate", "string", "TLS client certificate path"),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 if TYPE_CHECKING:
+    from kafka_controller.admin.kafka_admin import KafkaAdmin
     from kafka_controller.broker.admin_client import AdminClient
     from kafka_controller.zk.security import ZkClientConfig
     from kafka_controller.zk.store import ZkMetadataStore
@@ -46,9 +47,19 @@ class UsageError(InvalidArgumentError):
     argparse's usage errors, before anything was changed."""
 
 
-def add_zookeeper_option(p: argparse.ArgumentParser, *, timeout: bool = True) -> None:
+def add_zookeeper_option(
+    p: argparse.ArgumentParser, *, timeout: bool = True, bootstrap: bool = False
+) -> None:
     """``--zookeeper`` (optional on the command line: ``$KAFKA_CONTROLLER_ZOOKEEPER`` can supply it;
-    ``cli.main`` resolves and checks it before the command runs) and ``--timeout``."""
+    ``cli.main`` resolves and checks it before the command runs), ``--timeout``, and for commands
+    that send admin requests over Kafka's protocol ``--bootstrap-server``."""
+    if bootstrap:
+        p.add_argument(
+            "--bootstrap-server",
+            metavar="HOST:PORT[,HOST:PORT]",
+            default=None,
+            help="Kafka brokers to send admin requests to (default: the brokers in /brokers/ids)",
+        )
     p.add_argument(
         "--zookeeper",
         metavar="CONNECT",
@@ -170,6 +181,19 @@ def open_admin_client(args: argparse.Namespace, store: ZkMetadataStore) -> Itera
     from kafka_controller.broker.admin_client import AdminClient
 
     client = AdminClient(store, timeout_s=check_timeout(args))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@contextmanager
+def open_kafka_admin(args: argparse.Namespace, store: ZkMetadataStore) -> Iterator[KafkaAdmin]:
+    """Kafka's admin APIs through a Kafka client (kafka-python), bootstrapped from
+    ``--bootstrap-server`` or the brokers registered in ZooKeeper."""
+    from kafka_controller.admin.kafka_admin import KafkaAdmin
+
+    client = KafkaAdmin(getattr(args, "bootstrap_server", None), store, timeout_s=check_timeout(args))
     try:
         yield client
     finally:

@@ -1,4 +1,5 @@
-"""``kafka-controller elect``: Kafka's ``kafka-leader-election.sh`` over the ElectLeaders admin API.
+"""``kafka-controller elect``: Kafka's ``kafka-leader-election.sh`` over the ElectLeaders admin API
+(Kafka's protocol, so it works on any ZooKeeper-mode Kafka 2.4+ too).
 
 ``preferred`` moves leadership back to each partition's first replica when it is live and in the
 ISR; ``unclean`` elects a live replica outside the ISR for partitions without a live leader (a
@@ -24,7 +25,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    common.add_zookeeper_option(p)
+    common.add_zookeeper_option(p, bootstrap=True)
     p.add_argument(
         "--election-type", required=True, choices=("preferred", "unclean"), help="kind of election"
     )
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         all_topic_partitions=args.all_topic_partitions,
         json_partitions=json_partitions,
     )
-    with common.open_store(args) as store, common.open_admin_client(args, store) as admin:
+    with common.open_store(args) as store, common.open_kafka_admin(args, store) as admin:
         scope = "every partition" if targets is None else f"{len(targets)} partition(s)"
         common.left_undone(
             f"the {args.election_type} election of {scope} may have been requested from the controller "

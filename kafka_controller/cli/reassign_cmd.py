@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    common.add_zookeeper_option(p)
+    common.add_zookeeper_option(p, bootstrap=True)
     p.add_argument("--reassignment-json-file", metavar="FILE", type=Path, help="Kafka's reassignment JSON")
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--generate", action="store_true", help="propose a reassignment")
@@ -192,7 +192,7 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
                     "a reassignment is already in progress (/admin/reassign_partitions exists)"
                 ) from None
         else:
-            with common.open_admin_client(args, store) as admin:
+            with common.open_kafka_admin(args, store) as admin:
                 ongoing = sorted(admin.list_partition_reassignments(None).reassignments)
                 if ongoing and not args.additional:
                     names = ", ".join(map(str, ongoing[:5])) + (" ..." if len(ongoing) > 5 else "")
@@ -310,7 +310,7 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
 
     with common.open_store(args) as store:
         validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
-        with common.open_admin_client(args, store) as admin:
+        with common.open_kafka_admin(args, store) as admin:
             common.left_undone(
                 f"the cancellation of the reassignments in {args.reassignment_json_file} may have been "
                 "sent; `reassign --verify` shows where they are"

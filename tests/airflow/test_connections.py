@@ -15,6 +15,13 @@ def test_hosts_ports_and_chroot_become_one_connect_string() -> None:
     assert c.zk_config().create_paths is False  # operations never bootstrap a cluster
 
 
+def test_bootstrap_servers_sit_next_to_the_zookeeper_connect_string() -> None:
+    c = cluster_connection("c", host="zk:2181", extra={"bootstrap_servers": "k1:9092, k2:9092"})
+    assert c.bootstrap_servers == ("k1:9092", "k2:9092")
+    assert c.describe()["bootstrap_servers"] == "k1:9092,k2:9092"
+    assert cluster_connection("c", host="zk:2181").bootstrap_servers is None  # the controller, from ZooKeeper
+
+
 def test_chroot_may_come_with_the_host_but_not_twice() -> None:
     assert cluster_connection("c", host="zk:2181/k").connect_string == "zk:2181/k"
     with pytest.raises(InvalidArgumentError, match="chroot is given twice"):
@@ -34,6 +41,8 @@ def test_chroot_may_come_with_the_host_but_not_twice() -> None:
         ({"host": "zk:1", "extra": {"session_timeout_ms": 10}}, "below 1000"),
         ({"host": "zk:1", "extra": {"broker_defaults": {"no.such.key": "1"}}}, "unknown broker config"),
         ({"host": "zk:1", "extra": {"use_ssl": "maybe"}}, "true or false"),
+        ({"host": "zk:1", "extra": {"bootstrap_servers": "k1:9092,k2"}}, "'k2' is not host:port"),
+        ({"host": "zk:1", "extra": {"bootstrap_servers": 9092}}, "bootstrap_servers must be host:port"),
     ],
 )
 def test_bad_cluster_fields_are_refused_with_one_line(fields: dict, message: str) -> None:

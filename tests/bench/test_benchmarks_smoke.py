@@ -83,3 +83,9 @@ def test_crash_detection_benchmark_closes_the_session_only_when_supervised(tmp_p
         assert run["new_controller"] != run["old_controller"]
         assert run["epochs"][1] == run["epochs"][0] + 1
         assert run["all_led_seconds"] >= run["elected_seconds"] > 0
+
+
+def test_kafka_admin_apis_benchmark_answers_every_partition(tmp_path: Path) -> None:
+    result = _run(tmp_path, "kafka_admin_apis.py", "--partitions", "200", "--reps", "1")
+    (run,) = result["runs"]
+    assert run["partitions"] == 200 and run["response_bytes"] > run["request_bytes"]

@@ -27,6 +27,7 @@ from kafka_controller.domain.values import TopicPartition
 from kafka_controller.ports import Clock, SystemClock
 
 if TYPE_CHECKING:
+    from kafka_controller.admin.kafka_admin import KafkaAdmin
     from kafka_controller.broker.admin_client import AdminClient
 
 T = TypeVar("T")
@@ -58,7 +59,13 @@ class KafkaClusterHook(BaseHook):
         self.clock: Clock = clock or SystemClock()
         self._store: Any = None
         self._admin: Any = None
+        self._kafka_admin: Any = None
         self._cancelled = False
+        #: How ``controlled_shutdown`` moves leadership off a broker: this project's ControlledShutdown
+        #: API, or ``"reorder"`` (replica reorder + preferred election, works on Apache Kafka too).
+        self.demote = "controlled_shutdown"
+        #: Replica orders a ``"reorder"`` demotion changed, for ``restore_replica_order``.
+        self.reordered: dict[TopicPartition, tuple[int, ...]] = {}
 
     # -- connection ---------------------------------------------------------------------------------
     @cached_property
@@ -100,12 +107,28 @@ class KafkaClusterHook(BaseHook):
         admin: AdminClient = self._admin
         return admin
 
+    def get_kafka_admin(self) -> KafkaAdmin:
+        """Elections and reassignments over Kafka's protocol (kafka-python), so they work on any
+        ZooKeeper-mode Kafka 2.4+; the operation id travels in the client id."""
+        if self._kafka_admin is None:
+            from kafka_controller.admin.kafka_admin import KafkaAdmin
+
+            conn = self.connection
+            self._kafka_admin = KafkaAdmin(
+                conn.bootstrap_servers, self.get_store(), timeout_s=conn.request_timeout_s
+            )
+        admin: KafkaAdmin = self._kafka_admin
+        return admin
+
     def lifecycle(self) -> Any:
         from kafka_controller.airflow.lifecycle import lifecycle_backend
 
         return lifecycle_backend(self.connection.lifecycle, self.connection.connect_string)
 
     def close(self) -> None:
+        if self._kafka_admin is not None:
+            self._kafka_admin.close()
+            self._kafka_admin = None
         if self._admin is not None:
             self._admin.close()
             self._admin = None
@@ -199,8 +222,8 @@ class KafkaClusterHook(BaseHook):
         operation_id: str | None = None,
     ) -> dict[TopicPartition, tuple[str, int, str | None]]:
         """``{tp: (error name, leader, message)}`` for each partition the controller answered."""
-        # the operation id travels with each request, so the transitions it causes link to the row
-        response = self.get_admin_client().elect_leaders(
+        # the operation id travels in the client id, so the transitions it causes link to the row
+        response = self.get_kafka_admin().elect_leaders(
             election_type, None if partitions is None else list(partitions), operation_id=operation_id
         )
         return {tp: (str(r.error), r.leader, r.message) for tp, r in response.results.items()}
@@ -208,7 +231,7 @@ class KafkaClusterHook(BaseHook):
     def alter_reassignments(
         self, plan: Mapping[TopicPartition, Sequence[int] | None], operation_id: str | None = None
     ) -> dict[TopicPartition, tuple[str, str | None]]:
-        admin = self.get_admin_client()
+        admin = self.get_kafka_admin()
         response = admin.alter_partition_reassignments(dict(plan), operation_id=operation_id)
         return {tp: (str(r.error), r.message) for tp, r in response.results.items()}
 
@@ -216,7 +239,14 @@ class KafkaClusterHook(BaseHook):
         self, broker_id: int, timeout_s: float, operation_id: str | None = None
     ) -> list[str]:
         """Ask the controller to move every leadership off ``broker_id``, retrying (as a Kafka broker
-        does) until nothing is left or time runs out; returns what it still leads."""
+        does) until nothing is left or time runs out; returns what it still leads. With ``demote =
+        "reorder"`` it uses Kafka's public APIs instead (``airflow.demote``)."""
+        if self.demote == "reorder":
+            from kafka_controller.airflow.demote import demote_by_reorder
+
+            still, originals = demote_by_reorder(self, broker_id, timeout_s, operation_id)
+            self.reordered.update({tp: o for tp, o in originals.items() if tp not in self.reordered})
+            return still
         store = self.get_store()
         epochs = {b.id: e for b, e in store.get_all_brokers_and_epochs().items()}
         if broker_id not in epochs:
@@ -237,6 +267,14 @@ class KafkaClusterHook(BaseHook):
         with contextlib.suppress(OperationTimeoutError):
             self.wait_for(attempt, timeout_s, f"broker {broker_id} to lead nothing", interval_s=1.0)
         return remaining
+
+    def restore_replica_order(self, timeout_s: float, operation_id: str | None = None) -> int:
+        """Put back the replica orders ``"reorder"`` demotions changed; returns how many were recorded."""
+        from kafka_controller.airflow.demote import restore_order
+
+        originals, self.reordered = self.reordered, {}
+        restore_order(self, originals, timeout_s, operation_id)
+        return len(originals)
 
     # -- dynamic configs (throttles, auto-rebalance pause) -----------------------------------------------
     def _merge_entity_config(

@@ -15,6 +15,20 @@ RESTARTED_KEY = "kafka_controller_restarted_brokers"
 PAUSE_KEY = "kafka_controller_auto_rebalance_replaced"
 
 
+def _demote(op: KafkaOperationOperator, value: str) -> str:
+    """Check ``demote`` and hand it to the hook: ``controlled_shutdown`` (this project's brokers) or
+    ``reorder`` (replica reorder + preferred election, Kafka's public APIs: any Kafka 2.4+)."""
+    from kafka_controller.airflow.demote import DEMOTE_MODES
+
+    mode = str(value).strip().lower()
+    if mode not in DEMOTE_MODES:
+        raise InvalidArgumentError(
+            f"parameter 'demote' must be one of {', '.join(DEMOTE_MODES)}, got {value!r}"
+        )
+    op.cluster.demote = mode
+    return mode
+
+
 def _registered(op: KafkaOperationOperator, broker_id: int) -> None:
     brokers = op.cluster.get_store().get_sorted_broker_list()
     if broker_id not in brokers:
@@ -99,6 +113,7 @@ class ControlledShutdownOperator(KafkaOperationOperator):
         "broker_id",
         "stop",
         "allow_offline",
+        "demote",
     )
 
     def __init__(
@@ -107,19 +122,27 @@ class ControlledShutdownOperator(KafkaOperationOperator):
         broker_id: int | str,
         stop: bool | str = True,
         allow_offline: bool | str = False,
+        demote: str = "controlled_shutdown",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.broker_id = broker_id
         self.stop = stop
         self.allow_offline = allow_offline
+        self.demote = demote
 
     def prepare(self, context: Any) -> dict[str, Any]:
         self._broker = as_int("broker_id", self.broker_id, minimum=0)
         self._stop = as_bool("stop", self.stop)
         self._allow_offline = as_bool("allow_offline", self.allow_offline)
         _registered(self, self._broker)
-        return {"broker_id": self._broker, "stop": self._stop, "allow_offline": self._allow_offline}
+        demote = _demote(self, self.demote)
+        return {
+            "broker_id": self._broker,
+            "stop": self._stop,
+            "allow_offline": self._allow_offline,
+            "demote": demote,
+        }
 
     def run(self, context: Any) -> dict[str, Any]:
         from kafka_controller.airflow.maintenance import check_stop
@@ -140,12 +163,12 @@ class ControlledShutdownOperator(KafkaOperationOperator):
             remaining = self.cluster.controlled_shutdown(
                 self._broker, Timeouts().shutdown_s, self.operation_id
             )
-            return {"broker_id": self._broker, "still_led": remaining}
+            reordered = {str(tp): list(o) for tp, o in self.cluster.reordered.items()}
+            return {"broker_id": self._broker, "still_led": remaining, "original_replica_orders": reordered}
         lifecycle = self.cluster.lifecycle()
-        return {
-            "broker_id": self._broker,
-            **stop_broker(self.cluster, lifecycle, self._broker, Timeouts(), self.operation_id, self.say),
-        }
+        stopped = stop_broker(self.cluster, lifecycle, self._broker, Timeouts(), self.operation_id, self.say)
+        reordered = {str(tp): list(o) for tp, o in self.cluster.reordered.items()}
+        return {"broker_id": self._broker, **stopped, "original_replica_orders": reordered}
 
 
 class BrokerLifecycleOperator(KafkaOperationOperator):
@@ -213,6 +236,7 @@ class RollingRestartOperator(KafkaOperationOperator):
         *KafkaOperationOperator.template_fields,
         "brokers",
         "catch_up_timeout_s",
+        "demote",
     )
 
     def __init__(
@@ -221,9 +245,11 @@ class RollingRestartOperator(KafkaOperationOperator):
         brokers: Sequence[int] | str | None = None,
         catch_up_timeout_s: float | str = 300.0,
         pause_auto_rebalance: bool = True,
+        demote: str = "controlled_shutdown",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.demote = demote
         self.brokers = brokers
         self.catch_up_timeout_s = catch_up_timeout_s
         self.pause_auto_rebalance = pause_auto_rebalance
@@ -233,6 +259,7 @@ class RollingRestartOperator(KafkaOperationOperator):
 
         requested = as_int_list("brokers", self.brokers)
         self._catch_up = float(as_int("catch_up_timeout_s", self.catch_up_timeout_s, minimum=1))
+        self._demote = _demote(self, self.demote)
         cid, _, _ = self.cluster.controller()
         self._order = restart_order(self.cluster.get_store().get_sorted_broker_list(), cid, requested or None)
         if not self.is_dry_run():
@@ -242,6 +269,7 @@ class RollingRestartOperator(KafkaOperationOperator):
             "order": self._order,
             "controller_id": cid,
             "catch_up_timeout_s": self._catch_up,
+            "demote": self._demote,
         }
 
     def run(self, context: Any) -> dict[str, Any]:
@@ -287,6 +315,10 @@ class RollingRestartOperator(KafkaOperationOperator):
                 on_broker_done=remember,
                 say=self.say,
             )
+            if self._demote == "reorder":  # every broker is back: its preferred leaderships too
+                result["replica_orders_restored"] = self.cluster.restore_replica_order(
+                    Timeouts().shutdown_s, self.operation_id
+                )
         finally:
             self._resume()
         if store is not None:

@@ -5,7 +5,8 @@ own codec; every other API a broker answers is a ``KioApi``: a version range and
 decoded request entity to the response entity. ``KafkaProtocolHandler`` looks a key up in its
 ``apis`` mapping, decodes the body after the header with ``kio``, calls the function and encodes the
 answer. A body ``kio`` cannot decode, or one with bytes left over, closes the connection as Kafka
-does.
+does; its lengths are checked first (``kio_guard``), as ``kio``'s native reader aborts the process
+on a length prefix larger than memory.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from kafka_controller.broker.kafka_wire.header import RequestHeader
+from kafka_controller.broker.kafka_wire.kio_guard import check_lengths
 from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError
 
 #: ``handle(header, request) -> response``: ``request`` is the kio request entity of
@@ -61,9 +63,12 @@ def _writer(api_key: int, version: int) -> Any:
 
 def decode_request(api_key: int, version: int, data: memoryview, offset: int) -> Any:
     """The request entity from ``data[offset:]``; every malformed body raises ``KafkaDecodeError``."""
+    if not data.readonly:  # the listener's frames are bytearrays; kio's reader takes read-only buffers
+        data = data.toreadonly()
+    check_lengths(request_schema(api_key, version), data, offset)  # before kio's native reader
     try:
         entity, size = _reader(api_key, version)(data, offset)
-    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError) as e:
+    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, KeyError, IndexError) as e:
         raise KafkaDecodeError(f"api key {api_key} v{version}: {e}") from e
     if offset + size != len(data):
         raise KafkaDecodeError(f"{len(data) - offset - size} unexpected bytes after the request body")

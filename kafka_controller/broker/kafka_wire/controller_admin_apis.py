@@ -1,0 +1,243 @@
+"""ElectLeaders (43) v0-2, AlterPartitionReassignments (45) v0 and ListPartitionReassignments (46) v0
+in Kafka 2.8's format, answered by the broker's own handler for the private protocol.
+
+Each ``KioApi`` here translates the request ``kio`` decoded into the private request, calls the
+broker's ``handle(api, request)`` (which hands it to the local controller when it is the active
+one, else answers NOT_CONTROLLER) and translates the answer back, so both protocols share one code
+path, one NOT_CONTROLLER rule and one audit trail. The operation id that links the audit rows to
+an ``operations`` row comes from the request header's client id (``parse_operation_id``).
+
+Kafka 2.8's answers, kept here (``KafkaApis`` and ``KafkaController`` of that release):
+
+* ElectLeaders: a broker that is not the active controller answers NOT_CONTROLLER *per partition*
+  with a top-level NONE (the controller's callback, not a request error); a null partition list
+  means every partition in this broker's metadata cache, and then partitions whose election was
+  not needed are left out of the answer; a timed-out election is REQUEST_TIMED_OUT per partition;
+  an election type other than 0/1 fails the whole request (UNKNOWN_SERVER_ERROR on every
+  partition and, from v1, at the top level). v0 has no election type (preferred).
+* Alter/ListPartitionReassignments: NOT_CONTROLLER, a timeout or any whole-request failure is the
+  top-level error with no partitions; otherwise one result per partition asked (later duplicates
+  win, as Kafka's ``toMap``), or the reassignments in progress.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32, i32Timedelta
+
+from kafka_controller.broker import apis as A
+from kafka_controller.broker.kafka_wire.header import RequestHeader
+from kafka_controller.broker.kafka_wire.kio_api import KioApi, response_schema
+from kafka_controller.broker.metadata_cache import MetadataCache
+from kafka_controller.broker.wire import OPERATION_ID_MAX
+from kafka_controller.domain.requests import Errors
+from kafka_controller.domain.values import TopicPartition
+
+ELECT_LEADERS = 43
+ALTER_PARTITION_REASSIGNMENTS = 45
+LIST_PARTITION_REASSIGNMENTS = 46
+
+#: The client id an operations-package client sends: ``kafka-controller-ops/op=<operation id>``.
+CLIENT_ID_PREFIX = "kafka-controller-ops/op="
+
+#: ``handle(api_name, private_request) -> private_response``: ``BrokerRequestHandler.handle``.
+PrivateHandler = Callable[[str, Any], Any]
+
+_NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+#: Kafka's default message of ``new ApiError(error)`` for the top-level errors answered here.
+_DEFAULT_MESSAGES: dict[str, str] = {
+    Errors.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
+    Errors.REQUEST_TIMED_OUT: "The request timed out.",
+}
+
+
+def parse_operation_id(client_id: str | None) -> str | None:
+    """The operation id in ``kafka-controller-ops/op=<id>`` (1-36 printable characters), else None:
+    any other client id is an ordinary client, not an error."""
+    if not client_id or not client_id.startswith(CLIENT_ID_PREFIX):
+        return None
+    op = client_id[len(CLIENT_ID_PREFIX) :]
+    if not 0 < len(op) <= OPERATION_ID_MAX or not op.isprintable():
+        return None
+    return op
+
+
+def error_code(name: str) -> ErrorCode:
+    """A Kafka error name (``Errors``) as its code; a name ``kio`` does not know is UNKNOWN_SERVER_ERROR."""
+    try:
+        return ErrorCode[str(name).lower()]
+    except KeyError:
+        return ErrorCode.unknown_server_error
+
+
+def _module(api_key: int, version: int) -> Any:
+    return importlib.import_module(response_schema(api_key, version).__module__)
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
+# -- ElectLeaders ----------------------------------------------------------------------------------------
+def elect_leaders_api(handle: PrivateHandler, cache: MetadataCache) -> KioApi:
+    def answer(header: RequestHeader, request: Any) -> Any:
+        version = header.api_version
+        asked_all = request.topic_partitions is None
+        if asked_all:
+            partitions = sorted(cache.all_partitions())
+        else:
+            partitions = list(
+                dict.fromkeys(
+                    TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions
+                )
+            )
+        etype = 0 if version == 0 else int(request.election_type)
+        if etype not in (0, 1):
+            message = f"Value {etype} must be one of 0 (preferred) or 1 (unclean)"
+            failed: dict[TopicPartition, tuple[str, str | None]] = dict.fromkeys(
+                partitions, (Errors.UNKNOWN_SERVER_ERROR, message)
+            )
+            return _elect_response(version, Errors.UNKNOWN_SERVER_ERROR, failed)
+        private = A.ElectLeadersRequest(
+            "preferred" if etype == 0 else "unclean", tuple(partitions), parse_operation_id(header.client_id)
+        )
+        reply: A.ElectLeadersResponse = handle(A.ELECT_LEADERS, private)
+        results: dict[TopicPartition, tuple[str, str | None]]
+        if reply.error != Errors.NONE:  # NOT_CONTROLLER, REQUEST_TIMED_OUT, ...: the callback's answer
+            results = dict.fromkeys(partitions, (reply.error, reply.message))
+        else:
+            results = {}
+            for tp in partitions:
+                x = reply.results.get(tp)
+                results[tp] = (
+                    (x.error, x.message) if x is not None else (Errors.UNKNOWN_SERVER_ERROR, "no result")
+                )
+            if asked_all:
+                results = {tp: r for tp, r in results.items() if r[0] != Errors.ELECTION_NOT_NEEDED}
+        return _elect_response(version, Errors.NONE, results)
+
+    return KioApi(ELECT_LEADERS, 0, 2, 2, answer)
+
+
+def _elect_response(version: int, top: str, results: dict[TopicPartition, tuple[str, str | None]]) -> Any:
+    m = _module(ELECT_LEADERS, version)
+    topics = []
+    for topic, ps in _by_topic(results).items():
+        rows = []
+        for p in ps:
+            error, message = results[TopicPartition(topic, p)]
+            rows.append(
+                m.PartitionResult(
+                    partition_id=i32(p),
+                    error_code=error_code(error),
+                    error_message=None if error == Errors.NONE else message,
+                )
+            )
+        topics.append(m.ReplicaElectionResult(topic=topic, partition_result=tuple(rows)))
+    fields: dict[str, Any] = {"throttle_time": _NO_THROTTLE, "replica_election_results": tuple(topics)}
+    if version >= 1:
+        fields["error_code"] = error_code(top)
+    return m.ElectLeadersResponse(**fields)
+
+
+# -- AlterPartitionReassignments ---------------------------------------------------------------------------
+def alter_partition_reassignments_api(handle: PrivateHandler) -> KioApi:
+    def answer(header: RequestHeader, request: Any) -> Any:
+        m = _module(ALTER_PARTITION_REASSIGNMENTS, 0)
+        wanted: dict[TopicPartition, tuple[int, ...] | None] = {}
+        for t in request.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, int(p.partition_index))
+                wanted.pop(tp, None)  # a later duplicate wins, and answers in its place
+                wanted[tp] = None if p.replicas is None else tuple(int(r) for r in p.replicas)
+        private = A.AlterPartitionReassignmentsRequest(wanted, parse_operation_id(header.client_id))
+        reply: A.AlterPartitionReassignmentsResponse = handle(A.ALTER_PARTITION_REASSIGNMENTS, private)
+        if reply.error != Errors.NONE:
+            return m.AlterPartitionReassignmentsResponse(
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(reply.error),
+                error_message=reply.message or _DEFAULT_MESSAGES.get(reply.error),
+                responses=(),
+            )
+        topics = []
+        for topic, ps in _by_topic(wanted).items():
+            rows = []
+            for p in ps:
+                x = reply.results.get(TopicPartition(topic, p))
+                error, message = (
+                    (x.error, x.message) if x is not None else (Errors.UNKNOWN_SERVER_ERROR, None)
+                )
+                rows.append(
+                    m.ReassignablePartitionResponse(
+                        partition_index=i32(p),
+                        error_code=error_code(error),
+                        error_message=None if error == Errors.NONE else message,
+                    )
+                )
+            topics.append(m.ReassignableTopicResponse(name=topic, partitions=tuple(rows)))
+        return m.AlterPartitionReassignmentsResponse(
+            throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, error_message=None, responses=tuple(topics)
+        )
+
+    return KioApi(ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0, answer)
+
+
+# -- ListPartitionReassignments ----------------------------------------------------------------------------
+def list_partition_reassignments_api(handle: PrivateHandler) -> KioApi:
+    def answer(header: RequestHeader, request: Any) -> Any:
+        m = _module(LIST_PARTITION_REASSIGNMENTS, 0)
+        partitions = (
+            None
+            if request.topics is None
+            else tuple(
+                dict.fromkeys(
+                    TopicPartition(t.name, int(p)) for t in request.topics for p in t.partition_indexes
+                )
+            )
+        )
+        reply: A.ListPartitionReassignmentsResponse = handle(
+            A.LIST_PARTITION_REASSIGNMENTS, A.ListPartitionReassignmentsRequest(partitions)
+        )
+        if reply.error != Errors.NONE:
+            return m.ListPartitionReassignmentsResponse(
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(reply.error),
+                error_message=reply.message or _DEFAULT_MESSAGES.get(reply.error),
+                topics=(),
+            )
+        topics = []
+        for topic, ps in _by_topic(sorted(reply.reassignments)).items():
+            rows = []
+            for p in ps:
+                a = reply.reassignments[TopicPartition(topic, p)]
+                rows.append(
+                    m.OngoingPartitionReassignment(
+                        partition_index=i32(p),
+                        replicas=tuple(i32(r) for r in a.replicas),
+                        adding_replicas=tuple(i32(r) for r in a.adding_replicas),
+                        removing_replicas=tuple(i32(r) for r in a.removing_replicas),
+                    )
+                )
+            topics.append(m.OngoingTopicReassignment(name=topic, partitions=tuple(rows)))
+        return m.ListPartitionReassignmentsResponse(
+            throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, error_message=None, topics=tuple(topics)
+        )
+
+    return KioApi(LIST_PARTITION_REASSIGNMENTS, 0, 0, 0, answer)
+
+
+def controller_admin_apis(handle: PrivateHandler, cache: MetadataCache) -> dict[int, KioApi]:
+    """The three APIs for ``KafkaProtocolHandler(apis=...)``, over the broker's private handler."""
+    return {
+        ELECT_LEADERS: elect_leaders_api(handle, cache),
+        ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments_api(handle),
+        LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments_api(handle),
+    }
