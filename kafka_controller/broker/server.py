@@ -33,7 +33,7 @@ from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
-from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, new_cluster_id
+from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, admin_apis, new_cluster_id
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
@@ -180,7 +180,7 @@ class BrokerServer:
         self._register_metrics()
 
         self.cluster_id = store.create_or_get_cluster_id(new_cluster_id())  # as Kafka's brokers do
-        kafka = KafkaProtocolHandler(self.metadata_cache, lambda: self.cluster_id).handle
+        kafka = KafkaProtocolHandler(self.metadata_cache, lambda: self.cluster_id, admin_apis(self)).handle
         host, port = self._listener
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(host, port, self.handler.handle, name=name, raw_handler=kafka)
