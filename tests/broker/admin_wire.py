@@ -95,6 +95,18 @@ class Env:
         t.start()
         return t
 
+    def run_controller(self) -> threading.Event:
+        """Sync every few milliseconds until the returned event is set (for fuzzing: requests whose
+        timeouts are days long must still be answered)."""
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(0.005):
+                self.sync()
+
+        threading.Thread(target=run, daemon=True).start()
+        return stop
+
     def _partition_count(self) -> int:
         read = self.store.get_replica_assignment_and_topic_ids(sorted(self.store.get_all_topics()))
         return sum(len(r.assignment) for r in read.values() if not isinstance(r, Exception))

@@ -21,6 +21,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from kafka_controller.broker.kafka_wire.header import RequestHeader
+from kafka_controller.broker.kafka_wire.kio_guard import check_request
 from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError
 
 #: ``handle(header, request) -> response``: ``request`` is the kio request entity of
@@ -61,9 +62,10 @@ def _writer(api_key: int, version: int) -> Any:
 
 def decode_request(api_key: int, version: int, data: memoryview, offset: int) -> Any:
     """The request entity from ``data[offset:]``; every malformed body raises ``KafkaDecodeError``."""
+    check_request(request_schema(api_key, version), data, offset)  # before kio's reader can abort
     try:
         entity, size = _reader(api_key, version)(data, offset)
-    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError) as e:
+    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, KeyError, IndexError) as e:
         raise KafkaDecodeError(f"api key {api_key} v{version}: {e}") from e
     if offset + size != len(data):
         raise KafkaDecodeError(f"{len(data) - offset - size} unexpected bytes after the request body")
