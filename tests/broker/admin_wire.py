@@ -113,7 +113,8 @@ class Env:
 
     def call(self, key: int, version: int, client: str = "test", **fields: Any) -> Any:
         """Encode the request with kio, answer it, decode the response."""
-        answer = self.handler.handle(payload(self.handler, key, version, client, **fields))
+        # a bytearray, as the listener hands frames over
+        answer = self.handler.handle(bytearray(payload(self.handler, key, version, client, **fields)))
         assert answer is not None, f"api {key} v{version}: connection closed"
         reader = Reader(answer)
         assert decode_response_header(reader, key, version, self.handler.table) == 11

@@ -62,6 +62,7 @@ def _writer(api_key: int, version: int) -> Any:
 
 def decode_request(api_key: int, version: int, data: memoryview, offset: int) -> Any:
     """The request entity from ``data[offset:]``; every malformed body raises ``KafkaDecodeError``."""
+    data = data.toreadonly()  # kio's reader refuses a writable buffer (the listener reads into bytearrays)
     check_request(request_schema(api_key, version), data, offset)  # before kio's reader can abort
     try:
         entity, size = _reader(api_key, version)(data, offset)

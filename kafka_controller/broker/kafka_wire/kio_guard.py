@@ -51,12 +51,12 @@ def _unwrap(hint: Any) -> tuple[Any, bool]:
 @cache
 def _plan(cls: type) -> Plan:
     hints = typing.get_type_hints(cls)
-    out = []
+    out: list[tuple[str, str | None, type | None, bool]] = []
     for f in dataclasses.fields(cls):
         if "tag" in f.metadata:
             continue
         inner, is_array = _unwrap(hints[f.name])
-        nested = inner if dataclasses.is_dataclass(inner) else None
+        nested: type | None = inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
         out.append((f.name, f.metadata.get("kafka_type"), nested, is_array))
     return tuple(out)
 
