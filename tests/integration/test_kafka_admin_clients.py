@@ -40,6 +40,7 @@ def wait_gone(cluster: LocalCluster, topic: str) -> None:
 
 
 def test_confluent_admin_client(cluster: LocalCluster) -> None:
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import (
         AdminClient,
         AlterConfigOpType,
@@ -61,7 +62,7 @@ def test_confluent_admin_client(cluster: LocalCluster) -> None:
     assert cluster.store.get_topic_config("cf-orders") == {"retention.ms": "3600000"}
     assert "cf-orders" in admin.list_topics(timeout=10).topics
 
-    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS|already exists"):
+    with pytest.raises(KafkaException) as exists:
         admin.create_topics([NewTopic("cf-orders", 1, 1)], operation_timeout=30)["cf-orders"].result(
             timeout=60
         )
@@ -70,8 +71,10 @@ def test_confluent_admin_client(cluster: LocalCluster) -> None:
         timeout=60
     )
     assert sorted(zk_partitions(cluster, "cf-orders")) == [0, 1, 2, 3, 4]
-    with pytest.raises(Exception, match="INVALID_PARTITIONS|partitions"):
+    assert exists.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    with pytest.raises(KafkaException) as fewer:
         admin.create_partitions([NewPartitions("cf-orders", 4)])["cf-orders"].result(timeout=60)
+    assert fewer.value.args[0].code() == KafkaError.INVALID_PARTITIONS
 
     resource = ConfigResource("topic", "cf-orders")
     described = admin.describe_configs([resource])[resource].result(timeout=60)
