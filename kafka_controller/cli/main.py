@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "zookeeper_cmd",
     "broker_cmd",
     "topics_cmd",
+    "configs_cmd",
     "describe_cmd",
     "reassign_cmd",
     "elect_cmd",
