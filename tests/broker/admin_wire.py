@@ -99,10 +99,14 @@ class Env:
         """Sync every few milliseconds until the returned event is set (for fuzzing: requests whose
         timeouts are days long must still be answered)."""
         stop = threading.Event()
+        self.sync_errors: list[Exception] = []
 
         def run() -> None:
             while not stop.wait(0.005):
-                self.sync()
+                try:
+                    self.sync()
+                except Exception as e:  # a race with a request being handled: next round
+                    self.sync_errors.append(e)
 
         threading.Thread(target=run, daemon=True).start()
         return stop

@@ -90,6 +90,7 @@ def test_valid_bodies_are_answered(env: Env, key: int, v: int) -> None:
 def test_random_bodies_never_raise(
     env: Env, caplog: pytest.LogCaptureFixture, kv: tuple[int, int], data: bytes
 ) -> None:
+    caplog.clear()  # one fixture for every example
     with caplog.at_level(logging.ERROR, logger="kafka_controller.broker.kafka_wire"):
         check(env, *kv, data)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], (
@@ -110,6 +111,7 @@ def test_mutated_bodies_never_raise(
     for pos, value in edits:
         data[pos % len(data)] = value
     data = data[: max(1, cut % (len(data) + 8))]
+    caplog.clear()  # one fixture for every example
     with caplog.at_level(logging.ERROR, logger="kafka_controller.broker.kafka_wire"):
         check(env, *kv, bytes(data))
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], (

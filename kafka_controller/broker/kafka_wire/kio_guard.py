@@ -35,29 +35,31 @@ _FIXED = {
     "uuid": 16,
 }
 
-#: ``(name, kafka_type or None, element class or None, is_array)`` per untagged field.
-Plan = tuple[tuple[str, str | None, type | None, bool], ...]
+#: ``(kafka_type or None, element class or None, is_array, nullable)`` per untagged field.
+Plan = tuple[tuple[str | None, type | None, bool, bool], ...]
 
 
-def _unwrap(hint: Any) -> tuple[Any, bool]:
-    """``(inner type, is_array)`` of a field's hint, ``None`` alternatives dropped."""
+def _unwrap(hint: Any) -> tuple[Any, bool, bool]:
+    """``(inner type, is_array, nullable)`` of a field's hint."""
+    nullable = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        nullable = type(None) in typing.get_args(hint)
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
     if typing.get_origin(hint) is tuple:
-        return typing.get_args(hint)[0], True
-    return hint, False
+        return typing.get_args(hint)[0], True, nullable
+    return hint, False, nullable
 
 
 @cache
 def _plan(cls: type) -> Plan:
     hints = typing.get_type_hints(cls)
-    out: list[tuple[str, str | None, type | None, bool]] = []
+    out: list[tuple[str | None, type | None, bool, bool]] = []
     for f in dataclasses.fields(cls):
         if "tag" in f.metadata:
             continue
-        inner, is_array = _unwrap(hints[f.name])
+        inner, is_array, nullable = _unwrap(hints[f.name])
         nested: type | None = inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
-        out.append((f.name, f.metadata.get("kafka_type"), nested, is_array))
+        out.append((f.metadata.get("kafka_type"), nested, is_array, nullable))
     return tuple(out)
 
 
@@ -67,10 +69,10 @@ class _Cursor:
     def __init__(self, data: memoryview, pos: int) -> None:
         self.data, self.pos = data, pos
 
-    def take(self, n: int) -> bytes:
+    def take(self, n: int) -> memoryview:
         if n < 0 or self.pos + n > len(self.data):
             raise KafkaDecodeError("truncated request body")
-        chunk = bytes(self.data[self.pos : self.pos + n])
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -93,35 +95,45 @@ class _Cursor:
 
 
 def check_request(cls: type, data: memoryview, offset: int) -> None:
-    """Raise ``KafkaDecodeError`` when a body of ``cls`` claims an impossible array length."""
+    """Raise ``KafkaDecodeError`` when a body of ``cls`` claims an impossible array length, or null
+    for an array or string the schema does not let be null (Kafka's parser refuses both)."""
     _entity(cls, _Cursor(data, offset), bool(getattr(cls, "__flexible__", False)))
 
 
 def _entity(cls: type, cur: _Cursor, flexible: bool) -> None:
-    for _name, kind, nested, is_array in _plan(cls):
+    for kind, nested, is_array, nullable in _plan(cls):
         if is_array:
             count = cur.uvarint() - 1 if flexible else cur.int32()
+            if count < 0 and not nullable:
+                raise KafkaDecodeError("null for an array that cannot be null")
             if count > len(cur.data) - cur.pos:
                 raise KafkaDecodeError(
                     f"an array claims {count} elements with {len(cur.data) - cur.pos} bytes left"
                 )
+            if nested is None and kind in _FIXED:
+                cur.take(max(0, count) * _FIXED[kind])  # fixed-size elements: skipped in one step
+                continue
             for _ in range(max(0, count)):
                 _value(kind, nested, cur, flexible)
         else:
-            _value(kind, nested, cur, flexible)
+            _value(kind, nested, cur, flexible, nullable)
     if flexible:
         for _ in range(cur.uvarint()):
             cur.uvarint()
             cur.take(cur.uvarint())
 
 
-def _value(kind: str | None, nested: type | None, cur: _Cursor, flexible: bool) -> None:
+def _value(
+    kind: str | None, nested: type | None, cur: _Cursor, flexible: bool, nullable: bool = True
+) -> None:
     if nested is not None:
         _entity(nested, cur, flexible)
     elif kind in _FIXED:
         cur.take(_FIXED[kind])
     elif kind == "string":
         n = cur.uvarint() - 1 if flexible else cur.int16()
+        if n < 0 and not nullable:
+            raise KafkaDecodeError("null for a string that cannot be null")
         cur.take(max(0, n))
     elif kind in ("bytes", "records"):
         n = cur.uvarint() - 1 if flexible else cur.int32()

@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 NO_NUM_PARTITIONS = -1
 NO_REPLICATION_FACTOR = -1
+#: ZooKeeper's default ``jute.maxbuffer``: no topic znode can be larger.
+ZNODE_LIMIT = 1024 * 1024
 _PLACEMENT_ERRORS = {
     "partitions": E.invalid_partitions,
     "replication_factor": E.invalid_replication_factor,
@@ -179,6 +181,12 @@ class TopicAdmin:
     def _place(
         self, brokers: Mapping[int, str | None], n: int, rf: int, **fixed: int
     ) -> dict[int, tuple[int, ...]]:
+        if n > 0 and rf > 0 and n * (len(str(n)) + 6 + rf * 6) > ZNODE_LIMIT:
+            # Kafka would place them and then fail the ZooKeeper write; refuse before the work
+            raise ApiError(
+                E.invalid_partitions,
+                f"{n} partitions of {rf} replicas would not fit in a topic znode (ZooKeeper's 1 MiB limit)",
+            )
         try:
             return assign_replicas(brokers, n, rf, rng=self.rng, **fixed)
         except PlacementError as e:
