@@ -4,7 +4,8 @@ It answers "who is the controller", "which brokers are alive and where do they l
 "what is the state of partition X" without a ZooKeeper read. Kafka's update rules: the live broker
 list and the controller id are replaced on every request; partition states are merged in (a
 request without partitions keeps them all); a partition sent with leader -2 (its topic is being
-deleted) is dropped. Thread-safe: one lock, readers get copies.
+deleted) is dropped. Thread-safe: one lock, readers get copies; ``wait_until`` lets an admin
+request wait for an update (Kafka's delayed CreateTopics/DeleteTopics) without polling.
 
 Partitions are kept per topic, as Kafka's cache does, so that a Metadata request for one topic
 reads that topic's partitions and not the whole cluster's.
@@ -13,7 +14,7 @@ reads that topic's partitions and not the whole cluster's.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kafka_controller.domain.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
 from kafka_controller.domain.values import LEADER_DURING_DELETE, Broker, EndPoint, TopicPartition
@@ -22,7 +23,7 @@ from kafka_controller.domain.values import LEADER_DURING_DELETE, Broker, EndPoin
 class MetadataCache:
     def __init__(self, broker_id: int) -> None:
         self.broker_id = broker_id
-        self._lock = threading.Lock()
+        self._lock = threading.Condition(threading.RLock())  # predicates of wait_until re-enter
         self._controller_id = -1
         self._brokers: dict[int, Broker] = {}
         self._topics: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
@@ -49,7 +50,26 @@ class MetadataCache:
                     if parts is None:
                         parts = topics[s.topic] = {}
                     parts[s.partition] = s
+            self._lock.notify_all()
         return deleted
+
+    def wait_until(self, predicate: Callable[[MetadataCache], bool], timeout_s: float) -> bool:
+        """Whether ``predicate(self)`` held within ``timeout_s``; it is re-checked after every update."""
+        with self._lock:
+            return self._lock.wait_for(lambda: predicate(self), max(0.0, timeout_s))
+
+    def contains_topic(self, topic: str) -> bool:
+        with self._lock:
+            return topic in self._topics
+
+    def topic_partitions(self, topic: str) -> dict[int, UpdateMetadataPartitionState]:
+        with self._lock:
+            return dict(self._topics.get(topic, {}))
+
+    def topic_names_by_id(self) -> dict[str, str]:
+        """Topic id -> name, of the topics whose ids the controller sent."""
+        with self._lock:
+            return {topic_id: name for name, topic_id in self._topic_ids.items()}
 
     @property
     def controller_id(self) -> int:

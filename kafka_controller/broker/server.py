@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from kafka_controller.broker import apis as A
+from kafka_controller.broker import kafka_wire as kw
 from kafka_controller.broker import session_file
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
-from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, controller_admin_apis, new_cluster_id
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
@@ -168,9 +168,9 @@ class BrokerServer:
         )
         self._register_metrics()
 
-        self.cluster_id = store.create_or_get_cluster_id(new_cluster_id())  # as Kafka's brokers do
-        apis = controller_admin_apis(self.handler.handle, self.metadata_cache)
-        kafka = KafkaProtocolHandler(self.metadata_cache, lambda: self.cluster_id, apis).handle
+        self.cluster_id = store.create_or_get_cluster_id(kw.new_cluster_id())  # as Kafka's brokers do
+        apis = {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
+        kafka = kw.KafkaProtocolHandler(self.metadata_cache, lambda: self.cluster_id, apis).handle
         host, port = self._listener
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(host, port, self.handler.handle, name=name, raw_handler=kafka)

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "broker_cmd",
     "close_session_cmd",
     "topics_cmd",
+    "configs_cmd",
     "describe_cmd",
     "reassign_cmd",
     "elect_cmd",

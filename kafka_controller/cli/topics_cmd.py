@@ -14,7 +14,7 @@ import random
 import time
 from typing import Any
 
-from kafka_controller.cli import common
+from kafka_controller.cli import common, kafka_client
 from kafka_controller.domain.errors import InvalidArgumentError, NodeExistsError, NoNodeError
 
 PROG = "kafka-controller topics"
@@ -55,6 +55,20 @@ def register(subparsers: Any) -> None:
     d.add_argument("--wait", action="store_true", help="wait (up to --timeout) until the topic is gone")
     common.add_json_option(d)
     d.set_defaults(func=run_delete)
+
+    a = sub.add_parser(
+        "alter",
+        help="add partitions to a topic (over Kafka's protocol)",
+        description="Add partitions to a topic, as kafka-topics.sh --alter --partitions does: a "
+        "CreatePartitions request through kafka-python's admin client; the controller places the replicas.",
+    )
+    kafka_client.add_connection_options(a)
+    a.add_argument("--topic", required=True, help="topic name")
+    a.add_argument(
+        "--partitions", type=int, required=True, help="the new number of partitions (more than now)"
+    )
+    common.add_json_option(a)
+    a.set_defaults(func=run_alter)
 
     ls = sub.add_parser("list", help="list topics")
     common.add_zookeeper_option(ls)
@@ -239,6 +253,32 @@ def deletion_status(store: Any, topic: str) -> str:
 def _partitions(ps: list[int]) -> str:
     shown = ", ".join(map(str, ps[:10])) + (f" and {len(ps) - 10} more" if len(ps) > 10 else "")
     return f"partition {shown}" if len(ps) == 1 else f"partitions {shown}"
+
+
+def run_alter(args: argparse.Namespace) -> int:
+    from kafka.admin import NewPartitions
+    from kafka.errors import KafkaError
+
+    from kafka_controller.zk.paths import validate_topic_name
+
+    validate_topic_name(args.topic)
+    if args.partitions < 1:
+        raise common.UsageError(f"--partitions must be greater than 0, got {args.partitions}")
+    timeout_ms = round(common.check_timeout(args) * 1000)
+    common.left_undone(f"topic {args.topic} was not altered")
+    with kafka_client.kafka_admin(args) as admin:
+        try:
+            admin.create_partitions({args.topic: NewPartitions(args.partitions)}, timeout_ms=timeout_ms)
+        except KafkaError as e:
+            raise common.CommandFailedError(
+                f"cannot alter topic {args.topic}: {kafka_client.describe_error(e)}"
+            ) from None
+    common.left_undone(None)
+    if args.json:
+        common.print_json({"topic": args.topic, "partitions": args.partitions})
+    else:
+        common.say(f"Topic {args.topic} now has {args.partitions} partitions.")
+    return 0
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -213,6 +213,10 @@ class MetadataStore(PartitionStateStore, Protocol):
         otherwise. ``StoreUnavailableError`` if the read could not be made. Not fenced."""
         ...
 
+    def set_or_create_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+        """Replace ``/config/<type>/<name>`` (creating it); notify separately. Not fenced."""
+        ...
+
     def create_config_change_notification(self, entity_path: str) -> str:
         """Sequential ``/config/changes/config_change_<seq>``; returns its path. Not fenced."""
         ...

@@ -82,7 +82,7 @@ def _count(data: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     return _signed(data, pos, 4)
 
 
-def _primitive(kafka_type: str, flexible: bool) -> Skip:
+def _primitive(kafka_type: str, flexible: bool, nullable: bool) -> Skip:
     size = _FIXED.get(kafka_type)
     if size is not None:
         return lambda data, pos: _need(data, pos, size)
@@ -96,14 +96,18 @@ def _primitive(kafka_type: str, flexible: bool) -> Skip:
             n -= 1
         else:
             n, pos = _signed(data, pos, legacy)
+        if n < 0 and not nullable:  # kio would hand the handler a None it never expects
+            raise KafkaDecodeError(f"a null {kafka_type} at offset {pos} where the schema allows none")
         return pos if n < 0 else _need(data, pos, n)  # -1: null
 
     return skip
 
 
-def _array(inner: Skip, flexible: bool) -> Skip:
+def _array(inner: Skip, flexible: bool, nullable: bool) -> Skip:
     def skip(data: memoryview, pos: int) -> int:
         n, pos = _count(data, pos, flexible)
+        if n < 0 and not nullable:
+            raise KafkaDecodeError(f"a null array at offset {pos} where the schema allows none")
         if n > len(data) - pos:  # every element takes at least one byte
             raise KafkaDecodeError(f"an array of {n} elements at offset {pos} is longer than the body")
         for _ in range(max(n, 0)):
@@ -124,9 +128,11 @@ def _field(field: Any, flexible: bool, tagged: bool) -> Skip:
                 marker, pos = _signed(data, pos, 1)
                 return pos if marker < 0 else entity(data, pos)
 
-    else:
-        inner = _primitive(get_schema_field_type(field), flexible)
-    return _array(inner, flexible) if isinstance(kind, EntityTupleField | PrimitiveTupleField) else inner
+        return _array(inner, flexible, is_optional(field)) if isinstance(kind, EntityTupleField) else inner
+    if isinstance(kind, PrimitiveTupleField):
+        element = _primitive(get_schema_field_type(field), flexible, nullable=True)
+        return _array(element, flexible, is_optional(field))
+    return _primitive(get_schema_field_type(field), flexible, is_optional(field))
 
 
 @cache

@@ -1,0 +1,43 @@
+"""The admin APIs a broker answers through ``kio``: topics (``topic_apis``) and configs (``config_apis``).
+
+``admin_apis(server)`` reads what it needs from the broker lazily (the controller candidate and the
+ZooKeeper session exist only later in start-up than the listener), so ``BrokerServer`` builds its
+``KafkaProtocolHandler`` with one call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from kafka_controller.broker.kafka_wire.config_apis import ConfigApis
+from kafka_controller.broker.kafka_wire.kio_api import KioApi
+from kafka_controller.broker.kafka_wire.topic_admin import TopicAdmin
+from kafka_controller.broker.kafka_wire.topic_apis import TopicApis
+from kafka_controller.broker.metadata_cache import MetadataCache
+from kafka_controller.ports import MetadataStore
+
+
+class _Broker(Protocol):
+    store: MetadataStore | None
+    metadata_cache: MetadataCache
+    controller: Any
+    config: Any  # BrokerConfig: .broker_id, .kafka (KafkaConfig)
+
+
+def admin_apis(broker: _Broker) -> dict[int, KioApi]:
+    """CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs and
+    IncrementalAlterConfigs of ``broker``."""
+    assert broker.store is not None
+    kafka = broker.config.kafka
+
+    def is_controller() -> bool:
+        controller = broker.controller
+        return controller is not None and bool(controller.is_active)
+
+    configs = ConfigApis(broker.store, broker.metadata_cache, broker.config.broker_id, kafka.originals)
+    topics = TopicApis(
+        TopicAdmin(broker.store, broker.metadata_cache, is_controller),
+        lambda: bool(kafka.delete_topic_enable),
+        lambda: configs.broker_levels()[0],
+    )
+    return {**topics.apis(), **configs.apis()}

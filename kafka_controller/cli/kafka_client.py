@@ -1,0 +1,103 @@
+"""The CLI's Kafka admin client: kafka-python's ``KafkaAdminClient`` over Kafka's protocol, so the
+commands built on it work against this project's brokers and against Apache Kafka alike.
+
+It bootstraps from ``--bootstrap-server`` or, without it, from the listeners of the brokers
+registered in ZooKeeper (``/brokers/ids``). Every client error becomes one line naming what failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kafka_controller.cli import common
+
+CLIENT_ID = "kafka-controller-ops"
+
+
+def add_connection_options(p: argparse.ArgumentParser) -> None:
+    """``--bootstrap-server``, and ``--zookeeper`` to find the brokers without it, and ``--timeout``."""
+    p.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,HOST:PORT]",
+        help="brokers to reach over Kafka's protocol (default: the brokers registered in ZooKeeper)",
+    )
+    p.add_argument(
+        "--zookeeper",
+        dest="zk_connect",
+        metavar="CONNECT",
+        help=f"ZooKeeper connect string to find the brokers in when --bootstrap-server is not given "
+        f"(default: ${common.ZOOKEEPER_ENV})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to wait for the brokers and the request (default: %(default)s)",
+    )
+
+
+def bootstrap_servers(args: argparse.Namespace) -> list[str]:
+    if args.bootstrap_server:
+        servers = [s.strip() for s in args.bootstrap_server.split(",") if s.strip()]
+        if not servers or any(":" not in s for s in servers):
+            raise common.UsageError(
+                f"bad --bootstrap-server {args.bootstrap_server!r}: expected HOST:PORT[,HOST:PORT]"
+            )
+        return servers
+    args.zookeeper = args.zk_connect
+    common.resolve_zookeeper(args)
+    with common.open_store(args) as store:
+        brokers = sorted(store.get_all_brokers_and_epochs(), key=lambda b: b.id)
+    servers = [ep.connection_string() for b in brokers if (ep := b.endpoint()) is not None]
+    if not servers:
+        raise common.CommandFailedError(f"no broker is registered at {args.zookeeper}: nothing to connect to")
+    return servers
+
+
+@contextmanager
+def kafka_admin(args: argparse.Namespace) -> Iterator[Any]:
+    """A connected ``KafkaAdminClient`` (closed on exit); connection failures are one line."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    servers = bootstrap_servers(args)
+    timeout_ms = max(1000, round(common.check_timeout(args) * 1000))
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=servers,
+            client_id=CLIENT_ID,
+            request_timeout_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms,
+        )
+    except KafkaError as e:
+        raise common.CommandFailedError(
+            f"cannot reach a Kafka broker at {','.join(servers)}: {describe_error(e)}"
+        ) from None
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+def describe_error(e: BaseException) -> str:
+    """``UnknownTopicOrPartitionError: The topic 't' does not exist.`` from a kafka-python error."""
+    name = type(e).__name__
+    text = str(e).strip()
+    if text.startswith("[Error"):  # kafka-python's "[Error 37] InvalidPartitionsError: message"
+        text = text.split("] ", 1)[-1]
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
+
+
+def send_to_any_broker(admin: Any, request: Any, process: Any) -> Any:
+    """``process([response])`` of ``request`` sent to any broker, with kafka-python's own request
+    classes and manager. Its public config calls refuse the cluster-default broker entity (resource
+    name ``""``: "Broker resource names must be an integer"), which Kafka sends to any broker."""
+
+    async def call() -> Any:
+        return process([await admin._manager.send(request)])
+
+    return admin._manager.run(call)

@@ -1,0 +1,78 @@
+"""KafkaJS (npm ``kafkajs`` 2.2.4, run with the machine's node) creates a topic, fetches its metadata and
+deletes it through a broker that is not the controller; each outcome is checked in ZooKeeper.
+
+``tests/clients/js`` pins the package (``package-lock.json``); ``.ci/bootstrap`` runs ``npm ci`` there.
+Without node or the installed package these tests fail, they never skip."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_controller.cluster import LocalCluster
+from tests.integration.conftest import ClusterFactory
+from tests.integration.helpers import TIMEOUT, wait_healthy
+
+pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.clients]
+
+JS = Path(__file__).resolve().parents[1] / "clients" / "js"
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster: ClusterFactory) -> LocalCluster:
+    c = make_cluster(3, broker_config={"auto.leader.rebalance.enable": "false"})
+    wait_healthy(c)
+    return c
+
+
+def kafkajs(bootstrap: str, *args: str) -> Any:
+    node = shutil.which("node")
+    assert node is not None, "node is not installed"
+    assert (JS / "node_modules" / "kafkajs").is_dir(), f"run `npm ci` in {JS} (.ci/bootstrap does)"
+    done = subprocess.run(
+        [node, str(JS / "admin.js"), bootstrap, *args], capture_output=True, text=True, timeout=120, cwd=JS
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_kafkajs_creates_describes_and_deletes_a_topic(cluster: LocalCluster) -> None:
+    controller, _ = cluster.controller()
+    bootstrap = cluster.listener(next(b for b in cluster.running_broker_ids() if b != controller))
+
+    assert kafkajs(bootstrap, "create", "js-orders", "3", "2") == {"created": True}
+    read = cluster.store.get_replica_assignment_and_topic_ids(["js-orders"])["js-orders"]
+    assert not isinstance(read, Exception)
+    placed = {tp.partition: list(ra.replicas) for tp, ra in read.assignment.items()}
+    assert sorted(placed) == [0, 1, 2] and all(len(set(rs)) == 2 for rs in placed.values())
+    assert cluster.store.get_topic_config("js-orders") == {"retention.ms": "86400000"}
+
+    def metadata_matches() -> bool:
+        (topic,) = kafkajs(bootstrap, "metadata", "js-orders")
+        states = {p.partition: p for p in cluster.describe().partitions if p.topic == "js-orders"}
+        return (
+            topic["name"] == "js-orders"
+            and all(
+                p["replicas"] == placed[p["partition"]]
+                and p["leader"] == states[p["partition"]].leader
+                and sorted(p["isr"]) == sorted(states[p["partition"]].isr)
+                for p in topic["partitions"]
+            )
+            and len(topic["partitions"]) == 3
+        )
+
+    cluster.wait_until(metadata_matches, TIMEOUT, "KafkaJS's metadata to equal ZooKeeper's")
+
+    # KafkaJS creating an existing topic answers false (TOPIC_ALREADY_EXISTS is not an error to it)
+    assert kafkajs(bootstrap, "create", "js-orders", "1", "1") == {"created": False}
+
+    deleted = kafkajs(bootstrap, "delete", "js-orders")
+    assert deleted["deleted"] == "js-orders"
+    cluster.wait_until(
+        lambda: not cluster.store.topic_exists("js-orders"), TIMEOUT, "js-orders to be deleted"
+    )
