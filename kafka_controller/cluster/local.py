@@ -68,6 +68,7 @@ class LocalCluster(ClusterWaits):
         host: str = "127.0.0.1",
         python: str | None = None,
         log_level: str = "INFO",
+        metrics_port: int | None = None,
     ) -> None:
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
@@ -84,6 +85,7 @@ class LocalCluster(ClusterWaits):
         self.host = host
         self.python = python
         self.log_level = log_level
+        self.metrics_base_port = metrics_port  # broker i (0-based) serves metrics on base + i
         self._owns_dir = data_dir is None
         self.data_dir = (
             Path(data_dir).absolute()
@@ -111,6 +113,16 @@ class LocalCluster(ClusterWaits):
     def connect_string(self) -> str:
         """What brokers and admin commands use: host:port plus the chroot."""
         return self.zookeeper_connect + self.chroot
+
+    def metrics_url(self, broker_id: int) -> str | None:
+        """Where broker ``broker_id`` serves Prometheus metrics (None without ``metrics_port``)."""
+        port = self._metrics_port(broker_id)
+        return None if port is None else f"http://{self.host}:{port}/metrics"
+
+    def _metrics_port(self, broker_id: int) -> int | None:
+        if self.metrics_base_port is None:
+            return None
+        return self.metrics_base_port + self.broker_ids.index(self._known(broker_id))
 
     def listener(self, broker_id: int) -> str:
         return f"{self.host}:{self.ports[self._known(broker_id)]}"
@@ -221,6 +233,7 @@ class LocalCluster(ClusterWaits):
             audit_spool_dir=self.data_dir / "spool" / f"broker-{broker_id}",
             python=self.python,
             log_level=self.log_level,
+            metrics_port=self._metrics_port(broker_id),
         )
         proc = self.processes.get(broker_id)
         if proc is None or proc.command != command:
@@ -358,6 +371,7 @@ class LocalCluster(ClusterWaits):
                     "listener": self.listener(b) if b in self.ports else None,
                     "pid": p.pid if (p := self.processes.get(b)) is not None and p.is_running() else None,
                     "log": str(self.data_dir / "logs" / f"broker-{b}.log"),
+                    "metrics": self.metrics_url(b),
                 }
                 for b in self.broker_ids
             ],

@@ -61,6 +61,7 @@ def broker_command(
     audit_spool_dir: Path | None = None,
     python: str | None = None,
     log_level: str = "INFO",
+    metrics_port: int | None = None,
 ) -> list[str]:
     """The command line of one broker (``python -m kafka_controller.cli.main broker ...``)."""
     argv = [
@@ -79,6 +80,8 @@ def broker_command(
     ]
     for key, value in config.items():
         argv += ["--config", f"{key}={value}"]
+    if metrics_port is not None:
+        argv += ["--metrics-port", str(metrics_port), "--metrics-host", host]
     if audit_url:
         argv += ["--audit-url", audit_url]
         if audit_spool_dir is not None:

@@ -38,6 +38,7 @@ from kazoo.client import KazooClient
 
 from kafka_controller.cli.common import ZOOKEEPER_ENV
 from kafka_controller.cli.main import main
+from kafka_controller.cluster.control import RUNTIME_DIR_ENV
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import Broker, EndPoint, ReplicaAssignment
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
@@ -222,7 +223,9 @@ def command_lines(
 
 @contextlib.contextmanager
 def _environment(extra: dict[str, str]) -> Iterator[None]:
-    with mock.patch.dict(os.environ, extra):
+    # `cluster stop-broker` & co. find a running `cluster up` by its control socket: only ever this
+    # module's (empty) directory, never a real cluster of this user
+    with mock.patch.dict(os.environ, {**extra, RUNTIME_DIR_ENV: str(_files / "run")}):
         for name in (ZOOKEEPER_ENV, "KAFKA_CONTROLLER_AUDIT_URL", "KAFKA_CONTROLLER_ZK_DIGEST"):
             if name not in extra:
                 os.environ.pop(name, None)
