@@ -58,8 +58,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kafka_controller.cluster.control import ask, find_socket
 
-    if args.broker_id is not None and args.broker_id < 0:
-        raise common.UsageError(f"broker id must be >= 0, got {args.broker_id}")
+    if args.broker_id is not None and not 0 <= args.broker_id <= 2**31 - 1:  # Kafka's ids are int32
+        raise common.UsageError(f"broker id must be between 0 and {2**31 - 1}, got {args.broker_id}")
     timeout = common.check_timeout(args)
     reply = ask(find_socket(args.data_dir), args.control_action, args.broker_id, timeout)
     if not reply["ok"]:
