@@ -102,10 +102,10 @@ def run_up(args: argparse.Namespace) -> int:
     previous = common.install_stop_handlers(stop)
     cleanup: list[Callable[[], None]] = []
     try:
+        control = ControlServer(cluster.data_dir)  # first: a control socket that cannot be made stops us
+        cleanup.append(control.close)
         cluster.start(timeout=args.start_timeout)
         controller, epoch = cluster.controller()
-        control = ControlServer(cluster.data_dir, {"zookeeper": cluster.connect_string})
-        cleanup.append(control.close)
         info = {**cluster.info(), "controller": controller, "controller_epoch": epoch}
         info["audit_url"] = _redacted(cluster.audit_url)
         info["control_socket"] = str(control.path)

@@ -76,7 +76,7 @@ class Request:
 class ControlServer:
     """Listens on the control socket; each connection's request is queued for ``next_request``."""
 
-    def __init__(self, data_dir: Path, details: dict[str, Any]) -> None:
+    def __init__(self, data_dir: Path, details: dict[str, Any] | None = None) -> None:
         self.path = runtime_dir(create=True) / f"cluster-{os.getpid()}.sock"
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
             raise ControlError(f"control socket path {self.path} is too long for a Unix socket")
@@ -89,7 +89,7 @@ class ControlServer:
         os.chmod(self.path, 0o600)
         self._sock.listen(8)
         self._sock.settimeout(0.2)
-        pointer = {"pid": os.getpid(), "socket": str(self.path), **details}
+        pointer = {"pid": os.getpid(), "socket": str(self.path), **(details or {})}
         self.pointer.write_bytes(orjson.dumps(pointer) + b"\n")
         self._thread = threading.Thread(target=self._accept, name="cluster-control", daemon=True)
         self._thread.start()

@@ -348,6 +348,8 @@ class LocalCluster(ClusterWaits):
         """Brokers of this cluster that something else relaunched (Airflow's ``local`` lifecycle
         backend restarts them detached) are not our children, but they are this cluster's: stop
         them too, or they outlive ``cluster up`` and keep the ports and the ZooKeeper paths."""
+        if self.zk is None and self.external_zookeeper is None:
+            return  # never started: no connect string, no broker of ours can exist
         for broker_id in self.broker_ids:
             for pid in broker_pids(broker_id, self.connect_string):
                 with contextlib.suppress(OSError):

@@ -115,3 +115,18 @@ def test_a_runtime_dir_open_to_others_is_refused(run_dir: Path) -> None:
 def test_bad_requests_are_refused(raw: bytes, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_request(raw)
+
+
+def test_cluster_up_without_a_control_socket_starts_nothing(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kafka_controller.cli.main import main
+
+    run_dir.mkdir()
+    os.chmod(run_dir, 0o777)  # another user could answer for us: refused before anything starts
+    data_dir = tmp_path / "c"
+    code = main(["cluster", "up", "--port", "0", "--brokers", "1", "--data-dir", str(data_dir)])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and "\n" not in err
+    assert err.startswith("kafka-controller cluster: error: control directory ") and "closed to others" in err
+    assert not (data_dir / "zookeeper").exists() and not (data_dir / "logs").exists()
