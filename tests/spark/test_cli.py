@@ -75,7 +75,7 @@ def test_fail_on_defaults_to_critical_and_accepts_none() -> None:
 
 
 def test_findings_table_most_severe_first_with_evidence_and_the_rest_counted() -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"severity": "critical", "kind": "offline_partition", "topic": "t", "partition": 3, "broker": None,
          "expected": "a live leader", "actual": "leader=-1 " + "x" * 200},
         {"severity": "warning", "kind": "leader_skew", "topic": None, "partition": None, "broker": 2,
