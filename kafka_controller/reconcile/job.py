@@ -369,8 +369,9 @@ def run_from_args(args: argparse.Namespace) -> int:
             spark.stop()
     if created:
         result.timings_s["spark_start"] = round(spark_start_s, 3)
-    print(json.dumps(result.summary(), indent=1), flush=True)
+    # the report first: under spark-submit stderr is merged into stdout, and the summary must end it
     _report(result, args.fail_on, spark_start_s if created else None, time.perf_counter() - begun)
+    print(json.dumps(result.summary(), indent=1), flush=True)
     return exit_code(result.by_severity, args.fail_on)
 
 
@@ -382,7 +383,8 @@ def _report(result: RunResult, fail_on: str, spark_start_s: float | None, total_
         f"reconcile: {job_report.spark_start_line(spark_start_s, total_s, spark_start_s is not None)}",
         file=sys.stderr,
     )
-    print(f"reconcile: {job_report.verdict_line(result.by_severity, fail_on)}", file=sys.stderr, flush=True)
+    print(f"reconcile: {job_report.verdict_line(result.by_severity, fail_on)}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_controller.airflow.operators.reports import reconcile_job_args, reconcile_job_failed
+from kafka_controller.airflow.operators.reports import (
+    reconcile_job_args,
+    reconcile_job_failed,
+    reconcile_job_summary,
+)
+from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.reconcile.job import build_parser
 
 
@@ -34,3 +39,21 @@ def test_fail_on_is_passed_through() -> None:
 )
 def test_which_exit_codes_fail_the_task(code: int, fail_on: str | None, failed: bool) -> None:
     assert reconcile_job_failed(code, fail_on) is failed
+
+
+def test_the_summary_is_found_among_the_merged_stderr_lines() -> None:
+    """spark-submit merges the driver's stderr into stdout: a warning, the findings table (whose
+    evidence may hold braces) and the verdict come around the summary."""
+    stdout = (
+        "/x/pyspark/testing/utils.py:127: FutureWarning: pandas >= 3.0.0\n"
+        "SEVERITY  KIND  PARTITION  DETAIL\n"
+        'critical  offline_partition  t-0  expected {"a": 1}, actual leader=-1\n'
+        "reconcile: Spark started in 25.3 s (17% of 148.6 s)\n"
+        '{\n "run_id": "r1",\n "by_severity": {\n  "critical": 1\n }\n}\n'
+        "late worker warning {\n"
+    )
+    assert reconcile_job_summary(stdout) == {"run_id": "r1", "by_severity": {"critical": 1}}
+    assert reconcile_job_summary('{\n "run_id": "r2"\n}') == {"run_id": "r2"}
+    for bad in ("", "no findings\n", "{\n not json"):
+        with pytest.raises(KafkaControllerError, match="printed no JSON summary"):
+            reconcile_job_summary(bad)

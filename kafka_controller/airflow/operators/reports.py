@@ -157,6 +157,25 @@ def reconcile_job_failed(returncode: int, fail_on: str | None) -> bool:
     return returncode not in (0, 3) or (returncode == 3 and bool(fail_on))
 
 
+def reconcile_job_summary(stdout: str) -> dict[str, Any]:
+    """The job's JSON summary out of its stdout. Under ``spark-submit`` the driver's stderr (Spark's
+    warnings, the job's findings table) is merged into stdout, before and after the summary, so
+    the summary is the object that opens with a line of its own (``{``), decoded up to its end."""
+    import json
+
+    text = "\n" + stdout
+    start = text.rfind("\n{\n")
+    if start < 0:
+        raise KafkaControllerError("the reconciliation job printed no JSON summary")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start + 1 :])
+    except ValueError:
+        raise KafkaControllerError("the reconciliation job printed no JSON summary") from None
+    if not isinstance(value, dict):
+        raise KafkaControllerError("the reconciliation job printed no JSON summary")
+    return value
+
+
 def redact_args(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
     return [next((a.replace(s, "***") for s in secrets if s and s in a), a) for a in argv]
 
@@ -234,8 +253,6 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         return spark_connection(conn_id, **airflow_fields(BaseHook.get_connection(conn_id)))
 
     def run(self, context: Any) -> dict[str, Any]:
-        import orjson
-
         url = self.audit.connection.url
         args = reconcile_job_args(
             snapshot=str(self._snapshot),
@@ -271,12 +288,10 @@ class SparkReconciliationOperator(KafkaOperationOperator):
             raise KafkaControllerError(
                 f"the reconciliation job exited {done.returncode}: {lines[-1] if lines else ''}"
             )
-        out = done.stdout.decode(errors="replace").strip()
-        try:
-            summary = orjson.loads(out[out.index("{") :]) if "{" in out else {}
-        except orjson.JSONDecodeError:
-            raise KafkaControllerError("the reconciliation job printed no JSON summary") from None
-        return {"job": summary, "exit_code": done.returncode}
+        return {
+            "job": reconcile_job_summary(done.stdout.decode(errors="replace")),
+            "exit_code": done.returncode,
+        }
 
 
 class AuditReportOperator(KafkaOperationOperator):
