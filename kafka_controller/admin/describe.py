@@ -6,6 +6,13 @@ topics, configs, partition states: one multi-read each); ``build_cluster_view`` 
 that computes the flags, so it is tested without ZooKeeper. The flags follow Kafka's
 ``TopicCommand``: a partition under reassignment counts its origin replicas as its replication
 factor, and a leader that is -1 or not a registered broker makes a partition offline.
+
+Two preferred-leader numbers, because operators mean two things: ``not_preferred_leader`` (flag
+``not-preferred-leader``) is a partition with a leader (-1 is none) other than its preferred replica;
+``preferred_replica_imbalance`` is Kafka's ``PreferredReplicaImbalanceCount`` exactly (the
+controller's gauge): every partition with a state whose leader is not its preferred replica,
+offline ones included, topics queued for deletion not, and a preferred replica still being added by
+a reassignment counted only once it has joined the ISR (Kafka's ``ControllerContext.hasPreferredLeader``).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from kafka_controller.core.context import has_preferred_leader
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
     NO_LEADER,
@@ -65,6 +73,8 @@ class PartitionView:
     not_preferred_leader: bool
     reassigning: bool
     error: str | None = None
+    #: counted by Kafka's PreferredReplicaImbalanceCount (see the module docstring)
+    preferred_replica_imbalance: bool = False
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -138,6 +148,7 @@ def _partition_view(
     read: PartitionStateRead,
     live: Collection[int],
     min_isr: int,
+    deleting: bool = False,
 ) -> PartitionView:
     origin = ra.origin_replicas if ra.is_being_reassigned else ra.replicas
     if isinstance(read, LeaderIsrAndControllerEpoch):
@@ -171,6 +182,11 @@ def _partition_view(
         not_preferred_leader=bool(ra.replicas) and leader != NO_LEADER and leader != ra.replicas[0],
         reassigning=ra.is_being_reassigned,
         error=error,
+        preferred_replica_imbalance=(
+            isinstance(read, LeaderIsrAndControllerEpoch)
+            and not deleting
+            and not has_preferred_leader(ra, read)
+        ),
     )
 
 
@@ -197,7 +213,7 @@ def build_cluster_view(
         min_isr = _min_isr(config)
         items = sorted(t.assignment.items(), key=lambda kv: kv[0].partition)
         for tp, ra in items:
-            partitions.append(_partition_view(tp, ra, states.get(tp), live, min_isr))
+            partitions.append(_partition_view(tp, ra, states.get(tp), live, min_isr, name in deletions))
         rf = len(items[0][1].origin_replicas) if items else 0
         topic_views.append(TopicView(name, t.topic_id, len(items), rf, config, name in deletions))
     leaders = Counter(p.leader for p in partitions if not p.offline)
@@ -241,6 +257,7 @@ def _summary(view: ClusterView) -> dict[str, Any]:
         "under_replicated": sum(p.under_replicated for p in parts),
         "under_min_isr": sum(p.under_min_isr for p in parts),
         "not_preferred_leader": sum(p.not_preferred_leader for p in parts),
+        "preferred_replica_imbalance": sum(p.preferred_replica_imbalance for p in parts),
         "reassigning": sum(p.reassigning for p in parts),
         "preferred_leader_share": round(on_preferred / len(parts), 4) if parts else 1.0,
         "leader_skew": (max(leader_counts) - min(leader_counts)) if leader_counts else 0,

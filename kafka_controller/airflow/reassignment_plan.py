@@ -7,8 +7,8 @@
   out of any one broker, nor ``max_cluster`` in all (Cruise Control's
   ``num.concurrent.partition.movements.per.broker`` = 5 and ``max.num.cluster.movements`` = 1250).
   A partition is never split; one that alone exceeds a cap gets a batch of its own.
-* ``throttle_configs`` is what ``kafka-reassign-partitions.sh --throttle`` writes: a rate on every
-  broker involved and the throttled-replica lists on every topic moved.
+* ``throttle_configs`` (from ``admin.throttle``) is what ``kafka-reassign-partitions.sh --throttle``
+  writes: a rate on every broker involved and the throttled-replica lists on every topic moved.
 """
 
 from __future__ import annotations
@@ -17,19 +17,39 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafka_controller.admin.throttle import (  # the same throttles as the CLI's reassign --throttle
+    BROKER_THROTTLE_KEYS,
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    TOPIC_THROTTLE_KEYS,
+    throttle_configs,
+)
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import TopicPartition
 
 Plan = dict[TopicPartition, tuple[int, ...]]
+__all__ = [
+    "BROKER_THROTTLE_KEYS",
+    "FOLLOWER_RATE",
+    "FOLLOWER_REPLICAS",
+    "LEADER_RATE",
+    "LEADER_REPLICAS",
+    "TOPIC_THROTTLE_KEYS",
+    "Movement",
+    "Plan",
+    "generate_plan",
+    "movement",
+    "movements",
+    "plan_batches",
+    "plan_from_json",
+    "plan_to_json",
+    "throttle_configs",
+]
 
 DEFAULT_MAX_PER_BROKER = 5
 DEFAULT_MAX_CLUSTER = 1250
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE)
-TOPIC_THROTTLE_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,35 +157,6 @@ def plan_batches(
             batches.append(batch)
         batch.add(tp, per_broker, len(m.adding))
     return [b.members for b in batches]
-
-
-def throttle_configs(
-    plan: Mapping[TopicPartition, Sequence[int]],
-    current: Mapping[TopicPartition, Sequence[int]],
-    rate_bytes_per_s: int,
-) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
-    """``(broker configs, topic configs)`` for a throttled reassignment, as Kafka's tool sets them:
-    leaders throttled on the current replicas, followers on the ones being added."""
-    if rate_bytes_per_s < 1:
-        raise InvalidArgumentError(f"throttle must be a positive number of bytes/s, got {rate_bytes_per_s}")
-    rate = str(int(rate_bytes_per_s))
-    brokers: dict[int, dict[str, str]] = {}
-    leaders: dict[str, list[str]] = {}
-    followers: dict[str, list[str]] = {}
-    for tp, target in sorted(plan.items()):
-        existing = tuple(current.get(tp, ()))
-        m = movement(existing, target)
-        if not m.adding:
-            continue
-        for b in (*existing, *m.adding):
-            brokers[b] = {LEADER_RATE: rate, FOLLOWER_RATE: rate}
-        leaders.setdefault(tp.topic, []).extend(f"{tp.partition}:{b}" for b in existing)
-        followers.setdefault(tp.topic, []).extend(f"{tp.partition}:{b}" for b in m.adding)
-    topics = {
-        t: {LEADER_REPLICAS: ",".join(leaders[t]), FOLLOWER_REPLICAS: ",".join(followers.get(t, []))}
-        for t in leaders
-    }
-    return brokers, topics
 
 
 def plan_to_json(plan: Mapping[TopicPartition, Sequence[int]]) -> list[dict[str, object]]:

@@ -52,6 +52,8 @@ class AlterIsrManager:
         self._running = False
         self._thread: threading.Thread | None = None
         self.sent_requests = 0  # observable in tests: batching means few requests
+        #: told (old ISR, new LeaderAndIsr) of each committed change: the IsrShrinks/Expands meters
+        self.on_committed: Callable[[tuple[int, ...], LeaderAndIsr], None] | None = None
         # The last answer re-queued partitions with a retriable error: back off before resending.
         self._partitions_to_retry = False
 
@@ -123,7 +125,10 @@ class AlterIsrManager:
                 if p is None:
                     continue
                 if isinstance(outcome, LeaderAndIsr):
+                    old_isr = p.isr
                     if p.apply_isr_update(outcome):
+                        if self.on_committed is not None:
+                            self.on_committed(old_isr, outcome)
                         log.info(
                             "ISR of %s is now %s (zk version %d)", tp, list(outcome.isr), outcome.zk_version
                         )

@@ -51,8 +51,10 @@ class ConfigChangeListener:
         *,
         broker_id: int | None = None,
         on_broker_config: BrokerConfigCallback | None = None,
+        on_topic_config: Callable[[str, dict[str, str]], object] | None = None,
     ) -> None:
         self._store = store
+        self._on_topic_config = on_topic_config  # every changed topic's config (min ISR metrics)
         self._submit = submit
         self._on_unclean_enabled = on_unclean_enabled
         self._on_broker_config = on_broker_config
@@ -118,7 +120,10 @@ class ConfigChangeListener:
             config = configs[(TOPIC_CONFIG_TYPE, topic)]
             if isinstance(config, MetadataStoreError):
                 log.warning("Cannot read the config of topic %s: %s", topic, config)
-            elif config.get(UNCLEAN_LEADER_ELECTION_ENABLE, "").strip().lower() == "true":
+                continue
+            if self._on_topic_config is not None:
+                self._on_topic_config(topic, config)
+            if config.get(UNCLEAN_LEADER_ELECTION_ENABLE, "").strip().lower() == "true":
                 log.info("Unclean leader election enabled for topic %s", topic)
                 self._on_unclean_enabled(topic)
         if brokers_changed:

@@ -31,6 +31,7 @@ from typing import Any
 
 from kafka_controller.broker import apis as A
 from kafka_controller.broker import kafka_wire as kw
+from kafka_controller.broker import metrics as M
 from kafka_controller.broker import session_file
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
@@ -38,6 +39,7 @@ from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.metadata_cache import MetadataCache
+from kafka_controller.broker.metrics import LEADER_COUNT
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
 from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
@@ -46,11 +48,7 @@ from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SessionEvent, SystemClock
 
 log = logging.getLogger(__name__)
-
-_RM = "kafka.server:type=ReplicaManager,name="
-LEADER_COUNT = _RM + "LeaderCount"
-PARTITION_COUNT = _RM + "PartitionCount"
-UNDER_REPLICATED_PARTITIONS = _RM + "UnderReplicatedPartitions"
+__all__ = ["LEADER_COUNT", "BrokerServer"]
 
 
 class BrokerServer:
@@ -95,6 +93,7 @@ class BrokerServer:
         self._session_expired = False
         self._started = False
         self._stopped = False
+        self.broker_state = M.NOT_RUNNING  # Kafka's BrokerState gauge
         self._cleanup: list[tuple[str, Callable[[], Any]]] = []  # undone in reverse on shutdown
         self.store: MetadataStore | None = None
         self.controller: Any = None
@@ -105,12 +104,14 @@ class BrokerServer:
     # -- start-up ------------------------------------------------------------------------------------
     def startup(self) -> BrokerServer:
         """Start everything; on failure undo what was started and re-raise."""
+        self.broker_state = M.STARTING
         try:
             self._startup()
         except BaseException:
             self._stop_all()
             raise
         self._started = True
+        self.broker_state = M.RUNNING_AS_BROKER
         return self
 
     def _startup(self) -> None:
@@ -166,7 +167,7 @@ class BrokerServer:
             controller_timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             on_shutdown_requested=self.shutdown_requested.set,
         )
-        self._register_metrics()
+        self._register_metrics(store)
 
         self.cluster_id = store.create_or_get_cluster_id(kw.new_cluster_id())  # as Kafka's brokers do
         apis = {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
@@ -208,6 +209,9 @@ class BrokerServer:
             local_handler=self.handler.handle,
         )
         self._cleanup.append(("channel manager", channel_manager.shutdown))
+        M.register_channel_metrics(
+            self.metrics, lambda: channel_manager.broker_ids, channel_manager.queue_size
+        )
         self.controller = KafkaController(
             cfg.kafka,
             store,
@@ -228,6 +232,7 @@ class BrokerServer:
             controller.enable_topic_unclean_leader_election,
             broker_id=self.broker_id,
             on_broker_config=controller.update_dynamic_broker_configs,
+            on_topic_config=self.min_isr.on_topic_config,
         )
         self.config_changes.start()
         self._cleanup.append(("config change listener", self.config_changes.stop))
@@ -247,20 +252,13 @@ class BrokerServer:
         self._cleanup.append(("audit writer", writer.close))
         return writer
 
-    def _register_metrics(self) -> None:
-        rm = self.replica_manager
-
-        def counts() -> tuple[int, int, int]:
-            with rm.lock:
-                parts = list(rm.partitions.values())
-            leaders = [p for p in parts if p.is_leader]
-            return len(leaders), len(parts), sum(1 for p in leaders if len(p.isr) < len(p.replicas))
-
-        self.metrics.gauge(LEADER_COUNT, lambda: counts()[0], "Partitions this broker leads")
-        self.metrics.gauge(PARTITION_COUNT, lambda: counts()[1], "Replicas on this broker")
-        self.metrics.gauge(
-            UNDER_REPLICATED_PARTITIONS, lambda: counts()[2], "Led partitions with ISR < replicas"
-        )
+    def _register_metrics(self, store: MetadataStore) -> None:
+        """``broker.metrics``: the ReplicaManager's, BrokerState, the ZooKeeper client's, the audit's."""
+        self.min_isr = M.TopicMinIsr(store)
+        isr_changes = M.register_replica_manager_metrics(self.metrics, self.replica_manager, self.min_isr)
+        self.alter_isr.on_committed = isr_changes.committed
+        self.metrics.gauge(M.BROKER_STATE, lambda: float(self.broker_state), "Kafka's BrokerState number")
+        M.register_zookeeper_metrics(self.metrics, store)
         if self.audit is not None:
             from kafka_controller.audit.writer_recovery import register_writer_gauges
 
@@ -374,8 +372,10 @@ class BrokerServer:
             return True
         clean = True
         if self._started and self.config.kafka.controlled_shutdown_enable:
+            self.broker_state = M.PENDING_CONTROLLED_SHUTDOWN
             self.data_plane.stop_fetching()  # so that no leader adds this broker back to an ISR
             clean = self.controlled_shutdown()
+        self.broker_state = M.BROKER_SHUTTING_DOWN
         self._stop_all()
         return clean
 
@@ -395,4 +395,5 @@ class BrokerServer:
             except Exception:
                 log.exception("Broker %d: stopping the %s failed", self.broker_id, name)
         self._cleanup.clear()
+        self.broker_state = M.NOT_RUNNING
         log.info("Broker %d stopped", self.broker_id)

@@ -1,8 +1,13 @@
 """``kafka-controller cluster up``: an embedded ZooKeeper and N brokers in one command, for demos.
 
-It prints the connect string and each broker's listener, pid and log, then runs in the foreground
-until SIGINT/SIGTERM; then it stops the brokers one at a time with a controlled shutdown (the
-active controller last), and ZooKeeper. Every ``--config`` is checked before anything starts.
+It prints the connect string, each broker's listener, pid, log and metrics endpoint, and where the
+brokers audit (or that nothing is audited), then runs in the foreground until SIGINT/SIGTERM; then
+it stops the brokers one at a time with a controlled shutdown (the active controller last), and
+ZooKeeper. Every ``--config`` is checked before anything starts.
+
+While it runs, ``cluster stop-broker N``, ``start-broker N``, ``restart-broker N`` and ``status``
+(from another terminal) act on its brokers through its control socket (found by ``--data-dir``, or
+as the only ``cluster up`` of this user running).
 """
 
 from __future__ import annotations
@@ -11,10 +16,15 @@ import argparse
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_controller.cli import common
+
+if TYPE_CHECKING:
+    from kafka_controller.cluster.control import ControlServer
+    from kafka_controller.cluster.local import LocalCluster
 
 PROG = "kafka-controller cluster"
 
@@ -48,15 +58,25 @@ def register(subparsers: Any) -> None:
         metavar="K=V",
         help="a broker setting for every broker, repeated per key (as for `kafka-controller broker`)",
     )
+    up.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="BASE",
+        help="serve each broker's Prometheus metrics on BASE+i (i = 0 for the first broker)",
+    )
     up.add_argument("--start-timeout", type=float, default=90.0, help="seconds to wait for the cluster")
     up.add_argument(
         "--json", action="store_true", help="print where everything is as one JSON line on stdout"
     )
     up.set_defaults(func=run_up)
+    from kafka_controller.cli import cluster_control
+
+    cluster_control.register(sub)
 
 
 def run_up(args: argparse.Namespace) -> int:
     from kafka_controller.broker.config import BrokerConfig, parse_assignments
+    from kafka_controller.cluster.control import ControlServer
     from kafka_controller.cluster.local import LocalCluster
     from kafka_controller.domain.errors import InvalidArgumentError
 
@@ -66,6 +86,7 @@ def run_up(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(f"--port must be between 0 and 65535, got {args.port}")
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         raise InvalidArgumentError(f"--data-dir {args.data_dir} exists and is not a directory")
+    _check_metrics_ports(args.metrics_port, args.brokers)
     if args.data_dir is not None:
         args.data_dir.mkdir(parents=True, exist_ok=True)
     cluster = LocalCluster(
@@ -75,35 +96,97 @@ def run_up(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         audit_url=args.audit_url,
         broker_config=config,
+        metrics_port=args.metrics_port,
     )
     stop = threading.Event()
     previous = common.install_stop_handlers(stop)
+    cleanup: list[Callable[[], None]] = []
     try:
+        control = ControlServer(cluster.data_dir)  # first: a control socket that cannot be made stops us
+        cleanup.append(control.close)
         cluster.start(timeout=args.start_timeout)
         controller, epoch = cluster.controller()
-        info = cluster.info()
+        info = {**cluster.info(), "controller": controller, "controller_epoch": epoch}
+        info["audit_url"] = _redacted(cluster.audit_url)
+        info["control_socket"] = str(control.path)
         if args.json:
-            common.print_json({**info, "controller": controller, "controller_epoch": epoch}, one_line=True)
+            common.print_json(info, one_line=True)
+            _say(_audit_line(cluster))
         else:
             common.say(f"ZooKeeper: {cluster.connect_string} (data dir {cluster.data_dir})")
             for b in info["brokers"]:
-                common.say(f"broker {b['id']}: {b['listener']} (pid {b['pid']}, log {b['log']})")
+                metrics = f", metrics {b['metrics']}" if b["metrics"] else ""
+                common.say(f"broker {b['id']}: {b['listener']} (pid {b['pid']}, log {b['log']}{metrics})")
             common.say(f"controller: broker {controller} (epoch {epoch})")
+            common.say(_audit_line(cluster))
             common.say(f"try: kafka-controller describe --zookeeper {cluster.connect_string}")
-        _say(f"ready; press Ctrl-C to stop (pid {os.getpid()})")
-        reported: set[int] = set()
-        while not stop.wait(0.5):
-            for b, proc in cluster.processes.items():
-                if b not in reported and not proc.is_running():
-                    _say(f"broker {b} exited with code {proc.returncode}; see {proc.log_path}")
-                    reported.add(b)
+        _say(f"ready; press Ctrl-C to stop (pid {os.getpid()}, control socket {control.path})")
+        serve(cluster, control, stop)
+        control.drain("cluster up is stopping")
         _say("stopping: controlled shutdown of each broker, the controller last")
         cluster.close(graceful=True)
         _say("stopped")
         return 0
     finally:
+        for close in cleanup:
+            close()
         cluster.close(graceful=False)
         common.restore_handlers(previous)
+
+
+def _check_metrics_ports(base: int | None, brokers: int) -> None:
+    """BASE .. BASE+brokers-1 must be ports, and free now (a broker that cannot bind its metrics
+    port would fail its start with a less direct message)."""
+    import socket
+
+    from kafka_controller.domain.errors import InvalidArgumentError
+
+    if base is None:
+        return
+    last = base + max(1, brokers) - 1
+    if base < 1 or last > 65535:
+        raise InvalidArgumentError(
+            f"--metrics-port {base}: ports {base}..{last} (one per broker) must lie in 1-65535"
+        )
+    for port in range(base, last + 1):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                raise InvalidArgumentError(f"--metrics-port {base}: port {port} is in use") from None
+
+
+def _redacted(url: str | None) -> str | None:
+    if not url:
+        return None
+    from kafka_controller.audit.engine import redacted
+
+    return redacted(url)
+
+
+def _audit_line(cluster: LocalCluster) -> str:
+    if not cluster.audit_url:
+        return "audit: not audited (no --audit-url)"
+    spool = cluster.data_dir / "spool"
+    return f"audit: every broker audits to {_redacted(cluster.audit_url)} (spools in {spool})"
+
+
+def serve(cluster: LocalCluster, control: ControlServer, stop: threading.Event) -> None:
+    """Until ``stop``: answer control requests (in this thread, which owns the brokers) and say when
+    a broker exits that nobody asked to stop."""
+    from kafka_controller.cli.cluster_control import handle
+
+    reported: set[int] = set()
+    while not stop.is_set():
+        request = control.next_request(0.5)
+        if request is not None:
+            handle(cluster, request, reported)
+            if "message" in request.reply:
+                _say(str(request.reply["message"]))
+        for b, proc in cluster.processes.items():
+            if b not in reported and not proc.is_running():
+                _say(f"broker {b} exited with code {proc.returncode}; see {proc.log_path}")
+                reported.add(b)
 
 
 def _say(message: str) -> None:

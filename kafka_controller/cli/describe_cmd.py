@@ -87,7 +87,9 @@ def render_cluster_view(view: ClusterView, *, problems_only: bool = False) -> li
     lines.append(
         f"Partitions: {s['partitions']} in {s['topics']} topics (offline {s['offline']}, "
         f"under-replicated {s['under_replicated']}, under-min-isr {s['under_min_isr']}, "
-        f"not on preferred leader {s['not_preferred_leader']}, reassigning {s['reassigning']}; "
+        f"led by a non-preferred replica {s['not_preferred_leader']}, "
+        f"PreferredReplicaImbalanceCount {s['preferred_replica_imbalance']} (Kafka's count: offline "
+        f"included, topics being deleted not), reassigning {s['reassigning']}; "
         f"preferred-leader share {s['preferred_leader_share']:.0%}, leader skew {s['leader_skew']})"
     )
     parts = [p for p in view.partitions if p.flags or not problems_only]

@@ -28,7 +28,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.cli import common
+from kafka_controller.cli import common, reassign_extras
 from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError, NodeExistsError
 
 if TYPE_CHECKING:
@@ -72,12 +72,15 @@ def register(subparsers: Any) -> None:
         help="execute: create /admin/reassign_partitions instead of calling the admin API",
     )
     p.add_argument("--wait", action="store_true", help="execute: wait (up to --timeout) until it completes")
+    reassign_extras.add_options(p)
     common.add_json_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     common.check_timeout(args)
+    if (code := reassign_extras.before_run(args)) is not None:  # option checks; --decommission-brokers
+        return code
     if args.generate:
         return _generate(args)
     if args.list:
@@ -89,8 +92,6 @@ def run(args: argparse.Namespace) -> int:
     for name in ("topics_to_move_json_file", "broker_list"):
         if getattr(args, name) is not None:
             raise InvalidArgumentError(f"--{name.replace('_', '-')} is only for --generate")
-    if not args.execute and (args.additional or args.legacy_znode or args.wait):
-        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
     from kafka_controller.admin.reassignment import parse_reassignment_json
 
     plan = parse_reassignment_json(common.read_text_file(args.reassignment_json_file, FILE))
@@ -120,7 +121,6 @@ def _by_topic(assignments: Mapping[TopicPartition, ReplicaAssignment]) -> dict[s
 
 def _generate(args: argparse.Namespace) -> int:
     from kafka_controller.admin.reassignment import (
-        encode_reassignment_json,
         generate_reassignment,
         parse_broker_list,
         parse_topics_to_move_json,
@@ -128,8 +128,6 @@ def _generate(args: argparse.Namespace) -> int:
 
     if args.topics_to_move_json_file is None or args.broker_list is None:
         raise InvalidArgumentError("--generate needs --topics-to-move-json-file and --broker-list")
-    if args.additional or args.legacy_znode or args.wait:
-        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
     out_file: Path | None = args.reassignment_json_file
     if out_file is not None and out_file.exists():
         raise InvalidArgumentError(
@@ -148,27 +146,7 @@ def _generate(args: argparse.Namespace) -> int:
     current, proposed = generate_reassignment(
         {tp: ra.replicas for tp, ra in current_all.items()}, topics, brokers
     )
-    proposed_text = encode_reassignment_json(proposed)
-    if out_file is not None:
-        common.write_text_file_atomically(out_file, proposed_text + "\n", FILE)
-        common.left_undone(f"nothing is left undone: the proposal is in {out_file}")
-    if args.json:
-        import orjson
-
-        common.print_json(
-            {
-                "current": orjson.loads(encode_reassignment_json(current)),
-                "proposed": orjson.loads(proposed_text),
-            }
-        )
-    else:
-        common.say("Current partition replica assignment")
-        common.say(encode_reassignment_json(current))
-        common.say()
-        common.say("Proposed partition reassignment configuration")
-        common.say(proposed_text)
-        if out_file is not None:
-            common.say(f"(written to {out_file})")
+    reassign_extras.print_proposal(args, current, proposed)
     return 0
 
 
@@ -179,6 +157,7 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
         current = _assignments(store, {tp.topic for tp in plan})
         validate_reassignment(plan, _by_topic(current), set(store.get_sorted_broker_list()))
         rollback = encode_reassignment_json({tp: current[tp].replicas for tp in plan})
+        reassign_extras.apply_throttle(args, store, plan, current)  # before the start, as Kafka does
         moving = f"the reassignment of {len(plan)} partition(s) in {args.reassignment_json_file}"
         common.left_undone(
             f"{moving} may have been started and may go on in the controller; "
@@ -296,6 +275,7 @@ def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
     with common.open_store(args) as store:
         validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
         outcome = _check(store, plan)
+        reassign_extras.clear_throttles_if_done(args, store, plan, outcome)
     if args.json:
         common.print_json([_verification_json(v) for v in outcome])
     else:
@@ -342,8 +322,6 @@ def _list(args: argparse.Namespace) -> int:
     for name in ("reassignment_json_file", "topics_to_move_json_file", "broker_list"):
         if getattr(args, name) is not None:
             raise InvalidArgumentError(f"--{name.replace('_', '-')} is not for --list")
-    if args.additional or args.legacy_znode or args.wait:
-        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
     with common.open_store(args) as store:
         current: dict[TopicPartition, ReplicaAssignment] = {}
         for topic, read in store.get_replica_assignment_and_topic_ids(sorted(store.get_all_topics())).items():

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_controller.cluster.local_addresses import LocalClusterAddresses
 from kafka_controller.cluster.process import BrokerProcess, broker_command, broker_pids, wait_all_exited
 from kafka_controller.cluster.waits import ClusterError, ClusterWaits
 from kafka_controller.cluster.watch import LeadershipWatch, ShutdownReport, partitions_of
@@ -53,7 +54,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-class LocalCluster(ClusterWaits):
+class LocalCluster(LocalClusterAddresses, ClusterWaits):
     """ZooKeeper (embedded, or ``zookeeper=`` an existing connect string) and brokers
     ``first_broker_id .. first_broker_id + brokers - 1``. Use as a context manager, or
     ``start()`` then ``close()``."""
@@ -73,6 +74,7 @@ class LocalCluster(ClusterWaits):
         python: str | None = None,
         log_level: str = "INFO",
         close_dead_sessions: bool = True,
+        metrics_port: int | None = None,
     ) -> None:
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
@@ -89,6 +91,7 @@ class LocalCluster(ClusterWaits):
         self.host = host
         self.python = python
         self.log_level = log_level
+        self.metrics_base_port = metrics_port  # broker i (0-based) serves metrics on base + i
         self._owns_dir = data_dir is None
         self.data_dir = (
             Path(data_dir).absolute()
@@ -105,24 +108,6 @@ class LocalCluster(ClusterWaits):
         self.session_closer: SessionCloser | None = None
         self._close_sessions = close_dead_sessions
 
-    # -- addresses -----------------------------------------------------------------------------------
-    @property
-    def zookeeper_connect(self) -> str:
-        """The server's host:port (no chroot)."""
-        if self.external_zookeeper is not None:
-            return self.external_zookeeper
-        if self.zk is None:
-            raise ClusterError("the cluster is not started")
-        return self.zk.connect_string
-
-    @property
-    def connect_string(self) -> str:
-        """What brokers and admin commands use: host:port plus the chroot."""
-        return self.zookeeper_connect + self.chroot
-
-    def listener(self, broker_id: int) -> str:
-        return f"{self.host}:{self.ports[self._known(broker_id)]}"
-
     @property
     def store(self) -> ZkMetadataStore:
         if self._store is None:
@@ -137,17 +122,6 @@ class LocalCluster(ClusterWaits):
             self._admin = AdminClient(self.store, timeout_s=30.0)
         return self._admin
 
-    def running_broker_ids(self) -> list[int]:
-        return [b for b in self.broker_ids if b in self.processes and self.processes[b].is_running()]
-
-    def _known(self, broker_id: int) -> int:
-        if broker_id not in self.broker_ids:
-            raise InvalidArgumentError(
-                f"broker {broker_id} is not part of this cluster {list(self.broker_ids)}"
-            )
-        return broker_id
-
-    # -- lifecycle -------------------------------------------------------------------------------------
     def start(self, timeout: float = 90.0) -> LocalCluster:
         """ZooKeeper, then every broker at once; returns when all are registered, a controller is
         elected and every broker's metadata lists every broker."""
@@ -245,6 +219,7 @@ class LocalCluster(ClusterWaits):
             python=self.python,
             log_level=self.log_level,
             data_dir=self.broker_data_dir(broker_id),
+            metrics_port=self._metrics_port(broker_id),
         )
         proc = self.processes.get(broker_id)
         if proc is None or proc.command != command:
@@ -368,6 +343,8 @@ class LocalCluster(ClusterWaits):
         """Brokers of this cluster that something else relaunched (Airflow's ``local`` lifecycle
         backend restarts them detached) are not our children, but they are this cluster's: stop
         them too, or they outlive ``cluster up`` and keep the ports and the ZooKeeper paths."""
+        if self.zk is None and self.external_zookeeper is None:
+            return  # never started: no connect string, no broker of ours can exist
         for broker_id in self.broker_ids:
             for pid in broker_pids(broker_id, self.connect_string):
                 with contextlib.suppress(OSError):
@@ -378,20 +355,3 @@ class LocalCluster(ClusterWaits):
 
     def __exit__(self, *exc: object) -> None:
         self.close(graceful=False)
-
-    def info(self) -> dict[str, Any]:
-        """Addresses, pids and log files, for printing."""
-        return {
-            "zookeeper": self.connect_string,
-            "data_dir": str(self.data_dir),
-            "audit_url": self.audit_url,
-            "brokers": [
-                {
-                    "id": b,
-                    "listener": self.listener(b) if b in self.ports else None,
-                    "pid": p.pid if (p := self.processes.get(b)) is not None and p.is_running() else None,
-                    "log": str(self.data_dir / "logs" / f"broker-{b}.log"),
-                }
-                for b in self.broker_ids
-            ],
-        }

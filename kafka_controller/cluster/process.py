@@ -62,6 +62,7 @@ def broker_command(
     python: str | None = None,
     log_level: str = "INFO",
     data_dir: Path | None = None,
+    metrics_port: int | None = None,
 ) -> list[str]:
     """The command line of one broker (``python -m kafka_controller.cli.main broker ...``)."""
     argv = [
@@ -80,6 +81,8 @@ def broker_command(
     ]
     for key, value in config.items():
         argv += ["--config", f"{key}={value}"]
+    if metrics_port is not None:
+        argv += ["--metrics-port", str(metrics_port), "--metrics-host", host]
     if audit_url:
         argv += ["--audit-url", audit_url]
         if audit_spool_dir is not None:

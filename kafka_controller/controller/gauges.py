@@ -20,6 +20,8 @@ __all__ = ["GAUGE_NAMES", "ControllerGauges"]
 #: Kafka's short gauge name (``OfflinePartitionsCount``) -> the full registered name.
 GAUGE_NAMES = {name.rsplit("=", 1)[1]: name for name in KAFKA_CONTROLLER_GAUGES}
 _NAME = GAUGE_NAMES
+#: Gauges Kafka 2.8 does not have (README, "Deviations" 9): labelled as such in their help text.
+KAFKA_3_1 = frozenset({"ActiveBrokerCount", "FencedBrokerCount"})
 
 
 class ControllerGauges(ControllerBase):
@@ -37,7 +39,8 @@ class ControllerGauges(ControllerBase):
             if short == "ControllerState":
                 reg.gauge(full, lambda: float(self.event_manager.state.value), "State being processed")
             else:
-                reg.gauge(full, lambda s=short: values[s], short)  # type: ignore[misc]
+                help_text = f"{short} (Kafka 3.1+, KIP-748; not in 2.8)" if short in KAFKA_3_1 else short
+                reg.gauge(full, lambda s=short: values[s], help_text)  # type: ignore[misc]
         reg.gauge(EVENT_QUEUE_SIZE, lambda: float(self.event_manager.queue_size), "Events waiting")
         audit = self.audit
         reg.gauge(AUDIT_HELD_RECORDS, lambda: float(audit.held_records()), "Audit records held by the event")

@@ -56,7 +56,7 @@ UNCLEAN_LEADER_ELECTIONS_PER_SEC = "kafka.controller:type=ControllerStats,name=U
 EVENT_QUEUE_TIME_MS = "kafka.controller:type=ControllerEventManager,name=EventQueueTimeMs"
 EVENT_QUEUE_SIZE = "kafka.controller:type=ControllerEventManager,name=EventQueueSize"
 
-_MBEAN = re.compile(r"^([A-Za-z][\w.]*):type=(\w+),name=(\w+)$")
+_MBEAN = re.compile(r"^([A-Za-z][\w.]*):type=(\w+),name=(\w+)(?:,([A-Za-z][\w-]*)=([\w.-]+))?$")
 _TICK_S = 5.0
 QUANTILES: tuple[float, ...] = (0.5, 0.75, 0.95, 0.98, 0.99, 0.999)
 
@@ -70,12 +70,14 @@ def rate_and_time_metric(state: ControllerState) -> str:
 
 
 def prometheus_name(mbean: str) -> str:
-    """``domain:type=T,name=N`` -> ``domain_t_n`` (dots to underscores, lowercased)."""
+    """``domain:type=T,name=N`` -> ``domain_t_n`` (dots to underscores, lowercased); one more tag
+    (Kafka's ``,broker-id=1``) becomes a label: ``domain_t_n{broker_id="1"}``."""
     m = _MBEAN.match(mbean)
     if m is None:
-        raise InvalidArgumentError(f"metric name {mbean!r} is not of the form 'domain:type=T,name=N'")
-    domain, type_, name = m.groups()
-    return f"{domain.replace('.', '_')}_{type_}_{name}".lower()
+        raise InvalidArgumentError(f"metric name {mbean!r} is not of the form 'domain:type=T,name=N[,tag=V]'")
+    domain, type_, name, tag, value = m.groups()
+    label = "" if tag is None else f'{{{tag.replace("-", "_")}="{value}"}}'
+    return f"{domain.replace('.', '_')}_{type_}_{name}".lower() + label
 
 
 class Meter:
@@ -229,6 +231,7 @@ class MetricsRegistry:
         self.clock: Clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._metrics: dict[str, tuple[Metric, str]] = {}
+        self._collectors: list[tuple[Callable[[], dict[str, float]], str]] = []
 
     def _add(self, name: str, metric: Metric, help_text: str) -> None:
         prometheus_name(name)  # validates the name before anything is registered
@@ -238,6 +241,13 @@ class MetricsRegistry:
     def gauge(self, name: str, fn: Callable[[], float], help_text: str = "") -> None:
         """Register ``fn``; it is called at every scrape, so it must be cheap and thread-safe."""
         self._add(name, fn, help_text)
+
+    def collector(self, fn: Callable[[], dict[str, float]], help_text: str = "") -> None:
+        """Gauges named at scrape time (one per broker, say): ``fn`` returns MBean name -> value."""
+        for name in fn():
+            prometheus_name(name)
+        with self._lock:
+            self._collectors.append((fn, help_text))
 
     def meter(self, name: str, help_text: str = "") -> Meter:
         meter = Meter(self.clock)
@@ -269,7 +279,11 @@ class MetricsRegistry:
 
     def _items(self) -> list[tuple[str, Metric, str]]:
         with self._lock:
-            return sorted((n, m, h) for n, (m, h) in self._metrics.items())
+            items: list[tuple[str, Metric, str]] = [(n, m, h) for n, (m, h) in self._metrics.items()]
+            collectors = list(self._collectors)
+        for fn, h in collectors:
+            items += [(n, _constant(v), h) for n, v in fn().items()]
+        return sorted(items, key=lambda item: item[0])
 
     def snapshot(self) -> dict[str, Any]:
         """Every metric by MBean name: a number for gauges, a dict for the other kinds."""
@@ -288,6 +302,7 @@ class MetricsRegistry:
     def render_prometheus(self) -> str:
         """Text exposition format 0.0.4: gauges, counters (+ rate gauges), and summaries in ms."""
         lines: list[str] = []
+        families: set[str] = set()
         for name, metric, help_text in self._items():
             base = prometheus_name(name)
             help_line = f"{help_text or name}".translate(_HELP_ESCAPE)
@@ -303,9 +318,16 @@ class MetricsRegistry:
                 if isinstance(metric, Timer):
                     _render_meter(lines, base + "_events", help_line, metric.meter)
             else:
-                lines += [f"# HELP {base} {help_line}", f"# TYPE {base} gauge"]
+                family = base.split("{", 1)[0]
+                if family not in families:  # a labelled family's series share one HELP and TYPE
+                    families.add(family)
+                    lines += [f"# HELP {family} {help_line}", f"# TYPE {family} gauge"]
                 lines.append(f"{base} {_fmt(_gauge_value(metric))}")
         return "\n".join(lines) + "\n" if lines else ""
+
+
+def _constant(value: float) -> Callable[[], float]:
+    return lambda: value
 
 
 def _render_meter(lines: list[str], base: str, help_line: str, meter: Meter) -> None:
@@ -339,49 +361,6 @@ def new_rate_and_time_metrics(registry: MetricsRegistry) -> dict[ControllerState
     }
 
 
-class MetricsServer:
-    """The HTTP endpoint of ``serve_metrics``: ``.port`` is the bound port; ``close()`` stops it."""
+from kafka_controller.controller.metrics_http import MetricsServer, serve_metrics  # noqa: E402
 
-    def __init__(self, registry: MetricsRegistry, host: str, port: int) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        import orjson
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path in ("/metrics", "/metrics/"):
-                    body = registry.render_prometheus().encode()
-                    ctype = "text/plain; version=0.0.4; charset=utf-8"
-                elif self.path == "/metrics.json":
-                    body = orjson.dumps(registry.snapshot())
-                    ctype = "application/json"
-                else:
-                    self.send_error(404, "only /metrics and /metrics.json are served")
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:  # scrapes are not news
-                return None
-
-        self._httpd = ThreadingHTTPServer((host, port), Handler)
-        self._httpd.daemon_threads = True
-        self.host = host
-        self.port: int = self._httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.05,), name=f"metrics-http-{self.port}", daemon=True
-        )
-        self._thread.start()
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
-
-
-def serve_metrics(registry: MetricsRegistry, host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
-    """Serve ``GET /metrics`` (Prometheus text) and ``GET /metrics.json`` on a daemon thread."""
-    return MetricsServer(registry, host, port)
+__all__ = ["MetricsRegistry", "MetricsServer", "prometheus_name", "serve_metrics"]

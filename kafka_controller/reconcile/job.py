@@ -9,7 +9,9 @@ JDBC, or its Parquet copy), runs every rule of ``reconcile.rules`` and writes, p
   in ``reconciliation_findings``, written from the driver.
 
 It prints the run summary as JSON on stdout. Exit codes: 0 done; 1 failed (one line on stderr);
-2 bad input (one line on stderr, nothing written); 3 done, with findings at or above ``--fail-on``.
+2 bad input (one line on stderr, nothing written); 3 done, with findings at or above ``--fail-on``
+(``critical`` by default; ``--fail-on none`` never fails on findings). On stderr it prints the most
+severe findings as a table, how long Spark took to start, and the verdict (``reconcile.job_report``).
 
 Locally (the default master is ``local[*]``)::
 
@@ -46,9 +48,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+from kafka_controller.reconcile import job_report
+from kafka_controller.reconcile.job_report import DEFAULT_FAIL_ON, EXIT_FINDINGS, FAIL_ON_CHOICES, exit_code
 from kafka_controller.reconcile.rules_catalog import SEVERITIES
 
-EXIT_FINDINGS = 3
+__all__ = ["EXIT_FINDINGS", "JobConfig", "RunResult", "exit_code", "main", "run", "run_from_args"]
 #: Findings up to this many go to one Parquet file, sorted; more stay in Spark's partitions.
 SINGLE_FILE_FINDINGS = 1_000_000
 
@@ -79,6 +83,8 @@ class RunResult:
     by_severity: dict[str, int]
     plan: dict[str, Any]
     timings_s: dict[str, float]
+    #: the most severe findings, for the table on stderr (not in the summary: all are in findings/)
+    top: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -111,7 +117,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--operation-id", help="the audit operation this run belongs to")
     p.add_argument("--stuck-reassignment-minutes", type=float, default=30.0)
     p.add_argument("--leader-imbalance-percentage", type=int, default=10)
-    p.add_argument("--fail-on", choices=SEVERITIES, help=f"exit {EXIT_FINDINGS} on findings this severe")
+    p.add_argument(
+        "--fail-on",
+        choices=FAIL_ON_CHOICES,
+        default=DEFAULT_FAIL_ON,
+        help=f"exit {EXIT_FINDINGS} on findings at least this severe; none: never (default: %(default)s)",
+    )
     p.add_argument("--master", help="Spark master when not under spark-submit (default: local[*])")
     p.add_argument("--shuffle-partitions", type=int, help="spark.sql.shuffle.partitions for a new session")
     p.add_argument("--driver-memory", help="spark.driver.memory for a new local session, e.g. 4g")
@@ -250,8 +261,9 @@ def _run(spark: Any, config: JobConfig, inputs: Any, run_dir: str, store: Any) -
         findings = rules.run_rules(prepared).coalesce(spark.sparkContext.defaultParallelism).persist()
         cached.append(findings)
         counts = findings.groupBy("kind", "severity").count().collect()
-        lap("rules")
         total = sum(row["count"] for row in counts)
+        top = job_report.top_findings(findings) if total else []
+        lap("rules")
         ordered = findings.coalesce(1) if total <= SINGLE_FILE_FINDINGS else findings
         ordered.sortWithinPartitions("kind", "topic", "partition", "broker").write.parquet(
             f"{run_dir}/findings"
@@ -276,6 +288,7 @@ def _run(spark: Any, config: JobConfig, inputs: Any, run_dir: str, store: Any) -
             {s: by_severity.get(s, 0) for s in SEVERITIES},
             plan,
             timings,
+            top,
         )
         if store is not None:
             written = store.finish_run(
@@ -327,16 +340,19 @@ def run_from_args(args: argparse.Namespace) -> int:
 
     spark = None
     created = False
+    begun = time.perf_counter()
     try:
         config = config_from_args(args)
         preflight(config)
         jars = required_jars(config)
+        t = time.perf_counter()
         spark, created = get_spark(
             master=args.master,
             jars=jars,
             shuffle_partitions=args.shuffle_partitions,
             driver_memory=args.driver_memory,
         )
+        spark_start_s = time.perf_counter() - t
         result = run(spark, config)
     except InvalidArgumentError as e:
         print(f"reconcile: error: {e}", file=sys.stderr)
@@ -351,16 +367,24 @@ def run_from_args(args: argparse.Namespace) -> int:
     finally:
         if created and spark is not None:
             spark.stop()
-    print(json.dumps(result.summary(), indent=1))
+    if created:
+        result.timings_s["spark_start"] = round(spark_start_s, 3)
+    # the report first: under spark-submit stderr is merged into stdout, and the summary must end it
+    _report(result, args.fail_on, spark_start_s if created else None, time.perf_counter() - begun)
+    print(json.dumps(result.summary(), indent=1), flush=True)
     return exit_code(result.by_severity, args.fail_on)
 
 
-def exit_code(by_severity: dict[str, int], fail_on: str | None) -> int:
-    """0, or ``EXIT_FINDINGS`` when there are findings at least as severe as ``fail_on``."""
-    if fail_on is None:
-        return 0
-    worst = SEVERITIES.index(fail_on)
-    return EXIT_FINDINGS if any(by_severity.get(s, 0) for s in SEVERITIES[: worst + 1]) else 0
+def _report(result: RunResult, fail_on: str, spark_start_s: float | None, total_s: float) -> None:
+    """The table, Spark's start-up and the verdict, on stderr (stdout is the JSON summary)."""
+    for line in job_report.findings_table(result.top, result.findings, result.run_dir):
+        print(line, file=sys.stderr)
+    print(
+        f"reconcile: {job_report.spark_start_line(spark_start_s, total_s, spark_start_s is not None)}",
+        file=sys.stderr,
+    )
+    print(f"reconcile: {job_report.verdict_line(result.by_severity, fail_on)}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 if __name__ == "__main__":

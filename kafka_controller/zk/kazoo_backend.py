@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -108,6 +109,8 @@ class KazooBackend:
         self._factory: ClientFactory = client_factory or KazooClient
         self._chroot = config.chroot
         self._multi_read = config.multi_read is not False
+        #: each pipelined request's round trip in ms (the broker's ZooKeeperRequestLatencyMs)
+        self.on_request_latency_ms: Callable[[float], None] | None = None
         self._wrappers: dict[RawWatch, Callable[[Any], None]] = {}
         self._wrappers_lock = threading.Lock()
         self._listeners: list[RawSessionListener] = []
@@ -245,16 +248,19 @@ class KazooBackend:
             raise translate(e, what) from None
 
     def _pipeline(self, requests: Sequence[Any], what: str) -> list[Any]:
-        """Send ``requests`` keeping at most ``max_in_flight`` outstanding; replies in order."""
-        window = self.config.max_in_flight
+        """Send ``requests`` keeping at most ``max_in_flight`` outstanding; replies in order, each
+        round trip (submit to reply) to ``on_request_latency_ms`` when set (a metric)."""
+        window, observe = self.config.max_in_flight, self.on_request_latency_ms
         out: list[Any] = []
-        pending: deque[Any] = deque()
-        for request in requests:
-            if len(pending) >= window:
-                out.append(self._wait(pending.popleft(), what))
-            pending.append(self._submit(request))
-        while pending:
-            out.append(self._wait(pending.popleft(), what))
+        pending: deque[tuple[Any, float]] = deque()
+        for i in range(len(requests) + window):  # submit while i < len, settle once `window` are out
+            if pending and (len(pending) >= window or i >= len(requests)):
+                result, sent = pending.popleft()
+                out.append(self._wait(result, what))
+                if observe is not None:
+                    observe((time.monotonic() - sent) * 1000.0)
+            if i < len(requests):
+                pending.append((self._submit(requests[i]), time.monotonic()))
         return out
 
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:

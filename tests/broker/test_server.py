@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafka_controller.broker.config import BrokerConfig
+from kafka_controller.broker.metrics import ZK_EXPIRES_PER_SEC, ZK_REQUEST_LATENCY_MS, ZK_SESSION_STATE
 from kafka_controller.broker.server import LEADER_COUNT, BrokerServer
 from kafka_controller.controller.metrics import prometheus_name
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
@@ -112,6 +113,11 @@ def test_session_expiry_on_real_zookeeper_gives_a_new_broker_epoch(
             "a LeaderAndIsr accepted after the bounce",
             30,
         )
+        # the ZooKeeper client's metrics saw it: one expiry, connected again, timed round trips
+        snap = server.metrics.snapshot()
+        assert snap[ZK_EXPIRES_PER_SEC]["count"] == 1
+        assert snap[ZK_SESSION_STATE] == 1.0
+        assert snap[ZK_REQUEST_LATENCY_MS]["count"] > 0
     finally:
         server.shutdown()
         admin.close()

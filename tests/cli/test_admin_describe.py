@@ -116,3 +116,56 @@ def test_read_cluster_view_from_a_store() -> None:
     assert view.leaders_on(2) == [TopicPartition("t", 0), TopicPartition("t", 1)]
     only_t = read_cluster_view(store, ["t"])
     assert [p.topic for p in only_t.partitions] == ["t", "t"]
+
+
+def test_preferred_replica_imbalance_is_the_controllers_gauge() -> None:
+    """``describe``'s PreferredReplicaImbalanceCount is the controller's, partition for partition:
+    offline partitions count, a topic queued for deletion does not, nor a preferred replica still
+    being added; ``not_preferred_leader`` (a leader other than the preferred replica) is the other number."""
+    from kafka_controller.core.context import ControllerContext
+
+    tp = [TopicPartition("t", p) for p in range(6)]
+    gone = TopicPartition("gone", 0)
+    assignments = {
+        tp[0]: ReplicaAssignment.of([1, 2]),  # on its preferred leader
+        tp[1]: ReplicaAssignment.of([1, 2]),  # offline (leader -1): Kafka counts it
+        tp[2]: ReplicaAssignment.of([2, 1]),  # led by 1, not preferred
+        tp[3]: ReplicaAssignment.of([3, 1, 2], adding=[3], removing=[]),  # preferred 3 not in ISR yet
+        tp[4]: ReplicaAssignment.of([1, 2]),  # leader on a dead broker: offline, counted
+        tp[5]: ReplicaAssignment.of([2, 1]),  # no state: not counted
+        gone: ReplicaAssignment.of([2, 1]),  # not preferred, but queued for deletion
+    }
+    states = {
+        tp[0]: _state(1, 0, (1, 2)),
+        tp[1]: _state(-1, 3, (2,)),
+        tp[2]: _state(1, 1, (1, 2)),
+        tp[3]: _state(1, 2, (1, 2)),
+        tp[4]: _state(9, 1, (9,)),
+        gone: _state(1, 0, (1, 2)),
+    }
+    ctx = ControllerContext()
+    for p, ra in assignments.items():
+        ctx.update_partition_full_replica_assignment(p, ra)
+    ctx.put_partition_leadership_infos(states.items())
+    ctx.queue_topic_deletion(["gone"])
+
+    def topic(name: str) -> TopicIdReplicaAssignment:
+        return TopicIdReplicaAssignment(
+            name, None, {p: ra for p, ra in assignments.items() if p.topic == name}
+        )
+
+    view = build_cluster_view(
+        controller_id=1,
+        controller_epoch=(2, 2),
+        brokers={_broker(1): 10, _broker(2): 20},
+        topics={"t": topic("t"), "gone": topic("gone")},
+        states={**states, tp[5]: None},
+        configs={},
+        deletions=["gone"],
+    )
+    assert ctx.preferred_replica_imbalance_count == 3
+    assert view.summary["preferred_replica_imbalance"] == ctx.preferred_replica_imbalance_count
+    assert sorted((p.topic, p.partition) for p in view.partitions if p.preferred_replica_imbalance) == [
+        ("t", 1), ("t", 2), ("t", 4)
+    ]  # fmt: skip
+    assert view.summary["not_preferred_leader"] == 4  # t-2, t-3, t-4 (dead leader 9) and gone-0

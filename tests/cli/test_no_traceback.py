@@ -38,6 +38,7 @@ from kazoo.client import KazooClient
 
 from kafka_controller.cli.common import ZOOKEEPER_ENV
 from kafka_controller.cli.main import main
+from kafka_controller.cluster.control import RUNTIME_DIR_ENV
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import Broker, EndPoint, ReplicaAssignment
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
@@ -222,7 +223,9 @@ def command_lines(
 
 @contextlib.contextmanager
 def _environment(extra: dict[str, str]) -> Iterator[None]:
-    with mock.patch.dict(os.environ, extra):
+    # `cluster stop-broker` & co. find a running `cluster up` by its control socket: only ever this
+    # module's (empty) directory, never a real cluster of this user
+    with mock.patch.dict(os.environ, {**extra, RUNTIME_DIR_ENV: str(_files / "run")}):
         for name in (ZOOKEEPER_ENV, "KAFKA_CONTROLLER_AUDIT_URL", "KAFKA_CONTROLLER_ZK_DIGEST"):
             if name not in extra:
                 os.environ.pop(name, None)
@@ -306,3 +309,72 @@ def test_no_traceback_on_a_cluster(
         assert zk_admin_client.exists(f"{zk_chroot}/brokers/ids/1") is not None  # the cluster is still there
     finally:
         store.close()
+
+
+class _StubCluster:
+    """What ``cluster_control.handle`` needs of a ``LocalCluster``: brokers 1 and 2, neither running,
+    and a start that fails as a real one can."""
+
+    broker_ids = (1, 2)
+    processes: dict[int, object] = {}
+
+    def _known(self, broker_id: int) -> int:
+        if broker_id not in self.broker_ids:
+            raise InvalidArgumentError(f"broker {broker_id} is not part of this cluster [1, 2]")
+        return broker_id
+
+    def info(self) -> dict[str, object]:
+        brokers = [
+            {"id": b, "listener": None, "pid": None, "log": "-", "metrics": None} for b in self.broker_ids
+        ]
+        return {"zookeeper": REFUSING, "brokers": brokers}
+
+    def start_broker(self, broker_id: int, timeout: float) -> int:
+        from kafka_controller.cluster.waits import ClusterError
+
+        raise ClusterError(f"broker {broker_id} did not register within {timeout:g}s")
+
+
+CONTROL_COMMANDS = sorted(c for c in COMMANDS if c[0] == "cluster" and c[1] != "up")
+
+
+@pytest.mark.parametrize("command", CONTROL_COMMANDS, ids=" ".join)
+def test_no_traceback_against_a_running_cluster_up(command: tuple[str, ...]) -> None:
+    """``cluster stop-broker|start-broker|restart-broker|status`` get past discovery: a control
+    socket answers from this module's runtime directory (``handle`` on a stub cluster, so the
+    ``cluster up`` side's refusals are fuzzed too)."""
+    import threading
+
+    from kafka_controller.cli.cluster_control import handle
+    from kafka_controller.cluster.control import ControlServer
+
+    data_dir = _files / "cluster-up"
+    data_dir.mkdir(exist_ok=True)
+    with mock.patch.dict(os.environ, {RUNTIME_DIR_ENV: str(_files / "run")}):
+        server = ControlServer(data_dir, {"zookeeper": REFUSING})
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            request = server.next_request(0.05)
+            if request is not None:
+                handle(_StubCluster(), request, set())  # type: ignore[arg-type]
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        overrides = {
+            "data_dir": st.one_of(st.just(str(data_dir)), PATHS),
+            "timeout": st.floats(0.2, 5).map(repr),
+        }
+
+        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(command_lines(command, overrides))
+        def check(line: tuple[list[str], dict[str, str]]) -> None:
+            _check(*line)
+
+        check()
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()

@@ -82,17 +82,6 @@ def test_an_admin_request_whose_write_is_fenced_is_answered_not_controller(clust
     assert answer.calls == 1
 
 
-def test_no_channel_manager_queue_size_metrics_are_registered(cluster: Cluster) -> None:
-    """Kafka 2.8's ControllerChannelManager has TotalQueueSize and per-broker QueueSize gauges;
-    this controller registers none (its channel queues are not measured)."""
-    cluster.start_all([0, 1])
-    names = cluster.active().controller.metrics.names()
-    assert "kafka.controller:type=KafkaController,name=ActiveControllerCount" in names
-    assert [
-        n for n in names if "ControllerChannelManager" in n or ("QueueSize" in n and "Event" not in n)
-    ] == []
-
-
 def test_kafka_3_1_broker_count_gauges_are_registered(cluster: Cluster) -> None:
     """ActiveBrokerCount and FencedBrokerCount came with Kafka 3.1 (KIP-748); they are here too, with
     no broker ever fenced in ZooKeeper mode."""
@@ -100,3 +89,6 @@ def test_kafka_3_1_broker_count_gauges_are_registered(cluster: Cluster) -> None:
     controller = cluster.active().controller
     assert controller.metric("ActiveBrokerCount") == 2
     assert controller.metric("FencedBrokerCount") == 0
+    text = controller.metrics.render_prometheus()
+    assert "# HELP kafka_controller_kafkacontroller_activebrokercount ActiveBrokerCount (Kafka 3.1+" in text
+    assert "# HELP kafka_controller_kafkacontroller_fencedbrokercount FencedBrokerCount (Kafka 3.1+" in text

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_controller.cli.main import main
-from kafka_controller.reconcile.job import EXIT_FINDINGS, exit_code
+from kafka_controller.reconcile.job import EXIT_FINDINGS, build_parser, exit_code
+from kafka_controller.reconcile.job_report import findings_table, spark_start_line, verdict_line
 from kafka_controller.reconcile.remediation import write_plan
 
 
@@ -60,10 +61,48 @@ def test_synth_writes_a_fleet_and_run_reports_bad_input_in_one_line(capsys: Any,
         ({"warning": 1}, "error", 0),
         ({"critical": 2}, "critical", EXIT_FINDINGS),
         ({"info": 5}, "warning", 0),
+        ({"critical": 2}, "none", 0),
     ],
 )
 def test_fail_on_exit_codes(by_severity: dict[str, int], fail_on: str | None, code: int) -> None:
     assert exit_code(by_severity, fail_on) == code
+
+
+def test_fail_on_defaults_to_critical_and_accepts_none() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["--snapshot", "s", "--out", "o"]).fail_on == "critical"
+    assert parser.parse_args(["--snapshot", "s", "--out", "o", "--fail-on", "none"]).fail_on == "none"
+
+
+def test_findings_table_most_severe_first_with_evidence_and_the_rest_counted() -> None:
+    rows: list[dict[str, Any]] = [
+        {"severity": "critical", "kind": "offline_partition", "topic": "t", "partition": 3, "broker": None,
+         "expected": "a live leader", "actual": "leader=-1 " + "x" * 200},
+        {"severity": "warning", "kind": "leader_skew", "topic": None, "partition": None, "broker": 2,
+         "expected": "<= 10%", "actual": "31%"},
+    ]  # fmt: skip
+    lines = findings_table(rows, 5, "runs/r1")
+    assert lines[0].split() == ["SEVERITY", "KIND", "PARTITION", "DETAIL"]
+    assert lines[1].split()[:3] == ["critical", "offline_partition", "t-3"]
+    assert lines[1].endswith("...") and len(lines[1]) < 160
+    assert lines[2].split()[:4] == ["warning", "leader_skew", "broker", "2"]
+    assert lines[3] == "... and 3 more in runs/r1/findings"
+    assert findings_table([], 0, "runs/r1") == ["no findings"]
+
+
+def test_spark_start_line_says_when_most_of_the_run_went_to_spark() -> None:
+    assert spark_start_line(38.0, 45.0, True) == (
+        "Spark started in 38.0 s (84% of 45.0 s); most of the run went to starting Spark"
+    )
+    assert spark_start_line(2.0, 40.0, True) == "Spark started in 2.0 s (5% of 40.0 s)"
+    assert spark_start_line(None, 40.0, False) == "Spark: the running session was used (no start-up)"
+
+
+def test_verdict_line() -> None:
+    assert verdict_line({"critical": 1, "warning": 2}, "critical") == (
+        "findings: 1 critical, 0 error, 2 warning, 0 info; exit 3: findings at or above --fail-on critical"
+    )
+    assert verdict_line({"warning": 2}, "critical").endswith("; --fail-on critical: ok")
 
 
 def test_plan_prints_an_election_file_and_schema_prints_every_table(capsys: Any, tmp_path: Path) -> None:

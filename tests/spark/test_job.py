@@ -195,3 +195,30 @@ def test_refuses_a_results_store_without_its_tables_and_an_existing_run(
     rc, err = _main(capsys, *base, "--out", str(tmp_path / "runs"), "--run-id", "r1", "--no-results")
     assert rc == 2 and "already exists" in err
     assert list((tmp_path / "runs" / "r1").iterdir()) == []
+
+
+# -- what `reconcile run` tells its user: the table, Spark's start-up, the verdict and exit code -------
+def test_run_prints_the_findings_table_and_fails_on_critical_by_default(
+    spark: Any, capsys: Any, tmp_path: Path, planted_fleet: synthetic.SyntheticFleet
+) -> None:
+    base = ["--snapshot", str(planted_fleet.snapshot), "--audit-parquet", str(planted_fleet.audit)]
+    rc = job.main([*base, "--out", str(tmp_path / "runs"), "--no-results"])
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["by_severity"]["critical"] > 0
+    assert rc == job.EXIT_FINDINGS
+    lines = err.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("SEVERITY"))
+    assert lines[header].split() == ["SEVERITY", "KIND", "PARTITION", "DETAIL"]
+    first = lines[header + 1]
+    assert first.startswith("critical") and "expected " in first  # the most severe first
+    assert f"and {summary['findings'] - 25} more in " in err
+    assert "reconcile: Spark: the running session was used (no start-up)" in lines
+    assert (
+        lines[-1].startswith("reconcile: findings: ")
+        and "exit 3: findings at or above --fail-on critical" in lines[-1]
+    )
+
+    rc = job.main([*base, "--out", str(tmp_path / "runs2"), "--no-results", "--fail-on", "none"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and err.splitlines()[-1].endswith("--fail-on none: ok")

@@ -282,15 +282,9 @@ class KafkaClusterHook(BaseHook):
     ) -> dict[str, str]:
         """Set (or with None, remove) keys of ``/config/<type>/<name>`` and notify, as kafka-configs.sh
         does; returns the previous values of the keys touched."""
-        store = self.get_store()
-        current = store.get_entity_config(entity_type, name)
-        previous = {k: current[k] for k in changes if k in current}
-        updated = {k: v for k, v in current.items() if k not in changes}
-        updated.update({k: v for k, v in changes.items() if v is not None})
-        if updated != current:
-            store.set_or_create_entity_config(entity_type, name, updated)
-            store.create_config_change_notification(f"{entity_type}/{name}")
-        return previous
+        from kafka_controller.admin.throttle import merge_entity_config
+
+        return merge_entity_config(self.get_store(), entity_type, name, changes)
 
     def pause_auto_rebalance(self) -> str | None:
         """Cluster-wide dynamic broker config ``auto.leader.rebalance.enable=false``; returns the

@@ -126,6 +126,56 @@ def spark_submit_command(
     return [*argv, str(Path(job.__file__)), *job_args]
 
 
+def reconcile_job_args(
+    *,
+    snapshot: str,
+    out: str,
+    results_url: str,
+    operation_id: str,
+    audit_parquet: str | None,
+    fail_on: str | None,
+) -> list[str]:
+    """The reconciliation job's arguments. ``--fail-on`` always: the job fails on critical findings
+    by default, the operator only when ``fail_on`` is given."""
+    args = [
+        "--snapshot",
+        snapshot,
+        "--out",
+        out,
+        "--results-url",
+        results_url,
+        "--operation-id",
+        operation_id,
+    ]
+    if audit_parquet:
+        args += ["--audit-parquet", audit_parquet]
+    return [*args, "--fail-on", fail_on or "none"]
+
+
+def reconcile_job_failed(returncode: int, fail_on: str | None) -> bool:
+    """1 and 2 always fail the task; 3 (findings at ``--fail-on``) only when ``fail_on`` is set."""
+    return returncode not in (0, 3) or (returncode == 3 and bool(fail_on))
+
+
+def reconcile_job_summary(stdout: str) -> dict[str, Any]:
+    """The job's JSON summary out of its stdout. Under ``spark-submit`` the driver's stderr (Spark's
+    warnings, the job's findings table) is merged into stdout, before and after the summary, so
+    the summary is the object that opens with a line of its own (``{``), decoded up to its end."""
+    import json
+
+    text = "\n" + stdout
+    start = text.rfind("\n{\n")
+    if start < 0:
+        raise KafkaControllerError("the reconciliation job printed no JSON summary")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start + 1 :])
+    except ValueError:
+        raise KafkaControllerError("the reconciliation job printed no JSON summary") from None
+    if not isinstance(value, dict):
+        raise KafkaControllerError("the reconciliation job printed no JSON summary")
+    return value
+
+
 def redact_args(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
     return [next((a.replace(s, "***") for s in secrets if s and s in a), a) for a in argv]
 
@@ -133,7 +183,9 @@ def redact_args(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
 class SparkReconciliationOperator(KafkaOperationOperator):
     """Launch the PySpark reconciliation job on a snapshot (``SnapshotExportOperator``'s XCom) and
     return its JSON summary. Exit code 2 (bad input) and 1 (failure) fail the task with the job's
-    last stderr line; 3 (findings at ``fail_on``) fails it too when ``fail_on`` is set.
+    last stderr line; 3 (findings at ``fail_on``) fails it too when ``fail_on`` is set. Without
+    ``fail_on`` findings never fail the task: the job is given ``--fail-on none`` (its own default is
+    ``critical``), and the findings are in the returned summary and the audit store.
 
     Where it runs: ``master`` (``local[2]`` by default), or, when ``spark_conn_id`` is given, a
     ``spark`` connection in the Apache Spark provider's layout (``spark_default``: host
@@ -201,23 +253,15 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         return spark_connection(conn_id, **airflow_fields(BaseHook.get_connection(conn_id)))
 
     def run(self, context: Any) -> dict[str, Any]:
-        import orjson
-
         url = self.audit.connection.url
-        args = [
-            "--snapshot",
-            str(self._snapshot),
-            "--out",
-            str(self._out),
-            "--results-url",
-            url,
-            "--operation-id",
-            str(self.operation_id),
-        ]
-        if self._audit_parquet:
-            args += ["--audit-parquet", self._audit_parquet]
-        if self.fail_on:
-            args += ["--fail-on", self.fail_on]
+        args = reconcile_job_args(
+            snapshot=str(self._snapshot),
+            out=str(self._out),
+            results_url=url,
+            operation_id=str(self.operation_id),
+            audit_parquet=self._audit_parquet,
+            fail_on=self.fail_on,
+        )
         argv = spark_submit_command(
             args,
             master=self._spark.master,
@@ -237,19 +281,17 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         except subprocess.TimeoutExpired:
             raise KafkaControllerError(f"the reconciliation job did not finish in {self._timeout}s") from None
         stderr = done.stderr.decode(errors="replace").replace(url, "***")
-        if done.returncode not in (0, 3) or (done.returncode == 3 and self.fail_on):
+        if reconcile_job_failed(done.returncode, self.fail_on):
             own = [ln for ln in stderr.splitlines() if " INFO " not in ln and " WARN " not in ln]
             self.log.error("the job's output, without Spark's INFO and WARN lines:\n%s", "\n".join(own[-40:]))
             lines = [ln for ln in own if ln.startswith("reconcile:")] or own[-1:] or stderr.splitlines()[-1:]
             raise KafkaControllerError(
                 f"the reconciliation job exited {done.returncode}: {lines[-1] if lines else ''}"
             )
-        out = done.stdout.decode(errors="replace").strip()
-        try:
-            summary = orjson.loads(out[out.index("{") :]) if "{" in out else {}
-        except orjson.JSONDecodeError:
-            raise KafkaControllerError("the reconciliation job printed no JSON summary") from None
-        return {"job": summary, "exit_code": done.returncode}
+        return {
+            "job": reconcile_job_summary(done.stdout.decode(errors="replace")),
+            "exit_code": done.returncode,
+        }
 
 
 class AuditReportOperator(KafkaOperationOperator):

@@ -1,0 +1,214 @@
+"""``reassign``'s options beyond the plan lifecycle, kept apart from ``reassign_cmd``:
+
+* ``--execute --throttle BYTES``: Kafka 2.8's replication throttles (``admin.throttle``) on the
+  brokers and topics the plan moves, set before the reassignment starts;
+* ``--verify`` removes them once no partition of the plan is still moving (Kafka's
+  ``clearAllThrottles``), unless ``--preserve-throttles``;
+* ``--generate --decommission-brokers IDS``: a plan moving every replica off those brokers
+  (``admin.decommission``: rack-aware, replication factors kept, balanced), printed and written
+  like ``--generate``'s;
+* the check that each mode's options are used with that mode only (one line naming the option).
+
+Throttle messages go to stderr, so that ``--json`` output stays one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafka_controller.cli import common
+from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError
+
+if TYPE_CHECKING:
+    from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+    from kafka_controller.zk.store import ZkMetadataStore
+
+PROG = "kafka-controller reassign"
+FILE = "reassignment JSON"
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--throttle",
+        type=int,
+        metavar="BYTES",
+        help="execute: throttle the moves' replication to BYTES/s (Kafka's *.replication.throttled.rate "
+        "on the brokers involved and *.replication.throttled.replicas on the topics); --verify "
+        "removes the throttles once the reassignment is done",
+    )
+    p.add_argument(
+        "--preserve-throttles",
+        action="store_true",
+        help="verify: keep the throttles even when the reassignment is done",
+    )
+    p.add_argument(
+        "--decommission-brokers",
+        metavar="IDS",
+        help="generate: move every replica off these brokers, e.g. 3 or 3,4 (rack-aware, replication "
+        "factors kept); all topics unless --topics-to-move-json-file, onto --broker-list or every "
+        "other registered broker",
+    )
+
+
+def before_run(args: argparse.Namespace) -> int | None:
+    """Refuse options given to the wrong mode; run ``--generate --decommission-brokers``."""
+    if not args.execute and (args.additional or args.legacy_znode or args.wait):
+        raise InvalidArgumentError("--additional, --legacy-znode and --wait are only for --execute")
+    if args.throttle is not None:
+        if not args.execute:
+            raise InvalidArgumentError("--throttle is only for --execute")
+        if args.throttle < 1:
+            raise InvalidArgumentError(
+                f"--throttle must be a positive number of bytes/s, got {args.throttle}"
+            )
+    if args.preserve_throttles and not args.verify:
+        raise InvalidArgumentError("--preserve-throttles is only for --verify")
+    if args.decommission_brokers is not None:
+        if not args.generate:
+            raise InvalidArgumentError("--decommission-brokers is only for --generate")
+        return _decommission(args)
+    return None
+
+
+# -- throttles ---------------------------------------------------------------------------------------
+
+
+def apply_throttle(
+    args: argparse.Namespace,
+    store: ZkMetadataStore,
+    plan: Mapping[TopicPartition, Sequence[int]],
+    current: Mapping[TopicPartition, ReplicaAssignment],
+) -> None:
+    """With ``--throttle``: write the throttles for ``plan`` (before it starts, as Kafka does)."""
+    if args.throttle is None:
+        return
+    from kafka_controller.admin.throttle import set_throttles, throttle_configs
+
+    brokers, topics = throttle_configs(plan, {tp: ra.replicas for tp, ra in current.items()}, args.throttle)
+    set_throttles(store, brokers, topics)
+    common.note(
+        PROG, f"the inter-broker throttle limit was set to {args.throttle} B/s on brokers {_ids(brokers)}"
+    )
+    common.note(
+        PROG,
+        "warning: run --verify periodically, until the reassignment completes, to remove the throttle",
+    )
+
+
+def clear_throttles_if_done(
+    args: argparse.Namespace,
+    store: ZkMetadataStore,
+    plan: Mapping[TopicPartition, Any],
+    outcome: Sequence[Any],
+) -> None:
+    """Once no partition of the plan is still moving (and without ``--preserve-throttles``): the
+    rates off every registered broker, the replica lists off the plan's topics."""
+    from kafka_controller.admin.reassignment import IN_PROGRESS
+    from kafka_controller.admin.throttle import clear_throttles
+
+    if args.preserve_throttles or any(v.status == IN_PROGRESS for v in outcome):
+        return
+    brokers = store.get_sorted_broker_list()
+    topics = sorted({tp.topic for tp in plan})
+    clear_throttles(store, brokers, topics)
+    common.note(PROG, f"clearing broker-level throttles on brokers {_ids(brokers)}")
+    common.note(PROG, f"clearing topic-level throttles on topics {','.join(topics)}")
+
+
+def _ids(ids: Any) -> str:
+    return ",".join(map(str, sorted(ids)))
+
+
+# -- --generate's output, and the decommission plan ------------------------------------------------------
+
+
+def print_proposal(
+    args: argparse.Namespace,
+    current: Mapping[TopicPartition, Sequence[int]],
+    proposed: Mapping[TopicPartition, Sequence[int]],
+) -> None:
+    """Write ``--reassignment-json-file`` (if given) and print Kafka's two blocks (or ``--json``)."""
+    from kafka_controller.admin.reassignment import encode_reassignment_json
+
+    out_file: Path | None = args.reassignment_json_file
+    proposed_text = encode_reassignment_json(dict(proposed))
+    if out_file is not None:
+        common.write_text_file_atomically(out_file, proposed_text + "\n", FILE)
+        common.left_undone(f"nothing is left undone: the proposal is in {out_file}")
+    if args.json:
+        import orjson
+
+        common.print_json(
+            {
+                "current": orjson.loads(encode_reassignment_json(dict(current))),
+                "proposed": orjson.loads(proposed_text),
+            }
+        )
+        return
+    common.say("Current partition replica assignment")
+    common.say(encode_reassignment_json(dict(current)))
+    common.say()
+    common.say("Proposed partition reassignment configuration")
+    common.say(proposed_text)
+    if out_file is not None:
+        common.say(f"(written to {out_file})")
+
+
+def _decommission(args: argparse.Namespace) -> int:
+    from kafka_controller.admin.decommission import decommission_plan, rack_aware
+    from kafka_controller.admin.reassignment import parse_broker_list, parse_topics_to_move_json
+
+    try:
+        leaving = parse_broker_list(args.decommission_brokers)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(str(e).replace("--broker-list", "--decommission-brokers", 1)) from None
+    if args.reassignment_json_file is not None and args.reassignment_json_file.exists():
+        raise InvalidArgumentError(
+            f"{FILE} file {args.reassignment_json_file} already exists; --generate writes a new file only"
+        )
+    wanted = (
+        parse_topics_to_move_json(common.read_text_file(args.topics_to_move_json_file, "topics-to-move JSON"))
+        if args.topics_to_move_json_file is not None
+        else None
+    )
+    if args.broker_list is not None:
+        parse_broker_list(args.broker_list)  # syntax first, before connecting
+    with common.open_store(args) as store:
+        brokers = {b.id: b.rack for b in store.get_all_brokers_and_epochs()}
+        targets = parse_broker_list(args.broker_list, set(brokers)) if args.broker_list else list(brokers)
+        current = _current(store, wanted)
+    overlap = sorted(set(leaving) & set(targets)) if args.broker_list else []
+    if overlap:
+        raise InvalidArgumentError(f"broker {overlap[0]} is both in --decommission-brokers and --broker-list")
+    holding = {r for replicas in current.values() for r in replicas}
+    for b in leaving:
+        if b not in brokers and b not in holding:
+            raise InvalidArgumentError(f"broker {b} is not registered and holds no replica")
+    candidates = sorted(set(targets) - set(leaving))
+    if not rack_aware(candidates, brokers) and any(brokers.get(b) for b in candidates):
+        common.warn(PROG, "racks are ignored: not every target broker has one")
+    plan = decommission_plan(current, leaving, candidates, brokers)
+    if not plan:
+        common.note(PROG, f"no replica is on brokers {_ids(leaving)}: nothing to move")
+    print_proposal(args, {tp: current[tp] for tp in plan}, plan)
+    return 0
+
+
+def _current(store: ZkMetadataStore, wanted: list[str] | None) -> dict[TopicPartition, tuple[int, ...]]:
+    """Replica lists of the named topics (unknown ones refused), or of every readable topic."""
+    names = sorted(wanted) if wanted is not None else sorted(store.get_all_topics())
+    out: dict[TopicPartition, tuple[int, ...]] = {}
+    for topic, read in store.get_replica_assignment_and_topic_ids(names).items():
+        if isinstance(read, MetadataStoreError):
+            if wanted is not None:
+                raise InvalidArgumentError(f"cannot read topic {topic!r}: {read}")
+            common.warn(PROG, f"skipping topic {topic!r}, which cannot be read: {read}")
+            continue
+        out.update({tp: ra.replicas for tp, ra in read.assignment.items()})
+    missing = [t for t in (wanted or ()) if not any(tp.topic == t for tp in out)]
+    if missing:
+        raise InvalidArgumentError(f"topics-to-move JSON: unknown topic {missing[0]!r}")
+    return out
