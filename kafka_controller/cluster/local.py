@@ -33,6 +33,7 @@ from kafka_controller.domain.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
     from kafka_controller.zk.embedded import EmbeddedZooKeeper
+    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
     from kafka_controller.zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalCluster(ClusterWaits):
-    """ZooKeeper (embedded, or ``zookeeper=`` an existing connect string) and brokers
-    ``first_broker_id .. first_broker_id + brokers - 1``. Use as a context manager, or
-    ``start()`` then ``close()``."""
+    """ZooKeeper (embedded, an ensemble of ``zk_servers``, or ``zookeeper=`` an existing connect
+    string) and brokers ``first_broker_id .. first_broker_id + brokers - 1``. Use as a context
+    manager, or ``start()`` then ``close()``."""
 
     def __init__(
         self,
@@ -60,6 +61,7 @@ class LocalCluster(ClusterWaits):
         *,
         first_broker_id: int = 1,
         zk_port: int = 0,
+        zk_servers: int = 1,
         zookeeper: str | None = None,
         chroot: str = "",
         data_dir: str | Path | None = None,
@@ -76,7 +78,10 @@ class LocalCluster(ClusterWaits):
         if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
             raise InvalidArgumentError(f"chroot {chroot!r} must start with '/' and not end with '/'")
         self.broker_ids: tuple[int, ...] = tuple(range(first_broker_id, first_broker_id + brokers))
+        if zk_servers not in (1, 3, 5):
+            raise InvalidArgumentError(f"ZooKeeper servers must be 1, 3 or 5, got {zk_servers}")
         self.zk_port = zk_port
+        self.zk_servers = zk_servers
         self.external_zookeeper = zookeeper
         self.chroot = chroot
         self.audit_url = audit_url
@@ -90,7 +95,7 @@ class LocalCluster(ClusterWaits):
             if data_dir is not None
             else Path(tempfile.mkdtemp(prefix="kc-cluster-"))
         )
-        self.zk: EmbeddedZooKeeper | None = None
+        self.zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None
         self.processes: dict[int, BrokerProcess] = {}
         self.ports: dict[int, int] = {}
         self._store: ZkMetadataStore | None = None
@@ -100,7 +105,7 @@ class LocalCluster(ClusterWaits):
     # -- addresses -----------------------------------------------------------------------------------
     @property
     def zookeeper_connect(self) -> str:
-        """The server's host:port (no chroot)."""
+        """The servers' host:port list (no chroot)."""
         if self.external_zookeeper is not None:
             return self.external_zookeeper
         if self.zk is None:
@@ -147,8 +152,14 @@ class LocalCluster(ClusterWaits):
         try:
             if self.external_zookeeper is None and self.zk is None:
                 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+                from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
-                self.zk = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper")
+                zk_dir = self.data_dir / "zookeeper"
+                self.zk = (
+                    EmbeddedZooKeeper(port=self.zk_port, data_dir=zk_dir)
+                    if self.zk_servers == 1
+                    else ZooKeeperEnsemble(self.zk_servers, self.zk_port, zk_dir)
+                )
                 self.zk.start(timeout=max(1.0, deadline - time.monotonic()))
             self._open_store()
             if self.audit_url:
