@@ -233,14 +233,20 @@ class ZooKeeperEnsemble:
         leader.kill()
         return leader.server_id
 
-    def lose_quorum(self, *, kill: bool = False) -> list[int]:
+    def lose_quorum(self, *, kill: bool = False, keep: int | None = None) -> list[int]:
         """Stop (or kill) a majority of members, so the rest stop serving; returns their ids.
 
-        The leader is among them, so the survivors must elect anew when quorum returns."""
-        leader_first = sorted(self.running(), key=lambda m: m.mode() != "leader")
-        victims = leader_first[: max(0, len(leader_first) - (len(self.members) - self.quorum_size))]
+        The leader is always among them (so the survivors must elect anew when quorum returns);
+        ``keep`` names a follower to leave running (default: the highest-numbered follower)."""
+        running = self.running()
+        leader = next((m for m in running if m.mode() == "leader"), None)
+        order = sorted(running, key=lambda m: (m is not leader, m.server_id == keep, m.server_id))
+        victims = order[: max(0, len(order) - (len(self.members) - self.quorum_size))]
         for m in victims:
-            m.kill() if kill else m.stop()
+            if kill:
+                m.kill()
+            else:
+                m.stop()
         return [m.server_id for m in victims]
 
     def wait_quorum(self, timeout: float = 60.0) -> EnsembleMember:

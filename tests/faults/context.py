@@ -30,6 +30,7 @@ from kafka_controller.testing.invariants import (
 )
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
 log = logging.getLogger("tests.faults")
 T = TypeVar("T")
@@ -46,7 +47,7 @@ class TrialFailed(AssertionError):
 class TrialContext:
     seed: int
     rng: random.Random
-    zk: EmbeddedZooKeeper
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble
     cluster: LocalCluster
     audit_url: str
     deadline: float
@@ -58,6 +59,8 @@ class TrialContext:
     lifecycle: threading.RLock = field(default_factory=threading.RLock)
     #: Controller epochs whose controller was SIGKILLed (its unflushed audit rows die with it).
     killed_controller_epochs: list[int] = field(default_factory=list)
+    #: Seconds from a network or quorum heal until the cluster converged (faults that heal).
+    convergence_s: float | None = None
 
     def left(self) -> float:
         return max(1.0, self.deadline - time.monotonic())

@@ -5,7 +5,15 @@
   the old one wakes up a zombie and must be fenced (spec §7.3);
 * ``zk_restart`` — the ZooKeeper server restarts on the same port and data;
 * ``audit_outage`` — the trial's private PostgreSQL crashes (``immediate``) and comes back;
-* ``bounce_storm`` — one broker restarted again and again, hard or controlled, at random.
+* ``bounce_storm`` — one broker restarted again and again, hard or controlled, at random;
+* ``zk_leader_kill`` — on a 3-server ensemble: the ZooKeeper leader SIGKILLed, a new one elected,
+  the old one restarted a moment later;
+* ``zk_quorum_loss`` — on a 3-server ensemble: two servers (the leader among them) stopped or
+  killed for 8-12 s, past the brokers' session timeout, then started again.
+
+The ensemble faults time the convergence after the heal (every running broker registered, a
+controller, every partition of ``w`` with a registered ISR replica led by a registered broker) and
+fail the trial past ``CONVERGE_BOUND_S``; the trial then checks the rest as after any fault.
 
 Every choice (victim, durations, kind of bounce) comes from the trial's seeded ``rng``.
 """
@@ -13,15 +21,19 @@ Every choice (victim, durations, kind of bounce) comes from the trial's seeded `
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from kafka_controller.cluster import ClusterError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
-from tests.faults.context import TrialContext
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
+from tests.faults.context import TrialContext, TrialFailed
 from tests.faults.workloads import partitions
 
 #: The broker config every trial uses: short sessions so faults are noticed in seconds.
 SESSION_TIMEOUT_MS = 4000
+#: The stated bound on convergence after a heal (README's reliability table).
+CONVERGE_BOUND_S = 60.0
 
 
 def _pause(seconds: float) -> None:
@@ -135,6 +147,63 @@ def bounce_storm(t: TrialContext) -> None:
             ensure_running(t, victim)
 
 
+def _ensemble(t: TrialContext) -> ZooKeeperEnsemble:
+    if not isinstance(t.zk, ZooKeeperEnsemble):
+        raise TrialFailed("this fault needs the trial to run on a ZooKeeper ensemble")
+    return t.zk
+
+
+def _all_led(t: TrialContext) -> bool:
+    live = set(t.cluster.registered())
+    if not set(t.running()) <= live or t.cluster.controller()[0] not in live:
+        return False
+    for state in t.cluster.store.get_partition_states(partitions()).values():
+        if not isinstance(state, LeaderIsrAndControllerEpoch):
+            return False
+        lai = state.leader_and_isr
+        if set(lai.isr) & live and lai.leader not in live:
+            return False
+    return True
+
+
+def _converged(t: TrialContext, healed_at: float) -> None:
+    """Wait for the cluster to converge after a heal and record how long it took."""
+    t.wait(lambda: _all_led(t), "convergence after the heal", timeout=CONVERGE_BOUND_S + 30.0)
+    t.convergence_s = round(time.monotonic() - healed_at, 2)
+    t.note(f"converged {t.convergence_s:.1f}s after the heal")
+    if t.convergence_s > CONVERGE_BOUND_S:
+        raise TrialFailed(
+            f"converged only {t.convergence_s:.1f}s after the heal (bound {CONVERGE_BOUND_S:g}s)"
+        )
+
+
+def zk_leader_kill(t: TrialContext) -> None:
+    """Convergence is timed from the kill: the survivors' election is part of the outage."""
+    ensemble = _ensemble(t)
+    leader = ensemble.kill_leader(timeout=t.left())
+    killed_at = time.monotonic()
+    down = t.rng.uniform(0.5, 3.0)
+    t.note(f"kill -9 ZooKeeper leader {leader}, restarted after {down:.1f}s")
+    ensemble.wait_quorum(timeout=t.left())
+    _converged(t, killed_at)
+    _pause(down)
+    ensemble.member(leader).start(timeout=t.left())
+
+
+def zk_quorum_loss(t: TrialContext) -> None:
+    ensemble = _ensemble(t)
+    outage = t.rng.uniform(8.0, 12.0)
+    kill = t.rng.random() < 0.5
+    keep = t.rng.choice([m.server_id for m in ensemble if m.mode() == "follower"])
+    stopped = ensemble.lose_quorum(kill=kill, keep=keep)
+    t.note(f"ZooKeeper quorum lost for {outage:.1f}s: servers {stopped} {'killed' if kill else 'stopped'}")
+    _pause(outage)
+    ensemble.start_members(stopped, timeout=t.left())
+    healed_at = time.monotonic()
+    ensemble.wait_quorum(timeout=t.left())
+    _converged(t, healed_at)
+
+
 FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "kill_controller": kill_controller,
     "kill_broker": kill_broker,
@@ -142,5 +211,9 @@ FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "zk_restart": zk_restart,
     "audit_outage": audit_outage,
     "bounce_storm": bounce_storm,
+    "zk_leader_kill": zk_leader_kill,
+    "zk_quorum_loss": zk_quorum_loss,
 }
+#: Faults of ZooKeeper's own quorum: their trials run on the suite's 3-server ensemble.
+ENSEMBLE_FAULTS = frozenset({"zk_leader_kill", "zk_quorum_loss"})
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)
