@@ -68,6 +68,7 @@ class LocalCluster(ClusterWaits):
         audit_url: str | None = None,
         broker_config: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
+        broker_hosts: Mapping[int, tuple[str, Sequence[str]]] | None = None,
         python: str | None = None,
         log_level: str = "INFO",
     ) -> None:
@@ -87,6 +88,9 @@ class LocalCluster(ClusterWaits):
         self.audit_url = audit_url
         self.broker_config = {**DEFAULT_BROKER_CONFIG, **dict(broker_config or {})}
         self.host = host
+        #: Broker id -> (its address, the prefix its command runs under): brokers on other hosts,
+        #: e.g. network namespaces (``ip netns exec NS``), each listening on port 9092 of its own.
+        self.broker_hosts = dict(broker_hosts or {})
         self.python = python
         self.log_level = log_level
         self._owns_dir = data_dir is None
@@ -118,7 +122,10 @@ class LocalCluster(ClusterWaits):
         return self.zookeeper_connect + self.chroot
 
     def listener(self, broker_id: int) -> str:
-        return f"{self.host}:{self.ports[self._known(broker_id)]}"
+        return f"{self.broker_host(broker_id)}:{self.ports[self._known(broker_id)]}"
+
+    def broker_host(self, broker_id: int) -> str:
+        return self.broker_hosts.get(broker_id, (self.host, ()))[0]
 
     @property
     def store(self) -> ZkMetadataStore:
@@ -217,15 +224,16 @@ class LocalCluster(ClusterWaits):
         return proc is not None and not proc.is_running() and "cannot listen on" in proc.log_tail(5)
 
     def _spawn(self, broker_id: int) -> BrokerProcess:
-        port = self.ports.get(broker_id, 0)
+        host, prefix = self.broker_hosts.get(broker_id, (self.host, ()))
+        port = self.ports.get(broker_id, 9092 if prefix else 0)
         taken = set(self.ports.values())
-        while not port or (port in taken and self.ports.get(broker_id) != port):
+        while not prefix and (not port or (port in taken and self.ports.get(broker_id) != port)):
             port = free_port(self.host)
         self.ports[broker_id] = port
         command = broker_command(
             broker_id,
             self.connect_string,
-            self.host,
+            host,
             port,
             self.broker_config,
             audit_url=self.audit_url,
@@ -233,6 +241,7 @@ class LocalCluster(ClusterWaits):
             python=self.python,
             log_level=self.log_level,
         )
+        command[:0] = prefix
         proc = self.processes.get(broker_id)
         if proc is None or proc.command != command:
             proc = BrokerProcess(broker_id, command, self.data_dir / "logs" / f"broker-{broker_id}.log")

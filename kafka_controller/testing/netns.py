@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import ipaddress
 import os
 import re
@@ -30,7 +31,7 @@ import secrets
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -216,6 +217,29 @@ class NetnsLab:
         kwargs.setdefault("timeout", 60)
         return subprocess.run(self.command(host, argv), check=False, **kwargs)
 
+    @contextlib.contextmanager
+    def entered(self, host: Host | str) -> Iterator[Host]:
+        """Move the calling thread into ``host``'s namespace for the block (``setns``).
+
+        Sockets it opens and threads and processes it starts meanwhile live on ``host``, so a test
+        can talk to every host (and keep its own links out of the partitions it makes)."""
+        h = self._host(host)
+        if _libc is None:
+            raise NetnsError("setns is not available")
+        back = os.open(f"/proc/self/task/{threading.get_native_id()}/ns/net", os.O_RDONLY)
+        try:
+            target = os.open(f"/run/netns/{h.netns}", os.O_RDONLY)
+            try:
+                _setns(target)
+            finally:
+                os.close(target)
+            try:
+                yield h
+            finally:
+                _setns(back)
+        finally:
+            os.close(back)
+
     # -- faults ------------------------------------------------------------------------------------
     def partition(
         self, side_a: Iterable[Host | str], side_b: Iterable[Host | str], *, both: bool = True
@@ -290,6 +314,16 @@ class NetnsLab:
 
     def __repr__(self) -> str:
         return f"NetnsLab({self.prefix}, {self.subnet}, hosts {sorted(self.hosts)})"
+
+
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _setns(fd: int) -> None:
+    assert _libc is not None
+    if _libc.setns(fd, _CLONE_NEWNET) != 0:
+        raise NetnsError(f"setns: {os.strerror(ctypes.get_errno())}")
 
 
 #: Labs started and not closed: closed at interpreter exit even if their owner forgot.

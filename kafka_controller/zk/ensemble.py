@@ -23,7 +23,7 @@ from types import TracebackType
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.zk.embedded import EmbeddedZooKeeper, ZooKeeperStartError
-from kafka_controller.zk.embedded_os import _free_port, _port_free, four_letter_word
+from kafka_controller.zk.embedded_os import _free_port, _port_free
 from kafka_controller.zk.server_files import HOST, render_server_lines
 
 __all__ = ["EnsembleMember", "ZooKeeperEnsemble"]
@@ -47,7 +47,11 @@ class EnsembleMember(EmbeddedZooKeeper):
         java: str | os.PathLike[str] | None,
         jars_dir: str | os.PathLike[str] | None,
         heap_mb: int,
+        host: str = HOST,
+        command_prefix: Sequence[str] = (),
     ) -> None:
+        self.host = host
+        self.command_prefix = tuple(command_prefix)
         super().__init__(
             port,
             data_dir,
@@ -80,7 +84,7 @@ class EnsembleMember(EmbeddedZooKeeper):
             if self.is_running():
                 return
             command = self._resolve_command()
-            if not _port_free(self._port):
+            if not self.command_prefix and not _port_free(self._port):
                 raise ZooKeeperStartError(f"port {self._port} on {HOST} is already in use")
             self._write_config(0, 0)
             self._spawn(command)
@@ -109,7 +113,9 @@ class ZooKeeperEnsemble:
     Without ``data_dir`` a temporary directory is used (``zk-<id>`` per member) and removed by
     ``close()``. ``connect_string`` lists every member, so a client fails over between them.
     Client ports are ``port``, ``port + 1``, ...; ``port=0`` picks free ones (as do the quorum and
-    election ports, always).
+    election ports, always). With ``hosts`` (an address and a command prefix per member, e.g.
+    ``ip netns exec NS`` from :class:`kafka_controller.testing.netns.NetnsLab`) each member runs on
+    its own host with ZooKeeper's usual ports (client ``port`` or 2181, quorum 2888, election 3888).
     """
 
     def __init__(
@@ -124,7 +130,10 @@ class ZooKeeperEnsemble:
         java: str | os.PathLike[str] | None = None,
         jars_dir: str | os.PathLike[str] | None = None,
         heap_mb: int = 256,
+        hosts: Sequence[tuple[str, Sequence[str]]] | None = None,
     ) -> None:
+        if hosts is not None and len(hosts) != servers:
+            raise InvalidArgumentError(f"{servers} servers need {servers} hosts, got {len(hosts)}")
         if not isinstance(servers, int) or isinstance(servers, bool) or not 1 <= servers <= 9:
             raise InvalidArgumentError(f"servers must be an integer in [1, 9], got {servers!r}")
         if data_dir is not None and Path(data_dir).exists() and not Path(data_dir).is_dir():
@@ -137,10 +146,14 @@ class ZooKeeperEnsemble:
             if data_dir is not None
             else Path(tempfile.mkdtemp(prefix="zk-ensemble-"))
         )
-        clients = [port + i for i in range(servers)] if port else []
-        free = _distinct_free_ports(3 * servers, exclude=clients)
-        clients = clients or free[2 * servers :]
-        addresses = [(i + 1, HOST, clients[i], free[2 * i], free[2 * i + 1]) for i in range(servers)]
+        if hosts is not None:
+            addresses = [(i + 1, h, port or 2181, 2888, 3888) for i, (h, _) in enumerate(hosts)]
+        else:
+            clients = [port + i for i in range(servers)] if port else []
+            free = _distinct_free_ports(3 * servers, exclude=clients)
+            clients = clients or free[2 * servers :]
+            addresses = [(i + 1, HOST, clients[i], free[2 * i], free[2 * i + 1]) for i in range(servers)]
+        prefixes = [tuple(p) for _, p in hosts] if hosts is not None else [()] * servers
         lines = render_server_lines(addresses)
         self.members: tuple[EnsembleMember, ...] = tuple(
             EnsembleMember(
@@ -154,8 +167,10 @@ class ZooKeeperEnsemble:
                 java=java,
                 jars_dir=jars_dir,
                 heap_mb=heap_mb,
+                host=host,
+                command_prefix=prefixes[sid - 1],
             )
-            for sid, _host, client, _quorum, _election in addresses
+            for sid, host, client, _quorum, _election in addresses
         )
 
     # -- addresses and roles --------------------------------------------------------------------
@@ -202,7 +217,7 @@ class ZooKeeperEnsemble:
         error: OSError | None = None
         for m in self.running():
             try:
-                return four_letter_word(HOST, m.port, word, timeout)
+                return m.four_letter_word(word, timeout)
             except OSError as e:
                 error = e
         raise error or OSError("no ZooKeeper server is running")

@@ -68,6 +68,60 @@ class FaultEnsemble:
             self.ensemble.close()
 
 
+class FaultNet:
+    """Hosts in network namespaces (created on first use): ``zk1..3`` running a ZooKeeper
+    ensemble, ``b1..b3`` for the brokers, and ``obs``, where the test itself talks from (it is
+    never partitioned). Run a trial inside ``with net.entered():``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.lab: Any = None
+        self.ensemble: ZooKeeperEnsemble | None = None
+        self.zk_hosts: list[Any] = []
+
+    def entered(self) -> Any:
+        from kafka_controller.testing.netns import NetnsLab
+
+        if self.lab is None:
+            self.lab = NetnsLab().start()
+            self.zk_hosts = [self.lab.add_host(f"zk{i}") for i in (1, 2, 3)]
+            for b in (1, 2, 3):
+                self.lab.add_host(f"b{b}")
+            self.lab.add_host("obs")
+        return self.lab.entered("obs")
+
+    def ready(self) -> ZooKeeperEnsemble:
+        """The ensemble, whole and serving; call inside ``entered()``."""
+        if self.ensemble is None:
+            hosts = [(h.address, self.lab.command(h, [])) for h in self.zk_hosts]
+            self.ensemble = ZooKeeperEnsemble(3, data_dir=self.data_dir, hosts=hosts)
+        self.lab.heal()
+        self.ensemble.start(timeout=90.0)
+        self.ensemble.wait_quorum(timeout=60.0)
+        return self.ensemble
+
+    def broker_host(self, broker_id: int) -> Any:
+        return self.lab.hosts[f"b{broker_id}"]
+
+    def broker_hosts(self, broker_ids: tuple[int, ...]) -> dict[int, tuple[str, list[str]]]:
+        return {
+            b: (self.broker_host(b).address, self.lab.command(self.broker_host(b), [])) for b in broker_ids
+        }
+
+    def close(self) -> None:
+        if self.ensemble is not None:
+            self.ensemble.close()
+        if self.lab is not None:
+            self.lab.close()
+
+
+@pytest.fixture(scope="module")
+def fault_net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultNet]:
+    holder = FaultNet(tmp_path_factory.mktemp("fault-net"))
+    yield holder
+    holder.close()
+
+
 @pytest.fixture(scope="module")
 def fault_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultEnsemble]:
     holder = FaultEnsemble(tmp_path_factory.mktemp("fault-ensemble"))

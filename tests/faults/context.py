@@ -52,6 +52,7 @@ class TrialContext:
     audit_url: str
     deadline: float
     postgres: Any = None  # a PrivatePostgres for audit-outage trials
+    net: Any = None  # a FaultNet (hosts in network namespaces) for network-fault trials
     paused: set[int] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     #: Held around every stop-then-start of a broker, so that a workload restarting brokers and a
@@ -96,7 +97,9 @@ class TrialContext:
         """Each broker's own replicas (DescribeReplicas), from those that answer in time."""
         out: list[ReplicaView] = []
         for b in self.running() if brokers is None else brokers:
-            client = TransportClient(self.cluster.host, self.cluster.ports[b], timeout_s=VIEW_TIMEOUT_S)
+            client = TransportClient(
+                self.cluster.broker_host(b), self.cluster.ports[b], timeout_s=VIEW_TIMEOUT_S
+            )
             try:
                 response = client.request(A.DESCRIBE_REPLICAS, None)
             except KafkaControllerError:

@@ -9,7 +9,13 @@
 * ``zk_leader_kill`` — on a 3-server ensemble: the ZooKeeper leader SIGKILLed, a new one elected,
   the old one restarted a moment later;
 * ``zk_quorum_loss`` — on a 3-server ensemble: two servers (the leader among them) stopped or
-  killed for 8-12 s, past the brokers' session timeout, then started again.
+  killed for 8-12 s, past the brokers' session timeout, then started again;
+* ``controller_zk_partition`` — hosts in network namespaces: the active controller's host cut from
+  every ZooKeeper host (not from the brokers) until a new controller is elected, and a while
+  more; after the heal the old one finds its session expired, resigns and re-registers;
+* ``broker_zk_partition`` — hosts in network namespaces: another broker's host cut from every
+  ZooKeeper host until its registration lapses (the controller treats it as failed), then healed:
+  it re-registers.
 
 The ensemble faults time the convergence after the heal (every running broker registered, a
 controller, every partition of ``w`` with a registered ISR replica led by a registered broker) and
@@ -204,6 +210,49 @@ def zk_quorum_loss(t: TrialContext) -> None:
     _converged(t, healed_at)
 
 
+def controller_zk_partition(t: TrialContext) -> None:
+    victim, epoch = t.cluster.controller()
+    if victim is None or epoch is None:
+        raise TrialFailed("no controller to partition")
+    broker_epoch = t.cluster.registered()[victim]
+    extra = t.rng.uniform(0.5, 3.0)
+    t.note(f"controller {victim} cut from ZooKeeper (not from brokers), healed {extra:.1f}s after a new one")
+    t.net.lab.partition([t.net.broker_host(victim)], t.net.zk_hosts)
+    try:
+        t.wait(lambda: _moved(t, victim, epoch), "a new controller with a higher epoch")
+        _pause(extra)
+    finally:
+        t.net.lab.heal()
+    healed_at = time.monotonic()
+    t.wait(lambda: t.cluster.registered().get(victim, broker_epoch) > broker_epoch, f"{victim} re-registered")
+    _converged(t, healed_at)
+    now_epoch = t.cluster.controller()[1]
+    if now_epoch is None or now_epoch <= epoch:
+        raise TrialFailed(f"controller epoch {now_epoch} after the heal, not above {epoch}")
+
+
+def _moved(t: TrialContext, old: int, epoch: int) -> bool:
+    now, now_epoch = t.cluster.controller()
+    return now is not None and now != old and now_epoch is not None and now_epoch > epoch
+
+
+def broker_zk_partition(t: TrialContext) -> None:
+    controller = t.controller()
+    victim = t.rng.choice([b for b in t.running() if b != controller] or [controller])
+    broker_epoch = t.cluster.registered().get(victim, 0)
+    extra = t.rng.uniform(0.5, 3.0)
+    t.note(f"broker {victim} cut from ZooKeeper, healed {extra:.1f}s after its registration lapsed")
+    t.net.lab.partition([t.net.broker_host(victim)], t.net.zk_hosts)
+    try:
+        t.wait(lambda: victim not in t.cluster.registered(), f"broker {victim}'s registration to lapse")
+        _pause(extra)
+    finally:
+        t.net.lab.heal()
+    healed_at = time.monotonic()
+    t.wait(lambda: t.cluster.registered().get(victim, broker_epoch) > broker_epoch, f"{victim} re-registered")
+    _converged(t, healed_at)
+
+
 FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "kill_controller": kill_controller,
     "kill_broker": kill_broker,
@@ -213,7 +262,11 @@ FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "bounce_storm": bounce_storm,
     "zk_leader_kill": zk_leader_kill,
     "zk_quorum_loss": zk_quorum_loss,
+    "controller_zk_partition": controller_zk_partition,
+    "broker_zk_partition": broker_zk_partition,
 }
 #: Faults of ZooKeeper's own quorum: their trials run on the suite's 3-server ensemble.
 ENSEMBLE_FAULTS = frozenset({"zk_leader_kill", "zk_quorum_loss"})
+#: Network faults: their trials run every host (ZooKeeper servers, brokers) in its own namespace.
+NETWORK_FAULTS = frozenset({"controller_zk_partition", "broker_zk_partition"})
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.faults.conftest import AuditPostgres, FaultEnsemble, Report, trial_seeds
-from tests.faults.faults import ENSEMBLE_FAULTS
+from tests.faults.conftest import AuditPostgres, FaultEnsemble, FaultNet, Report, trial_seeds
+from tests.faults.faults import ENSEMBLE_FAULTS, NETWORK_FAULTS
 from tests.faults.trial import TrialSpec, replay_command, run_trial
 
 pytestmark = [
@@ -35,13 +35,19 @@ def test_fault_trial(
     seed: int,
     fault_zk: object,
     fault_ensemble: FaultEnsemble,
+    fault_net: FaultNet,
     audit_postgres: AuditPostgres,
     report: Report,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     spec, _ = TrialSpec.of(seed)
-    zk = fault_ensemble.ready() if spec.fault in ENSEMBLE_FAULTS else fault_zk
-    result = run_trial(seed, zk, tmp_path_factory.mktemp(f"trial-{seed}"), audit_postgres)  # type: ignore[arg-type]
+    workdir = tmp_path_factory.mktemp(f"trial-{seed}")
+    if spec.fault in NETWORK_FAULTS:
+        with fault_net.entered():
+            result = run_trial(seed, fault_net.ready(), workdir, audit_postgres, net=fault_net)
+    else:
+        zk = fault_ensemble.ready() if spec.fault in ENSEMBLE_FAULTS else fault_zk
+        result = run_trial(seed, zk, workdir, audit_postgres)  # type: ignore[arg-type]
     report.add(result)
     print(result.summary())
     assert result.failure is None, f"{result.failure}\nreplay: {replay_command(seed)}\nlogs: {result.logs}"

@@ -117,7 +117,11 @@ def _until_clean(check: Any, seconds: float) -> list[Violation]:
 
 
 def run_trial(
-    seed: int, zk: EmbeddedZooKeeper | ZooKeeperEnsemble, workdir: Path, postgres: Any = None
+    seed: int,
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble,
+    workdir: Path,
+    postgres: Any = None,
+    net: Any = None,
 ) -> TrialResult:
     """Run the trial of ``seed``; never raises for what the cluster does (it is in the result)."""
     spec, rng = TrialSpec.of(seed)
@@ -134,8 +138,11 @@ def run_trial(
         data_dir=workdir,
         audit_url=audit_url,
         broker_config=BROKER_CONFIG,
+        broker_hosts=net.broker_hosts(BROKER_IDS) if net is not None else None,
     )
-    t = TrialContext(seed, rng, zk, cluster, audit_url, started + TRIAL_DEADLINE_S, postgres=postgres)
+    t = TrialContext(
+        seed, rng, zk, cluster, audit_url, started + TRIAL_DEADLINE_S, postgres=postgres, net=net
+    )
     checker = InvariantChecker()
     observer = Observer(t, checker)
     workload = WORKLOADS[spec.workload]()

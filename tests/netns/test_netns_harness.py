@@ -213,3 +213,19 @@ def test_ctrl_c_in_the_owner_deletes_its_namespaces() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_entered_moves_only_the_calling_thread_and_only_for_the_block(
+    lab: NetnsLab, servers: list[subprocess.Popen[str]]
+) -> None:
+    import socket
+
+    a, obs = lab.add_host("a"), lab.add_host("obs")
+    _serve(lab, a, servers)
+    root_before = _root_network()
+    with lab.entered(obs):
+        with socket.create_connection((a.address, PORT), timeout=5.0) as s:
+            assert s.getsockname()[0] == obs.address, "the connection starts on the host entered"
+        assert obs.address in subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
+    assert _root_network() == root_before, "the caller's namespace is back and unchanged"
+    assert obs.address not in subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
