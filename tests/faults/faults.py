@@ -31,7 +31,10 @@ import time
 from collections.abc import Callable
 
 from kafka_controller.cluster import ClusterError
+from kafka_controller.domain.requests import Errors, UpdateMetadataRequest
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
+from kafka_controller.transport.client import TransportClient
+from kafka_controller.transport.codec import UPDATE_METADATA
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.faults.context import TrialContext, TrialFailed
 from tests.faults.workloads import partitions
@@ -220,6 +223,7 @@ def controller_zk_partition(t: TrialContext) -> None:
     t.net.lab.partition([t.net.broker_host(victim)], t.net.zk_hosts)
     try:
         t.wait(lambda: _moved(t, victim, epoch), "a new controller with a higher epoch")
+        _brokers_refuse_epoch(t, victim, epoch)
         _pause(extra)
     finally:
         t.net.lab.heal()
@@ -229,6 +233,29 @@ def controller_zk_partition(t: TrialContext) -> None:
     now_epoch = t.cluster.controller()[1]
     if now_epoch is None or now_epoch <= epoch:
         raise TrialFailed(f"controller epoch {now_epoch} after the heal, not above {epoch}")
+
+
+def _brokers_refuse_epoch(t: TrialContext, old: int, epoch: int) -> None:
+    """Once a broker has learnt of the new controller, a request at the old epoch — what the cut-off
+    controller would still send — must be refused with STALE_CONTROLLER_EPOCH."""
+    new = t.cluster.controller()[0]
+    registered = t.cluster.registered()
+    for b in [b for b in t.running() if b not in (old, new) and b in registered]:
+        t.wait(
+            lambda b=b: t.cluster.admin().metadata(b).controller_id == new, f"broker {b} to learn of {new}"
+        )
+        client = TransportClient(t.cluster.broker_host(b), t.cluster.ports[b], timeout_s=5.0)
+        try:
+            response = client.request(
+                UPDATE_METADATA, UpdateMetadataRequest(7, old, epoch, registered[b], (), ())
+            )
+        finally:
+            client.close()
+        if response.error != Errors.STALE_CONTROLLER_EPOCH:
+            raise TrialFailed(
+                f"broker {b} answered {response.error} to controller {old} at old epoch {epoch}"
+            )
+    t.note(f"brokers refused controller {old}'s epoch {epoch} once they knew of controller {new}")
 
 
 def _moved(t: TrialContext, old: int, epoch: int) -> bool:
