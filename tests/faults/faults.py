@@ -26,6 +26,7 @@ Every choice (victim, durations, kind of bounce) comes from the trial's seeded `
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -241,9 +242,7 @@ def _brokers_refuse_epoch(t: TrialContext, old: int, epoch: int) -> None:
     new = t.cluster.controller()[0]
     registered = t.cluster.registered()
     for b in [b for b in t.running() if b not in (old, new) and b in registered]:
-        t.wait(
-            lambda b=b: t.cluster.admin().metadata(b).controller_id == new, f"broker {b} to learn of {new}"
-        )
+        t.wait(functools.partial(_knows_controller, t, b, new), f"broker {b} to learn of {new}")
         client = TransportClient(t.cluster.broker_host(b), t.cluster.ports[b], timeout_s=5.0)
         try:
             response = client.request(
@@ -256,6 +255,10 @@ def _brokers_refuse_epoch(t: TrialContext, old: int, epoch: int) -> None:
                 f"broker {b} answered {response.error} to controller {old} at old epoch {epoch}"
             )
     t.note(f"brokers refused controller {old}'s epoch {epoch} once they knew of controller {new}")
+
+
+def _knows_controller(t: TrialContext, broker: int, controller: int | None) -> bool:
+    return bool(t.cluster.admin().metadata(broker).controller_id == controller)
 
 
 def _moved(t: TrialContext, old: int, epoch: int) -> bool:
