@@ -176,3 +176,18 @@ def test_cli_refuses_an_even_number_of_servers() -> None:
     assert cli.proc.wait(timeout=60) == 2
     lines = cli.rest_of_stderr()
     assert lines == [f"{ERROR_PREFIX}--servers must be 1, 3 or 5, got 2"]
+
+
+def test_render_server_lines_for_members_on_other_hosts(tmp_path: Path) -> None:
+    from kafka_controller.zk.server_files import render_server_lines, render_zoo_cfg
+
+    lines = render_server_lines([(1, "10.0.0.1", 2181, 2888, 3888), (2, "10.0.0.2", 2181, 2888, 3888)])
+    cfg = render_zoo_cfg(
+        data_dir=tmp_path, port=1, quorum_port=2, election_port=3, tick_time_ms=500,
+        min_session_timeout_ms=1000, max_session_timeout_ms=60000, force_sync=False, servers=lines,
+    )  # fmt: skip
+    servers = [ln for ln in cfg.splitlines() if ln.startswith("server.")]
+    assert servers == [
+        "server.1=10.0.0.1:2888:3888:participant;10.0.0.1:2181",
+        "server.2=10.0.0.2:2888:3888:participant;10.0.0.2:2181",
+    ]
