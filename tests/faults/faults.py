@@ -15,7 +15,10 @@
   more; after the heal the old one finds its session expired, resigns and re-registers;
 * ``broker_zk_partition`` — hosts in network namespaces: another broker's host cut from every
   ZooKeeper host until its registration lapses (the controller treats it as failed), then healed:
-  it re-registers.
+  it re-registers;
+* ``broker_controller_partition`` — hosts in network namespaces: another broker's host cut from the
+  controller's (not from ZooKeeper) for 3-8 s: it stays registered, and nothing else stalls (a
+  topic on the other brokers is created and led meanwhile).
 
 The ensemble faults time the convergence after the heal (every running broker registered, a
 controller, every partition of ``w`` with a registered ISR replica led by a registered broker) and
@@ -283,6 +286,39 @@ def broker_zk_partition(t: TrialContext) -> None:
     _converged(t, healed_at)
 
 
+def _all_running_registered(t: TrialContext) -> dict[int, int] | None:
+    registered = t.cluster.registered()
+    return registered if set(t.running()) <= set(registered) else None
+
+
+def broker_controller_partition(t: TrialContext) -> None:
+    """Held under ``t.lifecycle``: the workload bounces no broker while the partition lasts, so a
+    changed registration can only be the fault's doing."""
+    with t.lifecycle:
+        controller = t.controller()
+        registered = t.wait(lambda: _all_running_registered(t), "every running broker registered")
+        others = [b for b in t.running() if b != controller]
+        if not others:
+            raise TrialFailed("no broker besides the controller is running")
+        victim = t.rng.choice(others)
+        hold = t.rng.uniform(3.0, 8.0)
+        side = f"side{t.seed}"
+        t.note(f"broker {victim} cut from controller {controller} (not from ZooKeeper) for {hold:.1f}s")
+        t.net.lab.partition([t.net.broker_host(victim)], [t.net.broker_host(controller)])
+        try:
+            started = time.monotonic()
+            rest = [b for b in t.cluster.broker_ids if b != victim]
+            t.cluster.create_topic(side, {0: rest, 1: rest[::-1]})
+            t.wait(lambda: t.cluster.wait_topic_healthy(side, timeout=t.left()), f"topic {side} healthy")
+            t.note(f"topic {side} on brokers {rest} led {time.monotonic() - started:.1f}s into the partition")
+            _pause(max(0.0, hold - (time.monotonic() - started)))
+            if t.cluster.registered().get(victim) != registered[victim]:
+                raise TrialFailed(f"broker {victim} lost its registration while cut only from the controller")
+        finally:
+            t.net.lab.heal()
+        _converged(t, time.monotonic())
+
+
 FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "kill_controller": kill_controller,
     "kill_broker": kill_broker,
@@ -294,9 +330,10 @@ FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "zk_quorum_loss": zk_quorum_loss,
     "controller_zk_partition": controller_zk_partition,
     "broker_zk_partition": broker_zk_partition,
+    "broker_controller_partition": broker_controller_partition,
 }
 #: Faults of ZooKeeper's own quorum: their trials run on the suite's 3-server ensemble.
 ENSEMBLE_FAULTS = frozenset({"zk_leader_kill", "zk_quorum_loss"})
 #: Network faults: their trials run every host (ZooKeeper servers, brokers) in its own namespace.
-NETWORK_FAULTS = frozenset({"controller_zk_partition", "broker_zk_partition"})
+NETWORK_FAULTS = frozenset({"controller_zk_partition", "broker_zk_partition", "broker_controller_partition"})
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)
