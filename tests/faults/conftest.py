@@ -3,7 +3,7 @@ session's shared one), a 3-server ensemble started only when a ZooKeeper quorum 
 private PostgreSQL started only when an audit-outage trial needs it, and
 the results file ``bench/results/reliability.jsonl`` (one line per trial, then a summary).
 
-Sizing and replay: ``KAFKA_CONTROLLER_FAULT_TRIALS`` (default 22) trials with seeds
+Sizing and replay: ``KAFKA_CONTROLLER_FAULT_TRIALS`` (default 24) trials with seeds
 ``base .. base + n - 1``; the base is ``KAFKA_CONTROLLER_FAULT_BASE_SEED`` or random (and logged);
 ``KAFKA_CONTROLLER_FAULT_SEED=<n>`` runs only the trial of seed ``n``.
 """
@@ -28,7 +28,7 @@ from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.faults.trial import TrialResult, replay_command
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "reliability.jsonl"
-DEFAULT_TRIALS = 22  # two of each of the 11 fault kinds
+DEFAULT_TRIALS = 24  # two of each of the 12 fault kinds
 
 
 def trial_seeds() -> list[int]:

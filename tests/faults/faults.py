@@ -18,7 +18,10 @@
   it re-registers;
 * ``broker_controller_partition`` — hosts in network namespaces: another broker's host cut from the
   controller's (not from ZooKeeper) for 3-8 s: it stays registered, and nothing else stalls (a
-  topic on the other brokers is created and led meanwhile).
+  topic on the other brokers is created and led meanwhile);
+* ``zk_minority_partition`` — hosts in network namespaces: one ZooKeeper server (the leader or a
+  follower, at random) taken off the network for 3-8 s: the majority keeps (or elects) a leader
+  and the cluster keeps working (a topic is created and led meanwhile); the server rejoins.
 
 The ensemble faults time the convergence after the heal (every running broker registered, a
 controller, every partition of ``w`` with a registered ISR replica led by a registered broker) and
@@ -319,6 +322,46 @@ def broker_controller_partition(t: TrialContext) -> None:
         _converged(t, time.monotonic())
 
 
+def zk_minority_partition(t: TrialContext) -> None:
+    ensemble = _ensemble(t)
+    leader = ensemble.leader(timeout=t.left())
+    victim = leader if t.rng.random() < 0.5 else t.rng.choice([m for m in ensemble if m is not leader])
+    hold = t.rng.uniform(3.0, 8.0)
+    side = f"side{t.seed}"
+    role = "leader" if victim is leader else "follower"
+    t.note(f"ZooKeeper {role} {victim.server_id} cut off from every host for {hold:.1f}s")
+    t.net.lab.isolate(t.net.zk_hosts[victim.server_id - 1])
+    try:
+        started = time.monotonic()
+        t.wait(lambda: _create_once(t, side), f"topic {side} created on the majority")
+        t.wait(lambda: _led(t, side), f"topic {side} led")
+        t.note(f"topic {side} led {time.monotonic() - started:.1f}s into the partition")
+        _pause(max(0.0, hold - (time.monotonic() - started)))
+    finally:
+        t.net.lab.heal()
+    healed_at = time.monotonic()
+    t.wait(lambda: victim.mode() in ("leader", "follower"), f"ZooKeeper server {victim.server_id} back")
+    _converged(t, healed_at)
+
+
+def _led(t: TrialContext, topic: str) -> bool:
+    """Every partition of ``topic`` has a registered leader (a full ISR may wait for a broker that
+    the workload is restarting)."""
+    live = set(t.cluster.registered())
+    states = t.cluster.store.get_partition_states(partitions(topic, 2)).values()
+    return all(isinstance(s, LeaderIsrAndControllerEpoch) and s.leader_and_isr.leader in live for s in states)
+
+
+def _create_once(t: TrialContext, topic: str) -> bool:
+    """Create ``topic`` on brokers 1-3 unless it exists (a retried create may have gone through)."""
+    found = t.cluster.store.get_replica_assignment_and_topic_ids([topic]).get(topic)
+    if found is not None and not isinstance(found, Exception):
+        return True
+    ids = t.cluster.broker_ids
+    t.cluster.create_topic(topic, {0: [ids[0], ids[1]], 1: [ids[1], ids[2]]})
+    return True
+
+
 FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "kill_controller": kill_controller,
     "kill_broker": kill_broker,
@@ -331,9 +374,12 @@ FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "controller_zk_partition": controller_zk_partition,
     "broker_zk_partition": broker_zk_partition,
     "broker_controller_partition": broker_controller_partition,
+    "zk_minority_partition": zk_minority_partition,
 }
 #: Faults of ZooKeeper's own quorum: their trials run on the suite's 3-server ensemble.
 ENSEMBLE_FAULTS = frozenset({"zk_leader_kill", "zk_quorum_loss"})
 #: Network faults: their trials run every host (ZooKeeper servers, brokers) in its own namespace.
-NETWORK_FAULTS = frozenset({"controller_zk_partition", "broker_zk_partition", "broker_controller_partition"})
+NETWORK_FAULTS = frozenset(
+    {"controller_zk_partition", "broker_zk_partition", "broker_controller_partition", "zk_minority_partition"}
+)
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)
