@@ -43,7 +43,16 @@ def register(subparsers: Any) -> None:
         "--first-broker-id", type=int, default=1, help="id of the first broker (default: %(default)s)"
     )
     up.add_argument(
-        "--port", type=int, default=2181, help="ZooKeeper client port, 0 = any (default: %(default)s)"
+        "--port",
+        type=int,
+        default=2181,
+        help="ZooKeeper client port (an ensemble: port, port+1...), 0 = any (default: %(default)s)",
+    )
+    up.add_argument(
+        "--zookeeper-servers",
+        type=int,
+        default=1,
+        help="ZooKeeper servers: 1, or an ensemble of 3 or 5, one JVM each (default: %(default)s)",
     )
     up.add_argument(
         "--data-dir",
@@ -84,6 +93,8 @@ def run_up(args: argparse.Namespace) -> int:
     BrokerConfig.of(max(0, args.first_broker_id), config)  # refuse bad settings before starting anything
     if not 0 <= args.port <= 65535:
         raise InvalidArgumentError(f"--port must be between 0 and 65535, got {args.port}")
+    if args.zookeeper_servers not in (1, 3, 5):
+        raise InvalidArgumentError(f"--zookeeper-servers must be 1, 3 or 5, got {args.zookeeper_servers}")
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         raise InvalidArgumentError(f"--data-dir {args.data_dir} exists and is not a directory")
     _check_metrics_ports(args.metrics_port, args.brokers)
@@ -93,6 +104,7 @@ def run_up(args: argparse.Namespace) -> int:
         args.brokers,
         first_broker_id=args.first_broker_id,
         zk_port=args.port,
+        zk_servers=args.zookeeper_servers,
         data_dir=args.data_dir,
         audit_url=args.audit_url,
         broker_config=config,

@@ -1,8 +1,9 @@
-"""``kafka-controller zookeeper``: a real single-node ZooKeeper server in the foreground (CONTRACT §2.1).
+"""``kafka-controller zookeeper``: a real ZooKeeper server, or ensemble, in the foreground (CONTRACT §2.1).
 
 For development, demos and tests. It prints one ``ready`` line with the connect string on stderr,
-so scripts can wait for it, and stops the server cleanly on SIGINT/SIGTERM (exit 0). A missing Java
-runtime or missing ZooKeeper jars is a set-up problem: one line naming what is missing, exit 2.
+so scripts can wait for it, and stops the server (every server of an ``--servers N`` ensemble)
+cleanly on SIGINT/SIGTERM (exit 0). A missing Java runtime or missing ZooKeeper jars is a set-up
+problem: one line naming what is missing, exit 2.
 """
 
 from __future__ import annotations
@@ -21,18 +22,33 @@ PROG = "kafka-controller zookeeper"
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "zookeeper",
-        help="run a single-node ZooKeeper server in the foreground",
+        help="run a ZooKeeper server (or a --servers N ensemble) in the foreground",
         description=(
-            "Run a real single-node ZooKeeper server (a Java 17 process using the ZooKeeper jars "
-            "shipped with pyspark, or $ZOOKEEPER_HOME) until SIGINT/SIGTERM."
+            "Run a real ZooKeeper server (a Java 17 process using the ZooKeeper jars "
+            "shipped with pyspark, or $ZOOKEEPER_HOME) until SIGINT/SIGTERM; with --servers N, "
+            "an ensemble of N such servers, one JVM each, with the connect string listing all."
         ),
     )
-    p.add_argument("--port", type=int, default=2181, help="client port on 127.0.0.1 (0: any free port)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=2181,
+        help="client port on 127.0.0.1, then port+1... for an ensemble (0: any free ports)",
+    )
+    p.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="number of servers: 1, or an ensemble of 3 or 5 (default: %(default)s)",
+    )
     p.add_argument(
         "--data-dir",
         type=Path,
         default=None,
-        help="data directory, kept on exit (default: a temporary directory removed on exit)",
+        help=(
+            "data directory (an ensemble: zk-<id> per server in it), kept on exit "
+            "(default: a temporary directory removed on exit)"
+        ),
     )
     p.add_argument("--java", default=None, help="java binary (default: $JAVA_HOME/bin/java, then PATH)")
     p.add_argument(
@@ -52,19 +68,28 @@ def run(args: argparse.Namespace) -> int:
         JavaNotFoundError,
         ZooKeeperJarsNotFoundError,
     )
+    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
+    if args.servers not in (1, 3, 5):
+        _say(f"error: --servers must be 1, 3 or 5, got {args.servers}")
+        return 2
     stop_requested = threading.Event()
     previous = common.install_stop_handlers(stop_requested)
-    server: EmbeddedZooKeeper | None = None
+    server: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None
     try:
-        server = EmbeddedZooKeeper(
-            port=args.port, data_dir=args.data_dir, java=args.java, jars_dir=args.jars_dir
-        )
+        if args.servers == 1:
+            server = EmbeddedZooKeeper(
+                port=args.port, data_dir=args.data_dir, java=args.java, jars_dir=args.jars_dir
+            )
+        else:
+            server = ZooKeeperEnsemble(
+                args.servers, args.port, args.data_dir, java=args.java, jars_dir=args.jars_dir
+            )
         server.start(timeout=args.start_timeout)
-        _say(f"ready on {server.connect_string} (pid {server.pid}, data dir {server.data_dir})")
+        _say(f"ready on {server.connect_string} ({_describe(server)}, data dir {server.data_dir})")
         while not stop_requested.wait(0.5):
             if not server.is_running():
-                _say(f"error: ZooKeeper exited unexpectedly; see {server.log_path}")
+                _say(f"error: ZooKeeper exited unexpectedly; see {_logs(server)}")
                 return 1
         _say(f"stopping {server.connect_string}")
         return 0
@@ -78,6 +103,23 @@ def run(args: argparse.Namespace) -> int:
         if server is not None:
             server.close()
         common.restore_handlers(previous)
+
+
+def _describe(server: object) -> str:
+    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
+
+    if isinstance(server, ZooKeeperEnsemble):
+        pids = ", ".join(f"server {m.server_id} pid {m.pid}" for m in server.members)
+        return f"{len(server.members)} servers: {pids}"
+    return f"pid {getattr(server, 'pid', None)}"
+
+
+def _logs(server: object) -> str:
+    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
+
+    if isinstance(server, ZooKeeperEnsemble):
+        return ", ".join(str(m.log_path) for m in server.members if not m.is_running())
+    return str(getattr(server, "log_path", "?"))
 
 
 def _say(message: str) -> None:

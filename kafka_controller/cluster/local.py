@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
     from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
     from kafka_controller.zk.embedded import EmbeddedZooKeeper
+    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
     from kafka_controller.zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
@@ -55,9 +56,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalCluster(LocalClusterAddresses, ClusterWaits):
-    """ZooKeeper (embedded, or ``zookeeper=`` an existing connect string) and brokers
-    ``first_broker_id .. first_broker_id + brokers - 1``. Use as a context manager, or
-    ``start()`` then ``close()``."""
+    """ZooKeeper (embedded, an ensemble of ``zk_servers``, or ``zookeeper=`` an existing connect
+    string) and brokers ``first_broker_id .. first_broker_id + brokers - 1``. Use as a context
+    manager, or ``start()`` then ``close()``."""
 
     def __init__(
         self,
@@ -65,12 +66,14 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         *,
         first_broker_id: int = 1,
         zk_port: int = 0,
+        zk_servers: int = 1,
         zookeeper: str | None = None,
         chroot: str = "",
         data_dir: str | Path | None = None,
         audit_url: str | None = None,
         broker_config: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
+        broker_hosts: Mapping[int, tuple[str, Sequence[str]]] | None = None,
         python: str | None = None,
         log_level: str = "INFO",
         close_dead_sessions: bool = True,
@@ -83,12 +86,18 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
             raise InvalidArgumentError(f"chroot {chroot!r} must start with '/' and not end with '/'")
         self.broker_ids: tuple[int, ...] = tuple(range(first_broker_id, first_broker_id + brokers))
+        if zk_servers not in (1, 3, 5):
+            raise InvalidArgumentError(f"ZooKeeper servers must be 1, 3 or 5, got {zk_servers}")
         self.zk_port = zk_port
+        self.zk_servers = zk_servers
         self.external_zookeeper = zookeeper
         self.chroot = chroot
         self.audit_url = audit_url
         self.broker_config = {**DEFAULT_BROKER_CONFIG, **dict(broker_config or {})}
         self.host = host
+        #: Broker id -> (its address, the prefix its command runs under): brokers on other hosts,
+        #: e.g. network namespaces (``ip netns exec NS``), each listening on port 9092 of its own.
+        self.broker_hosts = dict(broker_hosts or {})
         self.python = python
         self.log_level = log_level
         self.metrics_base_port = metrics_port  # broker i (0-based) serves metrics on base + i
@@ -98,7 +107,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             if data_dir is not None
             else Path(tempfile.mkdtemp(prefix="kc-cluster-"))
         )
-        self.zk: EmbeddedZooKeeper | None = None
+        self.zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None
         self.processes: dict[int, BrokerProcess] = {}
         self.ports: dict[int, int] = {}
         self._store: ZkMetadataStore | None = None
@@ -129,8 +138,14 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         try:
             if self.external_zookeeper is None and self.zk is None:
                 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+                from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
-                self.zk = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper")
+                zk_dir = self.data_dir / "zookeeper"
+                self.zk = (
+                    EmbeddedZooKeeper(port=self.zk_port, data_dir=zk_dir)
+                    if self.zk_servers == 1
+                    else ZooKeeperEnsemble(self.zk_servers, self.zk_port, zk_dir)
+                )
                 self.zk.start(timeout=max(1.0, deadline - time.monotonic()))
             self._open_store()
             if self.supervisor is None:
@@ -203,15 +218,16 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         return proc is not None and not proc.is_running() and "cannot listen on" in proc.log_tail(5)
 
     def _spawn(self, broker_id: int) -> BrokerProcess:
-        port = self.ports.get(broker_id, 0)
+        host, prefix = self.broker_hosts.get(broker_id, (self.host, ()))
+        port = self.ports.get(broker_id, 9092 if prefix else 0)
         taken = set(self.ports.values())
-        while not port or (port in taken and self.ports.get(broker_id) != port):
+        while not prefix and (not port or (port in taken and self.ports.get(broker_id) != port)):
             port = free_port(self.host)
         self.ports[broker_id] = port
         command = broker_command(
             broker_id,
             self.connect_string,
-            self.host,
+            host,
             port,
             self.broker_config,
             audit_url=self.audit_url,
@@ -221,6 +237,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             data_dir=self.broker_data_dir(broker_id),
             metrics_port=self._metrics_port(broker_id),
         )
+        command[:0] = prefix
         proc = self.processes.get(broker_id)
         if proc is None or proc.command != command:
             proc = BrokerProcess(broker_id, command, self.data_dir / "logs" / f"broker-{broker_id}.log")

@@ -5,6 +5,7 @@ A mixin: ``LocalCluster`` sets every attribute declared here in its ``__init__``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from kafka_controller.domain.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from kafka_controller.cluster.process import BrokerProcess
     from kafka_controller.zk.embedded import EmbeddedZooKeeper
+    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
 
 class LocalClusterAddresses:
@@ -23,7 +25,8 @@ class LocalClusterAddresses:
     audit_url: str | None
     data_dir: Path
     external_zookeeper: str | None
-    zk: EmbeddedZooKeeper | None
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None
+    broker_hosts: dict[int, tuple[str, Sequence[str]]]
     metrics_base_port: int | None
     processes: dict[int, BrokerProcess]
     ports: dict[int, int]
@@ -31,7 +34,7 @@ class LocalClusterAddresses:
     # -- addresses -----------------------------------------------------------------------------------
     @property
     def zookeeper_connect(self) -> str:
-        """The server's host:port (no chroot)."""
+        """The servers' host:port list (no chroot)."""
         if self.external_zookeeper is not None:
             return self.external_zookeeper
         if self.zk is None:
@@ -54,7 +57,10 @@ class LocalClusterAddresses:
         return self.metrics_base_port + self.broker_ids.index(self._known(broker_id))
 
     def listener(self, broker_id: int) -> str:
-        return f"{self.host}:{self.ports[self._known(broker_id)]}"
+        return f"{self.broker_host(broker_id)}:{self.ports[self._known(broker_id)]}"
+
+    def broker_host(self, broker_id: int) -> str:
+        return self.broker_hosts.get(broker_id, (self.host, ()))[0]
 
     def running_broker_ids(self) -> list[int]:
         return [b for b in self.broker_ids if b in self.processes and self.processes[b].is_running()]

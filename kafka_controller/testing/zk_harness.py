@@ -9,6 +9,11 @@ test keeps them independent. Use it from a ``conftest.py``::
 Faults are real, not simulated: ``restart_zk_server`` restarts the JVM on the same port and data
 (sessions survive, as in ZooKeeper), ``zk_server.kill()`` is a crash, and ``expire_session`` makes
 the server expire a client's session so that its ephemerals go and it sees ``KazooState.LOST``.
+
+``zk_ensemble`` is a 3-server quorum (one per session, all members serving again at the start of
+each test) for quorum faults: ``member(i).kill()``/``start()``, ``kill_leader()``,
+``lose_quorum()`` then ``start_members(...)``; ``zk_ensemble_connect`` is its connect string,
+every server listed, with a fresh chroot.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kafka_controller.cluster.process import process_alive
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.zk.embedded import EmbeddedZooKeeper, EmbeddedZooKeeperError
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
 __all__ = [
     "ZkClientFactory",
@@ -42,6 +48,9 @@ __all__ = [
     "zk_chroot",
     "zk_client_factory",
     "zk_connect",
+    "zk_ensemble",
+    "zk_ensemble_connect",
+    "zk_ensemble_session",
     "zk_server",
 ]
 
@@ -134,6 +143,45 @@ def zk_client_factory(zk_connect: str) -> Iterator[ZkClientFactory]:
     factory = ZkClientFactory(zk_connect)
     yield factory
     factory.close_all()
+
+
+@pytest.fixture(scope="session")
+def zk_ensemble_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    """A 3-server ensemble for the session (per xdist worker); use ``zk_ensemble`` in tests."""
+    ensemble = ZooKeeperEnsemble(3, data_dir=tmp_path_factory.mktemp("zk-ensemble"))
+    try:
+        ensemble.start(timeout=90.0)
+        yield ensemble
+    finally:
+        ensemble.close()
+
+
+@pytest.fixture
+def zk_ensemble(zk_ensemble_session: ZooKeeperEnsemble) -> ZooKeeperEnsemble:
+    """The session's ensemble with every member up and serving (an earlier test's faults healed)."""
+    zk_ensemble_session.start(timeout=90.0)
+    zk_ensemble_session.wait_quorum(timeout=60.0)
+    return zk_ensemble_session
+
+
+@pytest.fixture
+def zk_ensemble_connect(request: pytest.FixtureRequest, zk_ensemble: ZooKeeperEnsemble) -> Iterator[str]:
+    """The ensemble's connect string (all servers) with a fresh chroot for this test."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:80]
+    path = f"{_CHROOT_ROOT}/{slug}-{next(_counter)}"
+    client = KazooClient(
+        hosts=zk_ensemble.connect_string, timeout=30.0, connection_retry=dict(FAST_RECONNECT)
+    )
+    client.start(timeout=30.0)
+    try:
+        client.retry(client.ensure_path, path)
+        yield zk_ensemble.connect_string + path
+        zk_ensemble.start(timeout=90.0)  # a test that left the quorum down: bring it back to clean up
+        delete_tree(client, path)
+    finally:
+        with contextlib.suppress(Exception):
+            client.stop()
+        client.close()
 
 
 class ZkClientFactory:

@@ -98,6 +98,11 @@ class EmbeddedZooKeeper:
     described in ``java.py``.
     """
 
+    #: Where clients reach it, and what its command runs under (``ip netns exec NS`` for a server
+    #: in a network namespace): set by ensembles whose members live on other hosts.
+    host: str = HOST
+    command_prefix: tuple[str, ...] = ()
+
     def __init__(
         self,
         port: int = 0,
@@ -143,7 +148,7 @@ class EmbeddedZooKeeper:
 
     @property
     def connect_string(self) -> str:
-        return f"{HOST}:{self._port}"
+        return f"{self.host}:{self._port}"
 
     @property
     def data_dir(self) -> Path:
@@ -178,7 +183,7 @@ class EmbeddedZooKeeper:
                 if self._auto_port and (self._port == 0 or attempt > 0):
                     self._port = _free_port()
                 elif not _port_free(self._port):
-                    raise ZooKeeperStartError(f"port {self._port} on {HOST} is already in use")
+                    raise ZooKeeperStartError(f"port {self._port} on {self.host} is already in use")
                 self._write_config(_free_port(), _free_port())
                 try:
                     self._spawn(command)
@@ -229,7 +234,7 @@ class EmbeddedZooKeeper:
 
     def four_letter_word(self, word: str, timeout: float = 2.0) -> str:
         """Send a four-letter command (``ruok``, ``srvr``, ``mntr``...) and return the reply."""
-        return four_letter_word(HOST, self._port, word, timeout)
+        return four_letter_word(self.host, self._port, word, timeout)
 
     def __enter__(self) -> EmbeddedZooKeeper:
         return self.start()
@@ -248,6 +253,7 @@ class EmbeddedZooKeeper:
             java = find_java(self._java_arg)
             classpath = find_zookeeper_classpath(self._jars_dir)
             self._command = [
+                *self.command_prefix,
                 java,
                 f"-Xmx{self.heap_mb}m",
                 "-Xms32m",
@@ -317,7 +323,7 @@ class EmbeddedZooKeeper:
                     f"{self._startup_log_tail()}"
                 )
             with contextlib.suppress(OSError):
-                if "Mode:" in four_letter_word(HOST, self._port, "srvr", timeout=1.0) and self._is_ours():
+                if "Mode:" in self.four_letter_word("srvr", timeout=1.0) and self._is_ours():
                     return
             if _MAIN_THREAD_DIED.search(self._new_log_text()):
                 self.kill()
@@ -332,7 +338,7 @@ class EmbeddedZooKeeper:
 
     def _is_ours(self) -> bool:
         """Whether the server on our port is this one (another may hold the port we asked for)."""
-        for line in four_letter_word(HOST, self._port, "conf", timeout=1.0).splitlines():
+        for line in self.four_letter_word("conf", timeout=1.0).splitlines():
             if line.startswith("dataDir="):
                 return Path(line.split("=", 1)[1]).parent.resolve() == self.data_dir.resolve()
         return False

@@ -1,8 +1,9 @@
 """Fixtures of the fault suite: its own ZooKeeper server (trials restart it, so it cannot be the
-session's shared one), a private PostgreSQL started only when an audit-outage trial needs it, and
+session's shared one), a 3-server ensemble started only when a ZooKeeper quorum fault needs it, a
+private PostgreSQL started only when an audit-outage trial needs it, and
 the results file ``bench/results/reliability.jsonl`` (one line per trial, then a summary).
 
-Sizing and replay: ``KAFKA_CONTROLLER_FAULT_TRIALS`` (default 20) trials with seeds
+Sizing and replay: ``KAFKA_CONTROLLER_FAULT_TRIALS`` (default 30) trials with seeds
 ``base .. base + n - 1``; the base is ``KAFKA_CONTROLLER_FAULT_BASE_SEED`` or random (and logged);
 ``KAFKA_CONTROLLER_FAULT_SEED=<n>`` runs only the trial of seed ``n``.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import statistics
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -22,10 +24,11 @@ import pytest
 
 from kafka_controller.testing.invariants import INVARIANTS
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.faults.trial import TrialResult, replay_command
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "reliability.jsonl"
-DEFAULT_TRIALS = 20
+DEFAULT_TRIALS = 30  # consecutive seeds: at least two of each of the 13 fault kinds
 
 
 def trial_seeds() -> list[int]:
@@ -44,6 +47,86 @@ def fault_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKe
     zk.start(timeout=60.0)
     yield zk
     zk.close()
+
+
+class FaultEnsemble:
+    """A 3-server ``ZooKeeperEnsemble`` started on first use, whole and serving for each trial."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.ensemble: ZooKeeperEnsemble | None = None
+
+    def ready(self) -> ZooKeeperEnsemble:
+        if self.ensemble is None:
+            self.ensemble = ZooKeeperEnsemble(3, data_dir=self.data_dir)
+        self.ensemble.start(timeout=90.0)
+        self.ensemble.wait_quorum(timeout=60.0)
+        return self.ensemble
+
+    def close(self) -> None:
+        if self.ensemble is not None:
+            self.ensemble.close()
+
+
+class FaultNet:
+    """Hosts in network namespaces (created on first use): ``zk1..3`` running a ZooKeeper
+    ensemble, ``b1..b3`` for the brokers, and ``obs``, where the test itself talks from (it is
+    never partitioned). Run a trial inside ``with net.entered():``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.lab: Any = None
+        self.ensemble: ZooKeeperEnsemble | None = None
+        self.zk_hosts: list[Any] = []
+
+    def entered(self) -> Any:
+        from kafka_controller.testing.netns import NetnsLab
+
+        if self.lab is None:
+            self.lab = NetnsLab().start()
+            self.zk_hosts = [self.lab.add_host(f"zk{i}") for i in (1, 2, 3)]
+            for b in (1, 2, 3):
+                self.lab.add_host(f"b{b}")
+            self.lab.add_host("obs")
+        return self.lab.entered("obs")
+
+    def ready(self) -> ZooKeeperEnsemble:
+        """The ensemble, whole and serving; call inside ``entered()``."""
+        if self.ensemble is None:
+            hosts = [(h.address, self.lab.command(h, [])) for h in self.zk_hosts]
+            self.ensemble = ZooKeeperEnsemble(3, data_dir=self.data_dir, hosts=hosts)
+        self.lab.heal()
+        self.ensemble.start(timeout=90.0)
+        self.ensemble.wait_quorum(timeout=60.0)
+        return self.ensemble
+
+    def broker_host(self, broker_id: int) -> Any:
+        return self.lab.hosts[f"b{broker_id}"]
+
+    def broker_hosts(self, broker_ids: tuple[int, ...]) -> dict[int, tuple[str, list[str]]]:
+        return {
+            b: (self.broker_host(b).address, self.lab.command(self.broker_host(b), [])) for b in broker_ids
+        }
+
+    def close(self) -> None:
+        if self.ensemble is not None:
+            self.ensemble.close()
+        if self.lab is not None:
+            self.lab.close()
+
+
+@pytest.fixture(scope="module")
+def fault_net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultNet]:
+    holder = FaultNet(tmp_path_factory.mktemp("fault-net"))
+    yield holder
+    holder.close()
+
+
+@pytest.fixture(scope="module")
+def fault_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultEnsemble]:
+    holder = FaultEnsemble(tmp_path_factory.mktemp("fault-ensemble"))
+    yield holder
+    holder.close()
 
 
 class AuditPostgres:
@@ -110,6 +193,7 @@ class Report:
             "passed": sum(r.passed for r in rs),
             "faults": dict(Counter(r.fault for r in rs)),
             "workloads": dict(Counter(r.workload for r in rs)),
+            "convergence_s": _convergence(rs),
             "invariants_checked": list(INVARIANTS),
             "violations": sum(len(r.violations) for r in rs),
             "violations_by_invariant": dict(violated),
@@ -129,6 +213,18 @@ class Report:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(b"\n".join(lines) + b"\n")
         os.replace(tmp, self.path)
+
+
+def _convergence(rs: list[TrialResult]) -> dict[str, dict[str, float]]:
+    """Median and worst convergence after a heal, per fault kind that heals."""
+    by_kind: dict[str, list[float]] = {}
+    for r in rs:
+        if r.convergence_s is not None:
+            by_kind.setdefault(r.fault, []).append(r.convergence_s)
+    return {
+        kind: {"median": round(statistics.median(v), 2), "worst": max(v), "trials": len(v)}
+        for kind, v in sorted(by_kind.items())
+    }
 
 
 @pytest.fixture(scope="module")

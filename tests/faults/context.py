@@ -30,6 +30,7 @@ from kafka_controller.testing.invariants import (
 )
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
 log = logging.getLogger("tests.faults")
 T = TypeVar("T")
@@ -46,11 +47,12 @@ class TrialFailed(AssertionError):
 class TrialContext:
     seed: int
     rng: random.Random
-    zk: EmbeddedZooKeeper
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble
     cluster: LocalCluster
     audit_url: str
     deadline: float
     postgres: Any = None  # a PrivatePostgres for audit-outage trials
+    net: Any = None  # a FaultNet (hosts in network namespaces) for network-fault trials
     paused: set[int] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     #: Held around every stop-then-start of a broker, so that a workload restarting brokers and a
@@ -58,6 +60,8 @@ class TrialContext:
     lifecycle: threading.RLock = field(default_factory=threading.RLock)
     #: Controller epochs whose controller was SIGKILLed (its unflushed audit rows die with it).
     killed_controller_epochs: list[int] = field(default_factory=list)
+    #: Seconds from a network or quorum heal until the cluster converged (faults that heal).
+    convergence_s: float | None = None
 
     def left(self) -> float:
         return max(1.0, self.deadline - time.monotonic())
@@ -100,7 +104,9 @@ class TrialContext:
         """Each broker's own replicas (DescribeReplicas), from those that answer in time."""
         out: list[ReplicaView] = []
         for b in self.running() if brokers is None else brokers:
-            client = TransportClient(self.cluster.host, self.cluster.ports[b], timeout_s=VIEW_TIMEOUT_S)
+            client = TransportClient(
+                self.cluster.broker_host(b), self.cluster.ports[b], timeout_s=VIEW_TIMEOUT_S
+            )
             try:
                 response = client.request(A.DESCRIBE_REPLICAS, None)
             except KafkaControllerError:

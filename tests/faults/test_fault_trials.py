@@ -1,4 +1,4 @@
-"""The fault-injection suite (issue 9): ``KAFKA_CONTROLLER_FAULT_TRIALS`` trials (default 20), each
+"""The fault-injection suite (issues 9 and 18): ``KAFKA_CONTROLLER_FAULT_TRIALS`` trials (default 30), each
 a workload on a fresh three-broker cluster with one fault injected at a random moment, then every
 invariant of ``kafka_controller.testing.invariants`` checked. A failing trial prints its seed and
 the command that replays it; every trial is a line of ``bench/results/reliability.jsonl``.
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.faults.conftest import AuditPostgres, Report, trial_seeds
+from tests.faults.conftest import AuditPostgres, FaultEnsemble, FaultNet, Report, trial_seeds
+from tests.faults.faults import ENSEMBLE_FAULTS, NETWORK_FAULTS
 from tests.faults.trial import TrialSpec, replay_command, run_trial
 
 pytestmark = [
@@ -33,11 +34,20 @@ def _params() -> list[object]:
 def test_fault_trial(
     seed: int,
     fault_zk: object,
+    fault_ensemble: FaultEnsemble,
+    fault_net: FaultNet,
     audit_postgres: AuditPostgres,
     report: Report,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    result = run_trial(seed, fault_zk, tmp_path_factory.mktemp(f"trial-{seed}"), audit_postgres)  # type: ignore[arg-type]
+    spec, _ = TrialSpec.of(seed)
+    workdir = tmp_path_factory.mktemp(f"trial-{seed}")
+    if spec.fault in NETWORK_FAULTS:
+        with fault_net.entered():
+            result = run_trial(seed, fault_net.ready(), workdir, audit_postgres, net=fault_net)
+    else:
+        zk = fault_ensemble.ready() if spec.fault in ENSEMBLE_FAULTS else fault_zk
+        result = run_trial(seed, zk, workdir, audit_postgres)  # type: ignore[arg-type]
     report.add(result)
     print(result.summary())
     assert result.failure is None, f"{result.failure}\nreplay: {replay_command(seed)}\nlogs: {result.logs}"

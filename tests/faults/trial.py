@@ -27,6 +27,7 @@ from kafka_controller.testing.invariants import (
     unclean_partitions,
 )
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.faults.context import Observer, TrialContext, TrialFailed, log
 from tests.faults.faults import FAULT_KINDS, FAULTS, SESSION_TIMEOUT_MS, ensure_running
 from tests.faults.workloads import TOPIC, WORKLOADS, Reassignment, healthy, topic_layout
@@ -84,6 +85,8 @@ class TrialResult:
     kept_leader: list[str] = field(default_factory=list)
     #: Epochs of controllers that were SIGKILLed (their journaled audit rows must still arrive).
     killed_controller_epochs: list[int] = field(default_factory=list)
+    #: Seconds from the heal until the cluster converged (ZooKeeper quorum faults).
+    convergence_s: float | None = None
     logs: str | None = None
 
     @property
@@ -113,7 +116,13 @@ def _until_clean(check: Any, seconds: float) -> list[Violation]:
         time.sleep(0.25)  # polling interval of a bounded poll
 
 
-def run_trial(seed: int, zk: EmbeddedZooKeeper, workdir: Path, postgres: Any = None) -> TrialResult:
+def run_trial(
+    seed: int,
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble,
+    workdir: Path,
+    postgres: Any = None,
+    net: Any = None,
+) -> TrialResult:
     """Run the trial of ``seed``; never raises for what the cluster does (it is in the result)."""
     spec, rng = TrialSpec.of(seed)
     result = TrialResult(seed, spec.fault, spec.workload)
@@ -129,8 +138,11 @@ def run_trial(seed: int, zk: EmbeddedZooKeeper, workdir: Path, postgres: Any = N
         data_dir=workdir,
         audit_url=audit_url,
         broker_config=BROKER_CONFIG,
+        broker_hosts=net.broker_hosts(BROKER_IDS) if net is not None else None,
     )
-    t = TrialContext(seed, rng, zk, cluster, audit_url, started + TRIAL_DEADLINE_S, postgres=postgres)
+    t = TrialContext(
+        seed, rng, zk, cluster, audit_url, started + TRIAL_DEADLINE_S, postgres=postgres, net=net
+    )
     checker = InvariantChecker()
     observer = Observer(t, checker)
     workload = WORKLOADS[spec.workload]()
@@ -172,6 +184,7 @@ def run_trial(seed: int, zk: EmbeddedZooKeeper, workdir: Path, postgres: Any = N
         if isinstance(workload, Reassignment):
             result.kept_leader = [str(tp) for tp, r in workload.targets.items() if len(r) == 3]
         result.killed_controller_epochs = t.killed_controller_epochs
+        result.convergence_s = t.convergence_s
         result.samples = observer.samples
         result.notes = t.notes + [f"samples skipped: {observer.skipped}"] * bool(observer.skipped)
         result.duration_s = round(time.monotonic() - started, 1)

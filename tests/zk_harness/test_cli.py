@@ -47,6 +47,9 @@ class Cli:
         self.lines.put(None)
 
     def wait_ready(self, timeout: float = 60.0) -> re.Match[str]:
+        return self.wait_ready_line(READY, timeout)
+
+    def wait_ready_line(self, ready: re.Pattern[str], timeout: float = 60.0) -> re.Match[str]:
         seen: list[str] = []
         while True:
             try:
@@ -56,7 +59,7 @@ class Cli:
             if line is None:
                 raise AssertionError(f"exited with {self.proc.wait()} before ready: {seen}")
             seen.append(line)
-            if m := READY.match(line):
+            if m := ready.match(line):
                 return m
 
     def rest_of_stderr(self) -> list[str]:
