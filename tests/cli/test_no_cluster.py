@@ -24,6 +24,8 @@ def _commands(tmp_path: Path) -> dict[tuple[str, ...], list[str]]:
     moves = tmp_path / "moves.json"
     moves.write_text('{"topics":[{"topic":"t"}]}')
     return {
+        ("configs", "alter"): ["--entity-type", "topics", "--entity-name", "t", "--add-config", "a=1"],
+        ("configs", "describe"): ["--entity-type", "topics", "--entity-name", "t"],
         ("describe",): [],
         ("elect",): ["--election-type", "preferred", "--all-topic-partitions"],
         ("reassign", "--verify"): ["--reassignment-json-file", str(plan)],
@@ -32,6 +34,7 @@ def _commands(tmp_path: Path) -> dict[tuple[str, ...], list[str]]:
         ("reassign", "--generate"): ["--topics-to-move-json-file", str(moves), "--broker-list", "1"],
         ("reconcile", "export"): ["--out", str(tmp_path / "snapshot")],
         ("shutdown",): ["--broker-id", "1"],
+        ("topics", "alter"): ["--topic", "t", "--partitions", "2"],
         ("topics", "create"): ["--topic", "t", "--partitions", "1", "--replication-factor", "1"],
         ("topics", "delete"): ["--topic", "t"],
         ("topics", "describe"): [],
