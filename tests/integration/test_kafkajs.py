@@ -1,5 +1,6 @@
 """KafkaJS (npm ``kafkajs`` 2.2.4, run with the machine's node) creates a topic, fetches its metadata and
-deletes it through a broker that is not the controller; each outcome is checked in ZooKeeper.
+deletes it through a broker that is not the controller, and alters and lists partition reassignments
+(AlterPartitionReassignments / ListPartitionReassignments v0); each outcome is checked in ZooKeeper.
 
 ``tests/clients/js`` pins the package (``package-lock.json``); ``.ci/bootstrap`` runs ``npm ci`` there.
 Without node or the installed package these tests fail, they never skip."""
@@ -76,3 +77,41 @@ def test_kafkajs_creates_describes_and_deletes_a_topic(cluster: LocalCluster) ->
     cluster.wait_until(
         lambda: not cluster.store.topic_exists("js-orders"), TIMEOUT, "js-orders to be deleted"
     )
+
+
+def test_kafkajs_moves_a_replica_and_lists_the_move_while_it_waits(cluster: LocalCluster) -> None:
+    """alterPartitionReassignments to a frozen broker (SIGSTOP: still registered, so the move is
+    accepted, as Kafka accepts only live adding replicas, but it cannot catch up): the move is listed
+    in flight with its adding and removing replicas until the broker runs again, then it is done
+    in ZooKeeper."""
+    controller, _ = cluster.controller()
+    assert controller is not None
+    others = [b for b in cluster.running_broker_ids() if b != controller]
+    target, staying = others[0], others[1]
+    cluster.create_topic("js-moves", {0: [controller, staying], 1: [staying, controller]})
+    cluster.wait_topic_healthy("js-moves", timeout=TIMEOUT)
+    cluster.pause_broker(target)
+    try:
+        bootstrap = cluster.listener(staying)
+        moved = {"0": [controller, target]}
+        assert kafkajs(bootstrap, "reassign", "js-moves", json.dumps(moved)) == {"reassigned": "js-moves"}
+
+        def listed() -> list[dict[str, Any]] | None:
+            found: list[dict[str, Any]] = kafkajs(bootstrap, "list-reassignments", "js-moves")
+            return found or None
+
+        (entry,) = cluster.wait_until(listed, TIMEOUT, "KafkaJS to list the move in flight")
+        assert entry["partition"] == 0
+        assert entry["adding"] == [target] and entry["removing"] == [staying]
+        assert sorted(entry["replicas"]) == sorted([controller, target, staying])
+    finally:
+        cluster.resume_broker(target)
+
+    def done() -> bool:
+        read = cluster.store.get_replica_assignment_and_topic_ids(["js-moves"])["js-moves"]
+        assert not isinstance(read, Exception)
+        ra = {tp.partition: ra for tp, ra in read.assignment.items()}[0]
+        return list(ra.replicas) == [controller, target] and not ra.adding_replicas
+
+    cluster.wait_until(done, TIMEOUT, "the move to finish in ZooKeeper")
+    assert kafkajs(cluster.listener(staying), "list-reassignments", "js-moves") == []

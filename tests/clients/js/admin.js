@@ -1,5 +1,6 @@
 // KafkaJS 2.2.4 admin calls against a broker, for tests/integration/test_kafkajs.py.
-// Usage: node admin.js BOOTSTRAP ACTION TOPIC [PARTITIONS REPLICATION_FACTOR]
+// Usage: node admin.js BOOTSTRAP ACTION TOPIC [PARTITIONS REPLICATION_FACTOR | ASSIGNMENT_JSON]
+// ACTION: create, metadata, delete, reassign (ASSIGNMENT_JSON {"partition": [replicas]}), list-reassignments
 // Prints one JSON document on stdout; exits non-zero (the error on stderr) when a call fails.
 const { Kafka, logLevel } = require("kafkajs");
 
@@ -35,6 +36,26 @@ async function main() {
     } else if (action === "delete") {
       await admin.deleteTopics({ topics: [topic], timeout: 30000 });
       out = { deleted: topic, topics: await admin.listTopics() };
+    } else if (action === "reassign") {
+      const assignment = JSON.parse(partitions);
+      const partitionAssignment = Object.entries(assignment).map(([p, replicas]) => ({
+        partition: Number(p),
+        replicas,
+      }));
+      await admin.alterPartitionReassignments({ topics: [{ topic, partitionAssignment }], timeout: 30000 });
+      out = { reassigned: topic };
+    } else if (action === "list-reassignments") {
+      const listed = await admin.listPartitionReassignments({ timeout: 30000 });
+      out = listed.topics
+        .filter((t) => t.topic === topic || t.name === topic)
+        .flatMap((t) => t.partitions)
+        .map((p) => ({
+          partition: p.partition,
+          replicas: p.replicas,
+          adding: p.addingReplicas,
+          removing: p.removingReplicas,
+        }))
+        .sort((a, b) => a.partition - b.partition);
     } else {
       throw new Error(`unknown action ${action}`);
     }
