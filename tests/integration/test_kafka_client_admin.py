@@ -124,17 +124,23 @@ def test_kafka_python_preferred_election(cluster: LocalCluster, kafka_python: An
     assert codes == [ElectionNotNeededError.errno]
 
 
-def test_kafka_python_unclean_election(cluster: LocalCluster, kafka_python: Any) -> None:
+def _offline_but_for_an_unclean_leader(cluster: LocalCluster, topic: str) -> tuple[int, int]:
+    """``topic``-0 offline: its last ISR member ``x`` is down, ``y`` (out of the ISR) is up."""
     c = cluster.controller()[0]
     x, y = [b for b in cluster.broker_ids if b != c]
-    _new_topic(cluster, "kp-unclean", [x, y])
+    _new_topic(cluster, topic, [x, y])
     cluster.kill_broker(y, wait_deregistered=True, timeout=TIMEOUT)
-    wait_state(cluster, "kp-unclean", 0, leader=x, isr=(x,))
+    wait_state(cluster, topic, 0, leader=x, isr=(x,))
     cluster.kill_broker(x, wait_deregistered=True, timeout=TIMEOUT)
-    wait_state(cluster, "kp-unclean", 0, leader=-1)
+    wait_state(cluster, topic, 0, leader=-1)
     cluster.start_broker(y, timeout=TIMEOUT)
     cluster.wait_metadata([y], timeout=TIMEOUT)
-    assert state(cluster, "kp-unclean")[1:4:2] == (-1, (x,))  # offline: y is not in the ISR
+    assert state(cluster, topic)[1:4:2] == (-1, (x,))  # offline: y is not in the ISR
+    return x, y
+
+
+def test_kafka_python_unclean_election(cluster: LocalCluster, kafka_python: Any) -> None:
+    x, y = _offline_but_for_an_unclean_leader(cluster, "kp-unclean")
     try:
         op = str(uuid.uuid4())
         response = kafka_python(op).elect_leaders(1, {"kp-unclean": [0]}, raise_errors=False)
@@ -169,6 +175,26 @@ def test_confluent_kafka_preferred_election(cluster: LocalCluster) -> None:
     assert {(tp.topic, tp.partition): err for tp, err in results.items()} == {("ck-preferred", 0): None}
     wait_state(cluster, "ck-preferred", 0, leader=b)
     assert audited(cluster, op, "ck-preferred") == [(0, b)]
+
+
+def test_confluent_kafka_unclean_election(cluster: LocalCluster) -> None:
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as CTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    x, y = _offline_but_for_an_unclean_leader(cluster, "ck-unclean")
+    try:
+        op = str(uuid.uuid4())
+        admin = AdminClient({"bootstrap.servers": cluster.listener(y), "client.id": client_id(op)})
+        future = admin.elect_leaders(ElectionType.UNCLEAN, [CTopicPartition("ck-unclean", 0)])
+        results = future.result(timeout=TIMEOUT)
+        assert {(tp.topic, tp.partition): err for tp, err in results.items()} == {("ck-unclean", 0): None}
+        _, leader, _, isr = state(cluster, "ck-unclean")
+        assert (leader, isr) == (y, (y,))
+        assert audited(cluster, op, "ck-unclean") == [(0, y)]
+    finally:
+        cluster.start_broker(x, timeout=TIMEOUT)
+    wait_healthy(cluster)
 
 
 def test_kafka_python_alter_and_list_partition_reassignments(
