@@ -4,7 +4,9 @@ A metadata cache is filled as the controller's UpdateMetadata would (5 brokers, 
 partitions); then the broker's ``KafkaProtocolHandler`` answers one Metadata request for every topic,
 as ``kcat -L`` (v4) and confluent-kafka / kafka-python (v11) send it: decode the request, read the
 cache, build the response and encode it. Also timed: decoding that response with the project's
-own decoder (a client's share of the work). Median of ``--reps`` runs.
+own decoder (a client's share of the work). For v11, the same answer with ``kio`` (Kafka's
+generated schemas) as the codec, which must be byte for byte the project's: why the hot path keeps
+its own encoder. Median of ``--reps`` runs.
 
     .venv/bin/python bench/kafka_metadata.py [--partitions 10000 100000] [--reps 5]
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import _kio_metadata
 from bench._common import report
 from kafka_controller.broker.kafka_wire import metadata as md
 from kafka_controller.broker.kafka_wire.handler import KafkaProtocolHandler
@@ -48,6 +51,12 @@ def filled_cache(
     return cache
 
 
+def _header_bytes(version: int) -> bytes:
+    w = Writer()
+    encode_request_header(w, RequestHeader(METADATA, version, 1, "bench"))
+    return w.getvalue()
+
+
 def request(version: int) -> bytes:
     w = Writer()
     encode_request_header(w, RequestHeader(METADATA, version, 1, "bench"))
@@ -70,6 +79,17 @@ def measure(partitions: int, version: int, reps: int) -> dict[str, Any]:
         answer_s.append(t1 - t0)
         decode_s.append(t2 - t1)
     assert sum(len(t.partitions) for t in decoded.topics) == partitions
+    extra: dict[str, Any] = {}
+    if version == _kio_metadata.VERSION:  # the same answer with kio as the codec, in the same run
+        body = payload[len(_header_bytes(version)) :]
+        kio_s = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            kio_answer = _kio_metadata.answer(handler, body)
+            kio_s.append(time.perf_counter() - t0)
+        # byte for byte what the project's encoder wrote after its response header (v1: 5 bytes)
+        assert kio_answer == answer[5:], "kio and the project's codec encode different answers"
+        extra = {"kio_answer_s": round(statistics.median(kio_s), 4), "kio_response_bytes": len(kio_answer)}
     return {
         "partitions": partitions,
         "version": version,
@@ -77,6 +97,7 @@ def measure(partitions: int, version: int, reps: int) -> dict[str, Any]:
         "answer_s_all": [round(x, 4) for x in answer_s],
         "decode_s": round(statistics.median(decode_s), 4),
         "response_bytes": len(answer),
+        **extra,
     }
 
 

@@ -89,3 +89,10 @@ def test_kafka_admin_apis_benchmark_answers_every_partition(tmp_path: Path) -> N
     result = _run(tmp_path, "kafka_admin_apis.py", "--partitions", "200", "--reps", "1")
     (run,) = result["runs"]
     assert run["partitions"] == 200 and run["response_bytes"] > run["request_bytes"]
+
+
+def test_kafka_metadata_benchmark_matches_kio_byte_for_byte(tmp_path: Path) -> None:
+    """The benchmark asserts itself that kio's encoding of the v11 answer equals the project's."""
+    result = _run(tmp_path, "kafka_metadata.py", "--partitions", "500", "--reps", "1")
+    v11 = next(r for r in result["runs"] if r["version"] == 11)
+    assert v11["partitions"] == 500 and v11["kio_response_bytes"] == v11["response_bytes"] - 5
