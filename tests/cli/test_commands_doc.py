@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kafka_controller.cli.docs import DOC_PATH, render
+from kafka_controller.cli.docs import DOC_PATH, README_PATH, TABLE_END, TABLE_START, readme_with_table, render
 from tests.cli.parsers import options, walk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,6 +17,17 @@ def test_commands_doc_is_up_to_date() -> None:
     assert DOC_PATH.read_text(encoding="utf-8") == render(), (
         "docs/commands.md is out of date: run `python -m kafka_controller.cli.docs --write`"
     )
+
+
+def test_readme_command_table_is_generated_and_up_to_date() -> None:
+    readme = README_PATH.read_text(encoding="utf-8")
+    assert README_PATH == ROOT / "README.md" and TABLE_START in readme and TABLE_END in readme
+    assert readme == readme_with_table(readme), (
+        "the README's command table is out of date: run `python -m kafka_controller.cli.docs --write`"
+    )
+    table = readme.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
+    for path, _ in walk():
+        assert f"[`{' '.join(path)}`](docs/commands.md#kafka-controller-{'-'.join(path)})" in table
 
 
 def test_commands_doc_covers_every_command_and_option() -> None:
