@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, inspect, select, text
@@ -125,3 +126,35 @@ def test_unreachable_server_is_one_line_audit_store_error() -> None:
 def test_missing_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(AuditStoreError, match="does not exist"):
         upgrade_database(f"sqlite:///{tmp_path / 'no' / 'such' / 'audit.db'}")
+
+
+def test_an_sqlite_upgrade_that_finds_the_database_locked_is_retried(
+    blank_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past SQLite's busy timeout on a loaded machine, "database is locked" is retried a few times,
+    then surfaces as the one-line AuditStoreError."""
+    from kafka_controller.audit import migrate
+    from kafka_controller.audit.engine import AuditStoreError
+
+    real = migrate._migrate_once
+    calls: list[int] = []
+
+    def locked_once(*args: Any) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise migrate._SqliteLocked(AuditStoreError("cannot upgrade: database is locked"))
+        return real(*args)
+
+    monkeypatch.setattr(migrate, "SQLITE_LOCKED_BACKOFF_S", 0.0)
+    monkeypatch.setattr(migrate, "_migrate_once", locked_once)
+    assert upgrade_database(blank_url) == head_revision() and len(calls) == 2
+
+    def always_locked(*args: Any) -> str:
+        calls.append(1)
+        raise migrate._SqliteLocked(AuditStoreError("cannot upgrade: database is locked"))
+
+    calls.clear()
+    monkeypatch.setattr(migrate, "_migrate_once", always_locked)
+    with pytest.raises(AuditStoreError, match="database is locked"):
+        upgrade_database(blank_url)
+    assert len(calls) == migrate.SQLITE_LOCKED_ATTEMPTS

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import queue
+import subprocess
+import threading
+
 from kafka_controller.admin.describe import ClusterView
 from kafka_controller.cluster import LocalCluster
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
@@ -50,3 +54,18 @@ def wait_healthy(cluster: LocalCluster) -> ClusterView:
         return view if all(not p.offline and not p.under_replicated for p in view.partitions) else None
 
     return cluster.wait_until(probe, TIMEOUT, "every partition to have a live leader and a full ISR")
+
+
+def pump_stderr(proc: subprocess.Popen[str]) -> queue.Queue[str | None]:
+    """Every stderr line of ``proc`` on a queue, then None at its end (read by a daemon thread), so
+    that a test can wait for a line with a timeout instead of blocking on the pipe."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines

@@ -4,12 +4,10 @@ a running ``cluster up``, as an operator uses them from a second terminal."""
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.request
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 
 from kafka_controller.cluster.process import process_alive
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+from tests.integration.helpers import pump_stderr
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk]
 
@@ -73,15 +72,7 @@ def test_control_a_running_cluster_up(tmp_path: Path) -> None:
          "--metrics-port", str(base), "--config", "sim.produce.rate.per.sec=10", "--json"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.put(line.rstrip("\n"))
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = pump_stderr(proc)
     seen: list[str] = []
     pids: list[int] = []
     try:

@@ -3,11 +3,9 @@ SIGINT, then stops the brokers with a controlled shutdown and ZooKeeper, and exi
 
 from __future__ import annotations
 
-import queue
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import orjson
@@ -15,6 +13,7 @@ import pytest
 
 from kafka_controller.cluster.process import process_alive
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+from tests.integration.helpers import pump_stderr
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk]
 
@@ -27,15 +26,7 @@ def test_cluster_up_serves_until_sigint(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.put(line.rstrip("\n"))
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = pump_stderr(proc)
     try:
         while True:
             line = lines.get(timeout=120)

@@ -4,7 +4,6 @@ ZooKeeper leader's death and converges after the quorum is lost for ~10 s and re
 
 from __future__ import annotations
 
-import queue
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import pytest
 from kafka_controller.cluster import LocalCluster
 from kafka_controller.cluster.process import process_alive
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
-from tests.integration.helpers import TIMEOUT, wait_all_led
+from tests.integration.helpers import TIMEOUT, pump_stderr, wait_all_led
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.timeout(600)]
 
@@ -122,15 +121,7 @@ def test_cluster_up_with_a_zookeeper_ensemble(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.put(line.rstrip("\n"))
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = pump_stderr(proc)
     try:
         while True:
             line = lines.get(timeout=180)
