@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from typing import Any
 
 from kafka_controller.cli.common import add_zookeeper_option, open_admin_client, open_store
@@ -132,7 +133,18 @@ def run_export_audit(args: argparse.Namespace) -> int:
 def run_job(args: argparse.Namespace) -> int:
     from kafka_controller.reconcile.job import run_from_args
 
+    _drop_py4j_tracebacks()
     return run_from_args(args)
+
+
+def _drop_py4j_tracebacks() -> None:
+    """Ctrl-C during a Spark call makes py4j log tracebacks on the root logger (its socket read is
+    interrupted, then pyspark's own SIGINT handler calls back into the JVM), and with no handler
+    there Python prints them. The command ends in one line (``main``) and the job reports its own
+    errors, so the root logger gets a handler that drops what nobody configured a place for."""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
 
 
 def run_synth(args: argparse.Namespace) -> int:
