@@ -19,8 +19,12 @@ pyspark, pandas and pyarrow are imported only by the subcommand that needs them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
+import signal
+from pathlib import Path
 from typing import Any
 
 from kafka_controller.cli.common import add_zookeeper_option, open_admin_client, open_store
@@ -134,7 +138,27 @@ def run_job(args: argparse.Namespace) -> int:
     from kafka_controller.reconcile.job import run_from_args
 
     _drop_py4j_tracebacks()
-    return run_from_args(args)
+    try:
+        return run_from_args(args)
+    except KeyboardInterrupt:
+        _stop_own_jvms()  # interrupted while Spark started: nothing else would stop its JVM
+        raise
+
+
+def _stop_own_jvms() -> None:
+    """Kill this process's Java children (Spark's driver JVM). pyspark starts it ignoring SIGINT and
+    stops it through the gateway, which a Ctrl-C during start-up leaves unconnected: the JVM would
+    outlive the command (and hold its output pipes)."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        try:
+            ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            is_java = Path(os.readlink(entry / "exe")).name == "java"
+        except (OSError, IndexError):
+            continue
+        if ppid == me and is_java:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def _drop_py4j_tracebacks() -> None:
