@@ -28,7 +28,8 @@ HEADER = """# `kafka-controller` commands
 Every subcommand, its usage and its options, as `--help` prints them. Exit codes: 0 success, 1 a
 refusal or failure (one line on stderr), 2 a command line that cannot work (argparse errors, a bad
 ZooKeeper connect string, no Kafka cluster at the chroot), 3 `reassign --verify`/`--wait` while
-reassignments are still in progress, 130 interrupted (Ctrl-C: one line says what is left undone).
+reassignments are still in progress or `reconcile run` with a finding at or above `--fail-on`, 130
+interrupted (Ctrl-C: one line says what is left undone).
 `$KAFKA_CONTROLLER_ZOOKEEPER` supplies `--zookeeper` when it is not given.
 """
 
