@@ -149,16 +149,12 @@ def _stop_own_jvms() -> None:
     """Kill this process's Java children (Spark's driver JVM). pyspark starts it ignoring SIGINT and
     stops it through the gateway, which a Ctrl-C during start-up leaves unconnected: the JVM would
     outlive the command (and hold its output pipes)."""
-    me = str(os.getpid())
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        try:
-            ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-            is_java = Path(os.readlink(entry / "exe")).name == "java"
-        except (OSError, IndexError):
-            continue
-        if ppid == me and is_java:
-            with contextlib.suppress(OSError):
-                os.kill(int(entry.name), signal.SIGKILL)
+    from kafka_controller.cluster.process import children_of
+
+    for pid in children_of(os.getpid()):
+        with contextlib.suppress(OSError):
+            if Path(os.readlink(f"/proc/{pid}/exe")).name == "java":
+                os.kill(pid, signal.SIGKILL)
 
 
 def _drop_py4j_tracebacks() -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from kafka_controller.cluster.process import process_alive
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 __all__ = [
@@ -96,20 +97,10 @@ def cleanup_stale(prefix_root: str = PREFIX_ROOT) -> list[str]:
     removed = []
     for ns in namespaces():
         m = _STALE.match(ns)
-        if ns.startswith(prefix_root) and m and not _pid_alive(int(m.group(1))):
+        if ns.startswith(prefix_root) and m and not process_alive(int(m.group(1))):
             _ip("netns", "delete", ns, check=False)
             removed.append(ns)
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _subnets_in_use() -> set[ipaddress.IPv4Network | ipaddress.IPv6Network]:

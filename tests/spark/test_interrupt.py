@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kafka_controller.cluster.process import children_of, process_alive
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 CLI = [sys.executable, "-m", "kafka_controller.cli.main"]
@@ -20,25 +22,13 @@ CLI = [sys.executable, "-m", "kafka_controller.cli.main"]
 
 def _java_children(pid: int) -> list[int]:
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for child in children_of(pid):
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            exe = Path(os.readlink(entry / "exe")).name
-        except (OSError, IndexError, ValueError):
+            if Path(os.readlink(f"/proc/{child}/exe")).name == "java":
+                found.append(child)
+        except OSError:
             continue
-        if ppid == pid and exe == "java":
-            found.append(int(entry.name))
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_ctrl_c_as_spark_starts_is_one_line_and_leaves_no_jvm(tmp_path: Path) -> None:
@@ -65,7 +55,7 @@ def test_ctrl_c_as_spark_starts_is_one_line_and_leaves_no_jvm(tmp_path: Path) ->
         _, err = proc.communicate(timeout=120)
     finally:
         for pid in [proc.pid, *jvms]:
-            if _alive(pid):
+            if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 130, err[-3000:]
     lines = [line for line in err.splitlines() if line.strip()]
@@ -74,4 +64,4 @@ def test_ctrl_c_as_spark_starts_is_one_line_and_leaves_no_jvm(tmp_path: Path) ->
         "run the job again"
     )
     assert "Traceback" not in err and "py4j" not in err, err[-3000:]
-    assert not [pid for pid in jvms if _alive(pid)], "Spark's JVM outlived the command"
+    assert not [pid for pid in jvms if process_alive(pid)], "Spark's JVM outlived the command"
