@@ -252,16 +252,12 @@ def controller_zk_partition(t: TrialContext) -> None:
     broker_epoch = t.cluster.registered()[victim]
     extra = t.rng.uniform(0.5, 3.0)
     t.note(f"controller {victim} cut from ZooKeeper (not from brokers), healed {extra:.1f}s after a new one")
-    t.net.lab.partition([t.net.broker_host(victim)], t.net.zk_hosts)
-    try:
+
+    def while_cut() -> None:
         t.wait(lambda: _moved(t, victim, epoch), "a new controller with a higher epoch")
         _brokers_refuse_epoch(t, victim, epoch)
-        _pause(extra)
-    finally:
-        t.net.lab.heal()
-    healed_at = time.monotonic()
-    t.wait(lambda: t.cluster.registered().get(victim, broker_epoch) > broker_epoch, f"{victim} re-registered")
-    _converged(t, healed_at)
+
+    _cut_from_zookeeper(t, victim, broker_epoch, extra, while_cut)
     now_epoch = t.cluster.controller()[1]
     if now_epoch is None or now_epoch <= epoch:
         raise TrialFailed(f"controller epoch {now_epoch} after the heal, not above {epoch}")
@@ -303,9 +299,25 @@ def broker_zk_partition(t: TrialContext) -> None:
     broker_epoch = t.cluster.registered().get(victim, 0)
     extra = t.rng.uniform(0.5, 3.0)
     t.note(f"broker {victim} cut from ZooKeeper, healed {extra:.1f}s after its registration lapsed")
+    _cut_from_zookeeper(
+        t,
+        victim,
+        broker_epoch,
+        extra,
+        lambda: t.wait(
+            lambda: victim not in t.cluster.registered(), f"broker {victim}'s registration to lapse"
+        ),
+    )
+
+
+def _cut_from_zookeeper(
+    t: TrialContext, victim: int, broker_epoch: int, extra: float, while_cut: Callable[[], object]
+) -> None:
+    """Cut ``victim``'s host from every ZooKeeper host, run ``while_cut``, wait ``extra`` more, heal;
+    then ``victim`` must re-register (a newer broker epoch) and the cluster converge."""
     t.net.lab.partition([t.net.broker_host(victim)], t.net.zk_hosts)
     try:
-        t.wait(lambda: victim not in t.cluster.registered(), f"broker {victim}'s registration to lapse")
+        while_cut()
         _pause(extra)
     finally:
         t.net.lab.heal()
