@@ -109,6 +109,9 @@ class DescribeReplicasResponse:
     broker_epoch: int
     controller_epoch: int
     replicas: tuple[ReplicaInfo, ...] = ()
+    #: ``(controller epoch, ids of the controllers acted on in it)``, oldest first: what a fault
+    #: checker needs to prove no two controllers were obeyed at one epoch.
+    acted_on: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 _REPLICA_FIELDS = ReplicaInfo.__slots__
@@ -122,6 +125,7 @@ def _encode_describe_response(r: DescribeReplicasResponse) -> Json:
         "controller_epoch": r.controller_epoch,
         "replicas": [[getattr(x, f) for f in _REPLICA_FIELDS] for x in r.replicas],
         "fields": list(_REPLICA_FIELDS),
+        "acted_on": [[epoch, list(ids)] for epoch, ids in r.acted_on],
     }
 
 
@@ -133,8 +137,14 @@ def _decode_describe_response(b: Json) -> DescribeReplicasResponse:
         ReplicaInfo(t, p, ld, le, tuple(isr), zv, tuple(rs), bool(il), leo, hw)
         for t, p, ld, le, isr, zv, rs, il, leo, hw in b["replicas"]
     )
+    acted_on = tuple((int_(epoch), tuple(map(int_, ids))) for epoch, ids in b.get("acted_on", ()))
     return DescribeReplicasResponse(
-        str_(b["error"]), int_(b["broker_id"]), int_(b["broker_epoch"]), int_(b["controller_epoch"]), replicas
+        str_(b["error"]),
+        int_(b["broker_id"]),
+        int_(b["broker_epoch"]),
+        int_(b["controller_epoch"]),
+        replicas,
+        acted_on,
     )
 
 

@@ -105,15 +105,25 @@ class ReplicaManager:
         self.lock = threading.RLock()
         self.controller_epoch = 0  # Kafka's KafkaController.InitialControllerEpoch
         self.partitions: dict[TopicPartition, Partition] = {}
+        #: Controller epoch -> ids of the controllers whose requests this broker acted on in it.
+        #: One id per epoch, always: an epoch is won once (a conditional write of
+        #: ``/controller_epoch``), so a second id means a zombie's request got through. Kept for
+        #: checkers (DescribeReplicas reports it); a handful of entries per controller change.
+        self.acted_on: dict[int, set[int]] = {}
 
     # -- controller epoch --------------------------------------------------------------------------
-    def check_controller_epoch(self, controller_epoch: int) -> bool:
-        """False for a request from an older controller; otherwise remember the epoch."""
+    def check_controller_epoch(self, controller_epoch: int, controller_id: int) -> bool:
+        """False for a request from an older controller; otherwise remember the epoch (the caller
+        acts on the request)."""
         with self.lock:
             if controller_epoch < self.controller_epoch:
                 return False
-            self.controller_epoch = controller_epoch
+            self._accept(controller_id, controller_epoch)
             return True
+
+    def _accept(self, controller_id: int, controller_epoch: int) -> None:
+        self.controller_epoch = controller_epoch
+        self.acted_on.setdefault(controller_epoch, set()).add(controller_id)
 
     # -- LeaderAndIsr ------------------------------------------------------------------------------
     def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
@@ -129,7 +139,7 @@ class ReplicaManager:
                 return LeaderAndIsrResponse(
                     _STALE_CONTROLLER_EPOCH, dict.fromkeys(tps, _STALE_CONTROLLER_EPOCH)
                 )
-            self.controller_epoch = request.controller_epoch
+            self._accept(request.controller_id, request.controller_epoch)
             now = self.now_ms()
             me = self.broker_id
             rate = self.produce_rate_per_s
@@ -181,7 +191,7 @@ class ReplicaManager:
                 return StopReplicaResponse(
                     _STALE_CONTROLLER_EPOCH, dict.fromkeys(request.partition_states, _STALE_CONTROLLER_EPOCH)
                 )
-            self.controller_epoch = request.controller_epoch
+            self._accept(request.controller_id, request.controller_epoch)
             errors: dict[TopicPartition, Errors] = {}
             stopped: list[TopicPartition] = []
             for tp, s in request.partition_states.items():

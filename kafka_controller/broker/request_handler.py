@@ -181,7 +181,7 @@ class BrokerRequestHandler:
     def _update_metadata(self, request: UpdateMetadataRequest) -> Any:
         if self._is_broker_epoch_stale(request):
             return self._refuse_stale(request)
-        if not self.replica_manager.check_controller_epoch(request.controller_epoch):
+        if not self.replica_manager.check_controller_epoch(request.controller_epoch, request.controller_id):
             log.warning(
                 "Refusing UpdateMetadata from controller %d with stale epoch %d",
                 request.controller_id,
@@ -321,7 +321,10 @@ class BrokerRequestHandler:
                 for p in rm.snapshot(tps)
             )
             epoch = rm.controller_epoch
-        return A.DescribeReplicasResponse(Errors.NONE, self.broker_id, self.broker_epoch(), epoch, infos)
+            acted_on = tuple((e, tuple(sorted(ids))) for e, ids in sorted(rm.acted_on.items()))
+        return A.DescribeReplicasResponse(
+            Errors.NONE, self.broker_id, self.broker_epoch(), epoch, infos, acted_on
+        )
 
     def _metadata(self, _request: Any) -> A.MetadataResponse:
         cache = self.metadata_cache

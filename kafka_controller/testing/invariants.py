@@ -8,7 +8,9 @@ audit store (``read_audit_entries``, or ``audit_entries_from_records`` for an in
 
 * ``observe(snapshot)`` — at any moment, many times per trial: no leader outside its ISR; leader
   epochs and the controller epoch never decrease; no state written by a future controller; no two
-  brokers act as leader of one partition in one leader epoch (across all observations).
+  brokers act as leader of one partition in one leader epoch (across all observations); no two
+  controllers obeyed at one controller epoch and no state znode written with a stale epoch
+  (``fencing_invariants``).
 * ``check_settled(snapshot, unclean)`` — once the cluster is quiet: every partition with a live ISR
   replica has a live leader; the committed high watermark (the largest one a leader reported) is
   still there — on the current leader's log and under its high watermark — unless an unclean
@@ -23,8 +25,7 @@ Each returns ``Violation``s; an empty list means the invariants hold.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from kafka_controller.domain.audit_records import (
     OUTCOME_OK,
@@ -43,6 +44,15 @@ from kafka_controller.testing.audit_entries import (
     read_audit_entries,
     unclean_partitions,
 )
+from kafka_controller.testing.fencing_invariants import (
+    NO_STALE_EPOCH_WRITE,
+    SINGLE_CONTROLLER_PER_EPOCH,
+    ActedOn,
+    EpochWrites,
+    FencingChecker,
+    read_epoch_writes,
+)
+from kafka_controller.testing.violation import Violation
 
 LEADER_IN_ISR = "leader_in_isr"
 LEADER_EPOCH_MONOTONIC = "leader_epoch_monotonic"
@@ -59,28 +69,13 @@ INVARIANTS: tuple[str, ...] = (
     LEADER_EPOCH_MONOTONIC,
     CONTROLLER_EPOCH_MONOTONIC,
     SINGLE_LEADER_PER_EPOCH,
+    SINGLE_CONTROLLER_PER_EPOCH,
+    NO_STALE_EPOCH_WRITE,
     COMMITTED_DATA_KEPT,
     AUDIT_EXACTLY_ONCE,
     AUDIT_REPLAY,
 )
 NON_EXISTENT_PARTITION = "NonExistentPartition"
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One broken invariant: which, about what (a partition, a controller epoch), and how."""
-
-    invariant: str
-    subject: str
-    detail: str
-    #: Numbers a report may group by, e.g. the controller epoch that wrote a mismatching state.
-    facts: Mapping[str, int] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return f"{self.invariant}: {self.subject}: {self.detail}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "facts": dict(self.facts)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +101,17 @@ class Snapshot:
     states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch]
     unreadable: Mapping[str, str] = field(default_factory=dict)
     replicas: tuple[ReplicaView, ...] = ()
+    #: What each broker that answered says it acted on, per controller epoch.
+    acted_on: ActedOn = field(default_factory=dict)
+    #: ``/controller_epoch`` and the state znodes with their zxids (ZooKeeper stores only).
+    writes: EpochWrites | None = None
 
 
-def read_snapshot(store: MetadataStore, replicas: Iterable[ReplicaView] = ()) -> Snapshot:
-    """Controller, brokers, assignments and partition states in six batched store calls.
+def read_snapshot(
+    store: MetadataStore, replicas: Iterable[ReplicaView] = (), acted_on: ActedOn | None = None
+) -> Snapshot:
+    """Controller, brokers, assignments and partition states in six batched store calls, and a
+    seventh with zxids where the store reads raw znodes (ZooKeeper: ``read_raw``).
 
     Raises ``MetadataStoreError`` when ZooKeeper cannot be read at all (callers retry later);
     a znode that does not decode is recorded in ``unreadable`` instead."""
@@ -129,6 +131,7 @@ def read_snapshot(store: MetadataStore, replicas: Iterable[ReplicaView] = ()) ->
             states[tp] = state
         elif isinstance(state, MetadataStoreError):
             unreadable[f"state of {tp}"] = str(state)
+    read_raw = getattr(store, "read_raw", None)
     return Snapshot(
         controller,
         None if epoch is None else epoch[0],
@@ -137,6 +140,8 @@ def read_snapshot(store: MetadataStore, replicas: Iterable[ReplicaView] = ()) ->
         states,
         unreadable,
         tuple(replicas),
+        acted_on or {},
+        None if read_raw is None else read_epoch_writes(read_raw, assignments),
     )
 
 
@@ -150,6 +155,7 @@ class InvariantChecker:
         self.leaders: dict[tuple[TopicPartition, int], int] = {}
         #: The largest high watermark a leader reported, per partition: committed data.
         self.committed: dict[TopicPartition, int] = {}
+        self.fencing = FencingChecker()
         self.observations = 0
 
     # ---------------------------------------------------------------------------- at any moment
@@ -209,7 +215,7 @@ class InvariantChecker:
                 )
             tp = view.topic_partition
             self.committed[tp] = max(self.committed.get(tp, 0), view.high_watermark)
-        return out
+        return out + self.fencing.observe(snap.acted_on, snap.writes)
 
     # ---------------------------------------------------------------------------- once quiet
     def check_settled(self, snap: Snapshot, unclean: Collection[TopicPartition] = ()) -> list[Violation]:
@@ -352,6 +358,8 @@ __all__ = [
     "LEADER_EPOCH_MONOTONIC",
     "LEADER_IN_ISR",
     "LIVE_LEADER",
+    "NO_STALE_EPOCH_WRITE",
+    "SINGLE_CONTROLLER_PER_EPOCH",
     "SINGLE_LEADER_PER_EPOCH",
     "AuditEntry",
     "InvariantChecker",

@@ -13,7 +13,11 @@ a bridge, and the bridge in a namespace of its own, so nothing in the caller's n
 * ``isolate(host)`` sets its bridge port down: nothing in or out.
 * ``degrade(host, delay_ms, loss_pct)`` is ``tc netem`` on the host's ``eth0``; a kernel without
   netem raises :class:`NetemUnavailableError` quoting ``tc``.
-* ``heal()`` undoes all three. ``close()`` deletes every namespace of the lab; it runs on leaving
+* ``throttle(host, rate_kbit, queue_bytes)`` caps the host's link both ways with ``tc tbf`` (a
+  token bucket, in every kernel that has traffic control): what exceeds the rate waits in a queue
+  of ``queue_bytes`` — delay — and what overflows it is dropped — loss, which TCP then pays for
+  in retransmission timeouts. The slow link of kernels without netem (this machine's).
+* ``heal()`` undoes all four. ``close()`` deletes every namespace of the lab; it runs on leaving
   the ``with`` block (exceptions and KeyboardInterrupt included) and at interpreter exit. Names
   carry the creator's pid (``kcnet<pid>x<random>-``), so :func:`cleanup_stale` can delete what a
   killed run left behind without touching a live run's namespaces.
@@ -130,6 +134,7 @@ class NetnsLab:
         self._blackholes: set[tuple[str, str]] = set()  # (netns, address) routes added
         self._isolated: set[str] = set()
         self._degraded: set[str] = set()
+        self._throttled: set[str] = set()
         self._lock = threading.RLock()
         self._started = False
 
@@ -183,6 +188,7 @@ class NetnsLab:
             self._blackholes.clear()
             self._isolated.clear()
             self._degraded.clear()
+            self._throttled.clear()
             _labs.discard(self)
             self._started = False
 
@@ -270,6 +276,20 @@ class NetnsLab:
         with self._lock:
             self._degraded.add(h.name)
 
+    def throttle(self, host: Host | str, rate_kbit: int, queue_bytes: int = 4096) -> None:
+        """Cap ``host``'s link at ``rate_kbit`` kbit/s in both directions, queueing up to
+        ``queue_bytes`` per direction and dropping the rest (``tc tbf`` on each end of its veth)."""
+        if not (8 <= rate_kbit <= 10_000_000 and 1_600 <= queue_bytes <= 64 * 1024 * 1024):
+            raise InvalidArgumentError(f"rate {rate_kbit} kbit/s or queue {queue_bytes} bytes out of range")
+        h = self._host(host)
+        # burst: one full-size frame (the bucket must hold a packet to ever send it)
+        tbf = ["tc", "qdisc", "replace", "dev", "{dev}", "root", "tbf", "rate", f"{rate_kbit}kbit",
+               "burst", "1600", "limit", str(queue_bytes)]  # fmt: skip
+        with self._lock:
+            self._throttled.add(h.name)
+            for netns, dev in ((h.netns, "eth0"), (self.bridge_ns, h.port_name)):
+                _run(["ip", "netns", "exec", netns, *(a.format(dev=dev) for a in tbf)])
+
     def netem_available(self) -> str | None:
         """None when ``tc netem`` works here, else ``tc``'s error message (probed on the bridge's lo)."""
         self.start()
@@ -284,7 +304,7 @@ class NetnsLab:
         return done.stderr.strip() or f"exit {done.returncode}"
 
     def heal(self) -> None:
-        """Undo every partition, isolation and degradation."""
+        """Undo every partition, isolation, degradation and throttle."""
         with self._lock:
             for netns, address in sorted(self._blackholes):
                 _ip("-n", netns, "route", "del", "blackhole", f"{address}/32", check=False)
@@ -295,6 +315,13 @@ class NetnsLab:
             for name in sorted(self._degraded):
                 self.run(name, ["tc", "qdisc", "del", "dev", "eth0", "root"])
             self._degraded.clear()
+            for name in sorted(self._throttled):
+                h = self.hosts[name]
+                for netns, dev in ((h.netns, "eth0"), (self.bridge_ns, h.port_name)):
+                    _run(
+                        ["ip", "netns", "exec", netns, "tc", "qdisc", "del", "dev", dev, "root"], check=False
+                    )
+            self._throttled.clear()
 
     def _host(self, host: Host | str) -> Host:
         name = host.name if isinstance(host, Host) else host

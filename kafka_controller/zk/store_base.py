@@ -126,6 +126,11 @@ class StoreCore:
     def _read_many(self, paths: Sequence[str]) -> list[DataRead]:
         return self._backend.get_data_many(paths)
 
+    def read_raw(self, paths: Sequence[str]) -> list[DataRead]:
+        """``(code, data, stat)`` per path, batched, undecoded: for checkers that need what only a
+        Stat says (its ``mzxid`` orders every write in the ensemble)."""
+        return self._read_many(paths)
+
     def _read(self, path: str) -> tuple[bytes | None, Stat] | None:
         """One znode's data and stat, or None when it does not exist."""
         code, data, stat = self._backend.get_data_many([path])[0]

@@ -62,7 +62,18 @@ def test_request_from_an_older_controller_is_refused_whole_and_changes_nothing()
     assert p is not None and (p.leader, p.leader_epoch) == (1, 3)
     assert rm.get(T1) is None
     assert rm.controller_epoch == 5
-    assert not rm.check_controller_epoch(4) and rm.check_controller_epoch(6)
+    assert not rm.check_controller_epoch(4, 1) and rm.check_controller_epoch(6, 2)
+    # what the broker acted on, per controller epoch: the refused epoch-4 requests are not there
+    assert rm.acted_on == {5: {1}, 6: {2}}
+
+
+def test_acted_on_records_every_accepted_controller_request() -> None:
+    rm, _ = manager()
+    rm.become_leader_or_follower(leader_and_isr([state("t", 0, 1, 3, (1, 2))], controller_epoch=2))
+    rm.stop_replicas(stop_replica({T0: (4, False)}, controller_epoch=3))
+    rm.stop_replicas(stop_replica({T0: (5, False)}, controller_epoch=1))  # stale: refused
+    assert rm.check_controller_epoch(3, 7)  # a second controller obeyed at epoch 3: recorded as such
+    assert rm.acted_on == {2: {1}, 3: {1, 7}}
 
 
 def test_leader_epoch_fencing_per_partition() -> None:

@@ -28,7 +28,7 @@ from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.faults.trial import TrialResult, replay_command
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "reliability.jsonl"
-DEFAULT_TRIALS = 30  # consecutive seeds: at least two of each of the 13 fault kinds
+DEFAULT_TRIALS = 30  # consecutive seeds: at least two of each of the 14 fault kinds
 
 
 def trial_seeds() -> list[int]:

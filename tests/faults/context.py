@@ -21,6 +21,7 @@ from kafka_controller.broker import apis as A
 from kafka_controller.cluster import LocalCluster
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.testing.fencing_invariants import ActedOn
 from kafka_controller.testing.invariants import (
     InvariantChecker,
     ReplicaView,
@@ -100,9 +101,11 @@ class TrialContext:
     def running(self) -> list[int]:
         return [b for b in self.cluster.running_broker_ids() if b not in self.paused]
 
-    def replica_views(self, brokers: Iterable[int] | None = None) -> list[ReplicaView]:
-        """Each broker's own replicas (DescribeReplicas), from those that answer in time."""
+    def broker_views(self, brokers: Iterable[int] | None = None) -> tuple[list[ReplicaView], ActedOn]:
+        """Each broker's own replicas and the controllers it acted on per epoch (DescribeReplicas),
+        from those that answer in time."""
         out: list[ReplicaView] = []
+        acted_on: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
         for b in self.running() if brokers is None else brokers:
             client = TransportClient(
                 self.cluster.broker_host(b), self.cluster.ports[b], timeout_s=VIEW_TIMEOUT_S
@@ -113,6 +116,7 @@ class TrialContext:
                 continue
             finally:
                 client.close()
+            acted_on[b] = response.acted_on
             out += [
                 ReplicaView(
                     b,
@@ -124,10 +128,10 @@ class TrialContext:
                 )
                 for r in response.replicas
             ]
-        return out
+        return out, acted_on
 
     def snapshot(self) -> Snapshot:
-        return read_snapshot(self.cluster.store, self.replica_views())
+        return read_snapshot(self.cluster.store, *self.broker_views())
 
 
 class Observer:

@@ -26,6 +26,10 @@
 * ``zk_minority_partition`` — hosts in network namespaces: one ZooKeeper server (the leader or a
   follower, at random) taken off the network for 3-8 s: the majority keeps (or elects) a leader
   and the cluster keeps working (a topic is created and led meanwhile); the server rejoins.
+* ``slow_link`` — hosts in network namespaces, under a controlled shutdown or a reassignment: the
+  controller's or another broker's link capped at 64-256 kbit/s both ways for 4-10 s, with a
+  4 KiB queue: delay while packets wait for the cap, loss when they overflow it (``tc tbf``; this
+  kernel has no netem for fixed delays and random loss).
 
 The ensemble faults time the convergence after the heal (every running broker registered, a
 controller, every partition of ``w`` with a registered ISR replica led by a registered broker) and
@@ -381,6 +385,22 @@ def zk_minority_partition(t: TrialContext) -> None:
     _converged(t, healed_at)
 
 
+def slow_link(t: TrialContext) -> None:
+    controller = t.controller()
+    others = [b for b in t.running() if b != controller]
+    victim = controller if not others or t.rng.random() < 0.5 else t.rng.choice(others)
+    rate_kbit = t.rng.choice((64, 128, 256))
+    hold = t.rng.uniform(4.0, 10.0)
+    role = "controller" if victim == controller else "broker"
+    t.note(f"{role} {victim}'s link capped at {rate_kbit} kbit/s (4 KiB queue) for {hold:.1f}s")
+    t.net.lab.throttle(t.net.broker_host(victim), rate_kbit, queue_bytes=4096)
+    try:
+        _pause(hold)
+    finally:
+        t.net.lab.heal()
+    _converged(t, time.monotonic())
+
+
 def _led(t: TrialContext, topic: str) -> bool:
     """Every partition of ``topic`` has a registered leader (a full ISR may wait for a broker that
     the workload is restarting)."""
@@ -413,11 +433,21 @@ FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "broker_zk_partition": broker_zk_partition,
     "broker_controller_partition": broker_controller_partition,
     "zk_minority_partition": zk_minority_partition,
+    "slow_link": slow_link,
 }
+#: Faults that only make sense under some workloads (issue 18: a slow link under a controlled
+#: shutdown and a reassignment); the others run under any.
+FAULT_WORKLOADS: dict[str, tuple[str, ...]] = {"slow_link": ("reassignment", "rolling_shutdown")}
 #: Faults of ZooKeeper's own quorum: their trials run on the suite's 3-server ensemble.
 ENSEMBLE_FAULTS = frozenset({"zk_leader_kill", "zk_quorum_loss"})
 #: Network faults: their trials run every host (ZooKeeper servers, brokers) in its own namespace.
 NETWORK_FAULTS = frozenset(
-    {"controller_zk_partition", "broker_zk_partition", "broker_controller_partition", "zk_minority_partition"}
+    {
+        "controller_zk_partition",
+        "broker_zk_partition",
+        "broker_controller_partition",
+        "zk_minority_partition",
+        "slow_link",
+    }
 )
 FAULT_KINDS: tuple[str, ...] = tuple(FAULTS)

@@ -29,7 +29,7 @@ from kafka_controller.testing.invariants import (
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.faults.context import Observer, TrialContext, TrialFailed, log
-from tests.faults.faults import FAULT_KINDS, FAULTS, SESSION_TIMEOUT_MS, ensure_running
+from tests.faults.faults import FAULT_KINDS, FAULT_WORKLOADS, FAULTS, SESSION_TIMEOUT_MS, ensure_running
 from tests.faults.workloads import TOPIC, WORKLOADS, Reassignment, healthy, topic_layout
 
 TRIAL_DEADLINE_S = 150.0
@@ -60,10 +60,11 @@ class TrialSpec:
     @staticmethod
     def of(seed: int) -> tuple[TrialSpec, random.Random]:
         rng = random.Random(seed)
+        fault = FAULT_KINDS[seed % len(FAULT_KINDS)]
         spec = TrialSpec(
             seed,
-            FAULT_KINDS[seed % len(FAULT_KINDS)],
-            rng.choice(sorted(WORKLOADS)),
+            fault,
+            rng.choice(sorted(FAULT_WORKLOADS.get(fault, WORKLOADS))),
             round(rng.uniform(0.0, 2.5), 2),
         )
         return spec, rng
@@ -165,7 +166,12 @@ def run_trial(
 
         def settled() -> list[Violation]:
             snap = t.snapshot()
-            result.checked.update(partitions=len(snap.states), replica_views=len(snap.replicas))
+            result.checked.update(
+                partitions=len(snap.states),
+                replica_views=len(snap.replicas),
+                controller_epochs_obeyed=len(checker.fencing.obeyed),
+                state_writes_by_zxid=0 if snap.writes is None else len(snap.writes.states),
+            )
             return checker.observe(snap) + checker.check_settled(snap, unclean_partitions(entries))
 
         def audited() -> list[Violation]:

@@ -56,6 +56,29 @@ CONNECT = textwrap.dedent(
             print("fail", e)
     """
 )
+#: Accepts one TCP connection and prints how many bytes it got before EOF.
+SINK = textwrap.dedent(
+    """
+    import socket, sys
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1)
+    print("ready", flush=True)
+    c, total = s.accept()[0], 0
+    while chunk := c.recv(65536):
+        total += len(chunk)
+    print(total, flush=True)
+    """
+)
+#: Sends N bytes over TCP; prints the seconds from connect to the peer's close.
+SEND_BULK = textwrap.dedent(
+    """
+    import socket, sys, time
+    t = time.perf_counter()
+    c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=60)
+    c.sendall(b"x" * int(sys.argv[3])); c.shutdown(socket.SHUT_WR); c.recv(1)
+    print(time.perf_counter() - t)
+    """
+)
 SEND_UDP = (
     "import socket, sys; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
     ".sendto(sys.argv[3].encode(), (sys.argv[1], int(sys.argv[2])))"
@@ -158,6 +181,39 @@ def test_netem_adds_delay_or_the_kernel_refusal_is_reported(
     after = statistics.median(x for x in _connects(lab, a, b, 5) if x is not None)
     assert after > before + 50, f"connect RTT {before:.1f} ms -> {after:.1f} ms"
     lab.heal()
+
+
+def _tc_stats(lab: NetnsLab, host: Host) -> str:
+    return lab.run(host, ["tc", "-s", "qdisc", "show", "dev", "eth0"]).stdout
+
+
+def test_throttle_caps_the_rate_queues_and_drops_until_healed(lab: NetnsLab) -> None:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    size, rate_kbit = 128 * 1024, 1024  # 128 KiB at 128 KiB/s: no faster than ~1 s
+    lab.throttle(a, rate_kbit, queue_bytes=8 * 1024)
+    sink = lab.popen(b, [sys.executable, "-c", SINK, b.address, str(PORT)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert sink.stdout is not None and sink.stdout.readline().strip() == "ready"
+        sent = lab.run(a, [sys.executable, "-c", SEND_BULK, b.address, str(PORT), str(size)])
+        assert sent.returncode == 0, sent.stderr
+        assert int(sink.stdout.readline()) == size  # TCP delivered everything despite the drops
+    finally:
+        sink.kill()
+        sink.wait()
+    # a lower bound set by the cap itself: load on the machine can only make it slower
+    print(f"{size} bytes in {float(sent.stdout):.2f} s")
+    assert float(sent.stdout) > 0.5, f"{size} bytes at {rate_kbit} kbit/s took {sent.stdout.strip()} s"
+    stats = _tc_stats(lab, a)
+    assert f"rate {rate_kbit}Kbit" in stats
+    dropped = int(stats.split("dropped ")[1].split(",")[0])
+    overlimits = int(stats.split("overlimits ")[1].split()[0])
+    assert overlimits > 0, stats  # packets waited for tokens: the queue's delay
+    assert dropped > 0, stats  # and some overflowed the 8 KiB queue: loss
+    bridge_side = ["ip", "netns", "exec", lab.bridge_ns, "tc", "qdisc", "show", "dev", a.port_name]
+    assert "tbf" in subprocess.run(bridge_side, capture_output=True, text=True).stdout  # both ways
+    lab.heal()
+    assert "tbf" not in _tc_stats(lab, a)
+    assert "tbf" not in subprocess.run(bridge_side, capture_output=True, text=True).stdout
 
 
 def test_teardown_removes_every_namespace_even_after_an_error_and_touches_no_root_network() -> None:
