@@ -35,9 +35,6 @@ from bench._common import (
 from kafka_controller.broker.config import parse_assignments
 from kafka_controller.domain.errors import InvalidArgumentError
 
-#: The brokers' own defaults for what the benchmark clusters otherwise set (``BENCH_BROKER_CONFIG``).
-BROKER_DEFAULTS = {"sim.fetch.interval.ms": "200", "auto.leader.rebalance.enable": "true"}
-
 
 def measure(bench: BenchCluster, seconds: float) -> dict[str, Any]:
     pids = {f"broker_{b}": bench.pid(b) for b in bench.cluster.running_broker_ids()}
@@ -76,8 +73,7 @@ def main() -> None:
     except InvalidArgumentError as e:
         parser.error(str(e))
     topics = max(1, int(200 * args.scale))
-    config = {**BROKER_DEFAULTS, **overrides}
-    with bench_cluster(failover_layout(topics=topics, rf=args.rf), broker_config=config) as bench:
+    with bench_cluster(failover_layout(topics=topics, rf=args.rf), broker_config=overrides) as bench:
         result = measure(bench, args.seconds)
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     report(

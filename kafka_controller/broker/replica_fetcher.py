@@ -150,7 +150,9 @@ class ReplicaFetcher:
             else:
                 p.detach_from_leader()  # keeps what the last answer gave
                 failed += 1
-        clock.leader_now_ms, clock.hw_ms = response.now_ms, response.hw_ms
+        clock.leader_now_ms = response.now_ms
+        # A leader's high watermark never goes down, so every lower bound stays one: keep the best.
+        clock.hw_ms = max(clock.hw_ms, response.hw_ms)
         self.session_epoch += 1
         return len(self.partitions) - failed
 
