@@ -235,8 +235,7 @@ def main() -> None:
     topics = max(1, int(2_000 * args.scale))
     result: dict[str, Any] = {
         "scale": args.scale,
-        "topics": topics,
-        "partitions": topics * 50,
+        **({} if args.only_10k else {"topics": topics, "partitions": topics * 50}),
         "brokers": 5,
         "broker_config": "defaults",
         "goal_seconds": GOAL_S,
