@@ -2,7 +2,8 @@
 
 The log holds no messages, only offsets. A leader's log-end offset grows at the produce rate and is
 computed when read (``base + rate * elapsed``), so ten thousand idle leaders cost nothing between
-reads. A follower's log-end offset is whatever its last fetch returned from the leader. The high
+reads. A follower's log-end offset is whatever its last fetch returned from the leader (in a fetch
+session, computed from the leader's log at the time of the last answer: ``fetch_session``). The high
 watermark is the smallest log-end offset over the ISR, as Kafka's; on the leader it never goes
 down. All times are milliseconds from the caller's (injected) clock, so this module is pure and
 every rule is unit-testable on a fake clock.
