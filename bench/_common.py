@@ -51,11 +51,14 @@ from kafka_controller.zk.security import ZkClientConfig
 RESULTS = Path(
     os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results"
 )
-#: Broker settings of every benchmark cluster. The simulated followers fetch every 5 s instead of
-#: every 200 ms: at RF 3 each broker follows 40,000 partitions, and even at one fetch a second the
-#: data plane alone kept 1.2 of this machine's 2 cores busy (measured), which would be charged to
-#: the controller. Auto rebalance is off so that nothing periodic runs during a timed operation.
-BENCH_BROKER_CONFIG = {"sim.fetch.interval.ms": "5000", "auto.leader.rebalance.enable": "false"}
+#: Broker settings of every benchmark cluster: none, so the brokers run on their own defaults
+#: (followers fetching every 200 ms, auto rebalance on), as the cluster a user starts. Before fetch
+#: sessions (issue 19) the data plane cost per partition per fetch, and the benchmarks had to run
+#: ``LIGHT_BROKER_CONFIG``: 100,000 partitions at RF 3 then kept 1.2 of this machine's 2 cores busy
+#: at the default interval (measured: ``bench/idle_cpu.py``), which was charged to the controller.
+BENCH_BROKER_CONFIG: dict[str, str] = {}
+#: The lighter simulation the benchmarks used until then; ``--light`` reports it *beside* the default.
+LIGHT_BROKER_CONFIG = {"sim.fetch.interval.ms": "5000", "auto.leader.rebalance.enable": "false"}
 #: Holds ``/controller`` while the brokers register (see ``hold_election``); never a broker id.
 PLACEHOLDER_CONTROLLER_ID = 999
 BROKERS = 5

@@ -20,6 +20,7 @@ appends it to ``bench/results/controlled_shutdown.jsonl``.
     .venv/bin/python bench/controlled_shutdown.py              # Kafka's layout, audit off and on
     .venv/bin/python bench/controlled_shutdown.py --scale 0.2 --no-audit
     .venv/bin/python bench/controlled_shutdown.py --reps 3        # median of 3 runs of each case
+    .venv/bin/python bench/controlled_shutdown.py --reps 3 --no-audit --light  # + the lighter simulation
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import (
     KAFKA,
+    LIGHT_BROKER_CONFIG,
     BenchCluster,
     LogTail,
     bench_cluster,
@@ -127,9 +129,10 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
     }
 
 
-def run_once(topics: int, audit: bool) -> dict[str, Any]:
+def run_once(topics: int, audit: bool, light: bool = False) -> dict[str, Any]:
     assignment = controlled_shutdown_layout(topics)
-    with bench_cluster(assignment, audit=audit) as bench:
+    config = LIGHT_BROKER_CONFIG if light else None
+    with bench_cluster(assignment, audit=audit, broker_config=config) as bench:
         result = shut_down_one(bench)
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     if result["led_at_exit"]:
@@ -142,6 +145,9 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's layout (default 1)")
     parser.add_argument("--no-audit", action="store_true", help="skip the audit-on run")
     parser.add_argument("--reps", type=int, default=1, help="runs of each case; the median is reported")
+    parser.add_argument(
+        "--light", action="store_true", help="also the audit-off case with the lighter simulation, beside"
+    )
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
@@ -155,6 +161,7 @@ def main() -> None:
         "partitions": topics,
         "replication_factor": 2,
         "brokers": 5,
+        "broker_config": "defaults",
         "audit_off": off,
         "goal_seconds": GOAL_S,
         "meets_goal": off["seconds"] <= GOAL_S,
@@ -165,6 +172,9 @@ def main() -> None:
         on = median_run(lambda: run_once(topics, audit=True), args.reps, "seconds")
         result["audit_on"] = on
         result["audit_on_to_off"] = ratio(on["seconds"], off["seconds"])
+    if args.light:
+        light = median_run(lambda: run_once(topics, audit=False, light=True), args.reps, "seconds")
+        result["light_simulation"] = {"broker_config": LIGHT_BROKER_CONFIG, "audit_off": light}
     report("controlled_shutdown", result)
 
 

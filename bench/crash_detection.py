@@ -41,8 +41,8 @@ from bench.failover import leaderless, new_controller
 from kafka_controller.zk import paths as P
 
 GOALS = {"elected_seconds": 0.3, "all_led_seconds": 1.0}
-#: The brokers' own defaults where the benchmark clusters otherwise lighten the simulation
-#: (``BENCH_BROKER_CONFIG``) or shorten sessions (``LocalCluster``'s defaults).
+#: The brokers' own defaults, spelled out: the benchmark clusters run them too (``BENCH_BROKER_CONFIG``
+#: is empty) except for ``LocalCluster``'s shorter sessions and shutdown backoff.
 DEFAULT_SETTINGS = {
     "zookeeper.session.timeout.ms": "18000",
     "controlled.shutdown.retry.backoff.ms": "5000",

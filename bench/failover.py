@@ -1,10 +1,15 @@
 """Controller failover, end to end: Kafka 1.1's published layout on five real broker processes.
 
 2,000 topics x 50 partitions (100,000 partitions) on 5 brokers, RF 1 (Kafka's layout) and RF 3,
-written into an embedded ZooKeeper and settled. Then the controller's broker gets SIGKILL. Its
-ZooKeeper session lapses after ``zookeeper.session.timeout.ms`` (6 s here), another broker wins
-the election, loads its context (every broker, topic and partition state, batched), takes the dead
-broker's replicas offline and elects new leaders. We time:
+and 200 topics x 50 partitions (10,000) at RF 2 (``rf2_10k``, issue 19's goal: election to all
+led <= 0.5 s), written into an embedded ZooKeeper and settled. The brokers run their default
+settings (``BENCH_BROKER_CONFIG``); ``--light`` adds, beside each case, the same failover with the
+lighter simulation the benchmarks used before fetch sessions (``LIGHT_BROKER_CONFIG``).
+
+Then the controller's broker gets SIGKILL. Its ZooKeeper session lapses after
+``zookeeper.session.timeout.ms`` (6 s here), another broker wins the election, loads its context
+(every broker, topic and partition state, batched), takes the dead broker's replicas offline and
+elects new leaders. We time:
 
 * ``failover_seconds``: from the new controller's election (``/controller``'s ctime) until it has
   loaded its context (its "Ready to serve" log line) and every partition with a live replica has a
@@ -19,8 +24,9 @@ controller's resident memory (VmRSS) before the kill and after taking over, and,
 otherwise, the same failover with auditing on (SQLite audit store). Prints one JSON object and
 appends it to ``bench/results/failover.jsonl``.
 
-    .venv/bin/python bench/failover.py                  # RF 1 and RF 3, each with audit off and on
-    .venv/bin/python bench/failover.py --rf 1 --scale 0.1 --no-audit
+    .venv/bin/python bench/failover.py                  # RF 1, RF 3, 10k RF 2; audit off and on
+    .venv/bin/python bench/failover.py --rf 1 --scale 0.1 --no-audit --no-10k
+    .venv/bin/python bench/failover.py --only-10k --reps 3 --no-audit
     .venv/bin/python bench/failover.py --reps 3         # median of 3 runs of each case
 """
 
@@ -36,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import (
     KAFKA,
+    LIGHT_BROKER_CONFIG,
     BenchCluster,
     LogTail,
     bench_cluster,
@@ -56,6 +63,9 @@ from kafka_controller.zk.codecs import decode_partition_state
 
 GOAL_S = 5.0
 RSS_GOAL_MB = 1024
+#: Issue 19, goal 2: 10,000 partitions at RF 2, election -> every partition led, default settings.
+TEN_K_GOAL_S = 0.5
+TEN_K_TOPICS = 200
 
 
 def new_controller(bench: BenchCluster, old: int) -> int | None:
@@ -171,11 +181,36 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
     }
 
 
-def run_once(topics: int, rf: int, audit: bool) -> dict[str, Any]:
-    with bench_cluster(failover_layout(topics=topics, rf=rf), audit=audit) as bench:
+def run_once(topics: int, rf: int, audit: bool, light: bool = False) -> dict[str, Any]:
+    config = LIGHT_BROKER_CONFIG if light else None
+    with bench_cluster(failover_layout(topics=topics, rf=rf), audit=audit, broker_config=config) as bench:
         result = fail_over(bench)
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     return result
+
+
+def run_case(topics: int, rf: int, goal_s: float, args: argparse.Namespace) -> dict[str, Any]:
+    """Audit off (and on unless ``--no-audit``), each the median of ``--reps``; with ``--light``,
+    the lighter simulation beside the default one."""
+
+    def median(audit: bool, light: bool = False) -> dict[str, Any]:
+        return median_run(lambda: run_once(topics, rf, audit, light), args.reps, "failover_seconds")
+
+    off = median(False)
+    entry: dict[str, Any] = {
+        "partitions": topics * 50,
+        "goal_seconds": goal_s,
+        "audit_off": off,
+        "meets_goal": off["failover_seconds"] <= goal_s,
+        "ratio_to_kafka_1_1": ratio(off["failover_seconds"], KAFKA["failover_s"]["kafka_1_1"]),
+    }
+    if not args.no_audit:
+        on = median(True)
+        entry["audit_on"] = on
+        entry["audit_on_to_off"] = ratio(on["failover_seconds"], off["failover_seconds"])
+    if args.light:
+        entry["light_simulation"] = {"broker_config": LIGHT_BROKER_CONFIG, "audit_off": median(False, True)}
+    return entry
 
 
 def main() -> None:
@@ -186,6 +221,12 @@ def main() -> None:
     )
     parser.add_argument("--no-audit", action="store_true", help="skip the audit-on runs (one per RF)")
     parser.add_argument("--reps", type=int, default=1, help="runs of each case; the median is reported")
+    ten_k = parser.add_mutually_exclusive_group()
+    ten_k.add_argument("--no-10k", action="store_true", help="skip the 10,000-partition RF 2 case")
+    ten_k.add_argument("--only-10k", action="store_true", help="run only the 10,000-partition RF 2 case")
+    parser.add_argument(
+        "--light", action="store_true", help="also each case with the lighter simulation, beside"
+    )
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
@@ -194,25 +235,17 @@ def main() -> None:
     topics = max(1, int(2_000 * args.scale))
     result: dict[str, Any] = {
         "scale": args.scale,
-        "topics": topics,
-        "partitions": topics * 50,
+        **({} if args.only_10k else {"topics": topics, "partitions": topics * 50}),
         "brokers": 5,
+        "broker_config": "defaults",
         "goal_seconds": GOAL_S,
         "rss_goal_mb": RSS_GOAL_MB,
         "kafka_seconds": KAFKA["failover_s"],
     }
-    for rf in args.rf:
-        off = median_run(lambda rf=rf: run_once(topics, rf, audit=False), args.reps, "failover_seconds")
-        entry: dict[str, Any] = {
-            "audit_off": off,
-            "meets_goal": off["failover_seconds"] <= GOAL_S,
-            "ratio_to_kafka_1_1": ratio(off["failover_seconds"], KAFKA["failover_s"]["kafka_1_1"]),
-        }
-        if not args.no_audit:
-            on = median_run(lambda rf=rf: run_once(topics, rf, audit=True), args.reps, "failover_seconds")
-            entry["audit_on"] = on
-            entry["audit_on_to_off"] = ratio(on["failover_seconds"], off["failover_seconds"])
-        result[f"rf{rf}"] = entry
+    for rf in [] if args.only_10k else args.rf:
+        result[f"rf{rf}"] = run_case(topics, rf, GOAL_S, args)
+    if not args.no_10k:
+        result["rf2_10k"] = run_case(max(1, int(TEN_K_TOPICS * args.scale)), 2, TEN_K_GOAL_S, args)
     report("failover", result)
 
 

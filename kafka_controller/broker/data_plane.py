@@ -2,10 +2,13 @@
 
 * **Fetchers** (Kafka's ``ReplicaFetcherManager``): one thread per leader broker. Every
   ``sim.fetch.interval.ms`` it sends **one** Fetch for all the partitions it follows from that
-  leader (columns, not one object per partition) and takes the leader's log end and high watermark.
-* **Fetch handling** on the leader: per partition, leader-epoch fencing, then the follower's
-  progress is recorded (``Partition.on_follower_fetch``); a follower that caught up with the high
-  watermark is proposed for the ISR through AlterIsr.
+  leader, in a fetch session (``fetch_session``): a full one (columns, not one object per
+  partition) when the set changed, otherwise an incremental one that names no partition at all.
+* **Fetch handling** on the leader: the session's clock advances, which is every in-sync
+  follower's progress at once; only the partitions in the session's ``explicit`` set (follower out
+  of the ISR, or the partition changed) go one by one: leader-epoch fencing, then
+  ``Partition.on_follower_fetch``; a follower that caught up with the high watermark is proposed
+  for the ISR through AlterIsr. So the steady state costs per fetch, not per partition.
 * **ISR shrink** (Kafka's ``isr-expiration`` task): every half ``replica.lag.time.max.ms``, ISR
   followers that have not caught up for that long are proposed for removal through AlterIsr.
 
@@ -16,102 +19,31 @@ request and to apply its answer, never while waiting on the network.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from kafka_controller.broker import apis as A
 from kafka_controller.broker.alter_isr import AlterIsrManager
+from kafka_controller.broker.fetch_session import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    INVALID_FETCH_SESSION_EPOCH,
+    NO_TIME,
+    FetchSession,
+)
 from kafka_controller.broker.partition import Partition
+from kafka_controller.broker.replica_fetcher import ClientFactory, ReplicaFetcher, transport_client
 from kafka_controller.broker.replica_manager import ReplicaManager
-from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker, TopicPartition
-from kafka_controller.transport.client import TransportClient
 
 log = logging.getLogger(__name__)
 
-#: ``client_factory(host, port, timeout_s)`` -> something with ``request(api, body)`` and ``close()``.
-ClientFactory = Callable[[str, int, float], Any]
 _NONE = str(Errors.NONE)
 _NOT_LEADER = A.NOT_LEADER_OR_FOLLOWER
 _FENCED = str(Errors.FENCED_LEADER_EPOCH)
-
-
-def _transport_client(host: str, port: int, timeout_s: float) -> Any:
-    return TransportClient(host, port, timeout_s=timeout_s)
-
-
-class _Fetcher:
-    """One thread fetching every partition this broker follows from one leader."""
-
-    def __init__(self, plane: DataPlane, leader: Broker) -> None:
-        self.plane = plane
-        self.leader = leader
-        self.partitions: dict[TopicPartition, Partition] = {}
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(
-            target=self._run, name=f"ReplicaFetcherThread-{plane.broker_id}-from-{leader.id}", daemon=True
-        )
-        endpoint = leader.endpoint(plane.listener_name)
-        self.client = (
-            None if endpoint is None else plane.client_factory(endpoint.host, endpoint.port, plane.timeout_s)
-        )
-        self.fetches = 0
-
-    def _run(self) -> None:
-        plane = self.plane
-        while not self.stopped.is_set():
-            try:
-                self.fetch_once()
-            except KafkaControllerError as e:
-                log.debug("fetch from broker %d failed: %s", self.leader.id, e)
-            except Exception:
-                log.exception("fetch from broker %d failed", self.leader.id)
-            self.stopped.wait(plane.fetch_interval_s)
-
-    def fetch_once(self) -> int:
-        """One Fetch round trip; returns how many partitions advanced."""
-        if self.client is None:
-            return 0
-        rm = self.plane.replica_manager
-        with rm.lock:
-            now = rm.now_ms()
-            parts = [p for p in self.partitions.values() if not p.is_leader and p.leader == self.leader.id]
-            if not parts:
-                return 0
-            epochs = tuple(p.leader_epoch for p in parts)
-            request = A.FetchRequest(
-                rm.broker_id,
-                tuple(p.tp.topic for p in parts),
-                tuple(p.tp.partition for p in parts),
-                tuple(p.log_end_offset(now) for p in parts),
-                epochs,
-            )
-        response: A.FetchResponse = self.client.request(A.FETCH, request)
-        self.fetches += 1
-        if response.error != _NONE:
-            return 0
-        advanced = 0
-        with rm.lock:
-            for p, epoch, error, hw, leo in zip(
-                parts,
-                epochs,
-                response.errors,
-                response.high_watermarks,
-                response.log_end_offsets,
-                strict=True,
-            ):
-                if error == _NONE and p.leader_epoch == epoch and not p.is_leader:  # unchanged meanwhile
-                    p.on_fetch_response(leo, hw)
-                    advanced += 1
-        return advanced
-
-    def close(self) -> None:
-        self.stopped.set()
-        if self.client is not None:
-            self.client.close()
 
 
 class DataPlane:
@@ -126,7 +58,7 @@ class DataPlane:
         replica_lag_time_max_ms: int = 30000,
         listener_name: str = "PLAINTEXT",
         timeout_s: float = 10.0,
-        client_factory: ClientFactory = _transport_client,
+        client_factory: ClientFactory = transport_client,
         start_threads: bool = True,
     ) -> None:
         self.replica_manager = replica_manager
@@ -138,8 +70,10 @@ class DataPlane:
         self.timeout_s = timeout_s
         self.client_factory = client_factory
         self.start_threads = start_threads
-        self.fetchers: dict[int, _Fetcher] = {}
+        self.fetchers: dict[int, ReplicaFetcher] = {}
         self._fetched_from: dict[TopicPartition, int] = {}  # partition -> the leader it is fetched from
+        self.sessions: dict[int, FetchSession] = {}  # follower broker id -> its fetch session here
+        self._session_ids = itertools.count(1)
         self._stopped = threading.Event()  # fetching stopped
         self._expiry_stopped = threading.Event()
         self._expiry_thread: threading.Thread | None = None
@@ -188,7 +122,7 @@ class DataPlane:
                 del self.fetchers[leader_id]
                 fetcher = None
             if fetcher is None and broker is not None:
-                fetcher = self.fetchers[leader_id] = _Fetcher(self, broker)
+                fetcher = self.fetchers[leader_id] = ReplicaFetcher(self, broker)
                 if self.start_threads and not self._stopped.is_set():
                     fetcher.thread.start()
             if fetcher is None:  # no leader (-1), or the controller sent no address for it
@@ -203,11 +137,15 @@ class DataPlane:
                 previous = index.get(p.tp)
                 if previous is not None and previous != leader_id:
                     self.fetchers[previous].partitions.pop(p.tp, None)
+                    self.fetchers[previous].needs_full = True
                 fetcher.partitions[p.tp] = p
                 index[p.tp] = leader_id
+            fetcher.needs_full = True
 
     def on_stop_replicas(self, partitions: list[TopicPartition]) -> None:
         self._remove(partitions)
+        for session in self.sessions.values():  # followers still fetching them hear of it one by one
+            session.explicit.update(tp for tp in partitions if tp in session.partitions)
 
     def _remove(self, tps: Iterable[TopicPartition]) -> None:
         index = self._fetched_from
@@ -217,41 +155,114 @@ class DataPlane:
         for tp in tps:
             leader_id = index.pop(tp, None)
             if leader_id is not None:
-                fetchers[leader_id].partitions.pop(tp, None)
+                fetcher = fetchers[leader_id]
+                fetcher.partitions.pop(tp, None)
+                fetcher.needs_full = True
 
     # -- leader side -----------------------------------------------------------------------------------
     def handle_fetch(self, request: A.FetchRequest) -> A.FetchResponse:
         rm = self.replica_manager
         replica = request.replica_id
-        errors: list[str] = []
-        hws: list[int] = []
-        leos: list[int] = []
-        proposals = []
+        proposals: list[tuple[TopicPartition, Any]] = []
         with rm.lock:
             now = rm.now_ms()
-            get = rm.partitions.get
-            for topic, partition, offset, epoch in zip(
-                request.topics, request.partitions, request.fetch_offsets, request.leader_epochs, strict=True
-            ):
-                p = get(TopicPartition(topic, partition))
-                if p is None or not p.is_leader:
-                    errors.append(_NOT_LEADER)
-                elif epoch != p.leader_epoch:
-                    errors.append(_FENCED if epoch < p.leader_epoch else A.UNKNOWN_LEADER_EPOCH)
-                else:
-                    hw, leo, may_join = p.on_follower_fetch(replica, offset, now)
-                    errors.append(_NONE)
-                    hws.append(hw)
-                    leos.append(leo)
-                    if may_join:
-                        proposals.append((p.tp, p.propose_isr((*p.isr, replica))))
-                    continue
-                hws.append(-1)
-                leos.append(-1)
+            if request.session_id == 0:
+                session = self._new_session(replica, now)
+                session.record_fetch(now)
+                tps = list(map(TopicPartition, request.topics, request.partitions))
+                session.partitions = dict(zip(tps, request.leader_epochs, strict=True))
+                columns = zip(tps, request.leader_epochs, request.fetch_offsets, strict=True)
+                rows = [self._fetch_one(session, tp, e, offset, now, proposals) for tp, e, offset in columns]
+                answered: tuple[str, ...] = ()
+                numbers: tuple[int, ...] = ()
+            else:
+                session = self.sessions.get(replica)  # type: ignore[assignment]
+                if session is None or session.session_id != request.session_id:
+                    return A.FetchResponse(FETCH_SESSION_ID_NOT_FOUND)
+                if request.session_epoch != session.epoch:
+                    return A.FetchResponse(INVALID_FETCH_SESSION_EPOCH)
+                session.record_fetch(now)
+                explicit, session.explicit = session.explicit, set()
+                tps = [tp for tp in explicit if tp in session.partitions]
+                epochs = session.partitions
+                rows = [self._fetch_one(session, tp, epochs[tp], None, now, proposals) for tp in tps]
+                answered, numbers = tuple(tp.topic for tp in tps), tuple(tp.partition for tp in tps)
+            hw_ms = self._high_watermark_ms(now)
         for tp, proposal in proposals:
             log.info("Expanding the ISR of %s to %s", tp, list(proposal.isr))
             self.alter_isr.submit(tp, proposal)
-        return A.FetchResponse(_NONE, tuple(errors), tuple(hws), tuple(leos))
+        errors, hws, leos, bases, base_ms = (tuple(c) for c in zip(*rows, strict=True)) if rows else ((),) * 5
+        return A.FetchResponse(
+            _NONE,
+            errors,
+            hws,
+            leos,
+            bases,
+            base_ms,
+            topics=answered,
+            partitions=numbers,
+            session_id=session.session_id,
+            now_ms=now,
+            hw_ms=hw_ms,
+            rate_per_ms=rm.produce_rate_per_s / 1000.0,
+        )
+
+    def _fetch_one(
+        self,
+        session: FetchSession,
+        tp: TopicPartition,
+        epoch: int,
+        offset: int | None,
+        now: int,
+        proposals: list[tuple[TopicPartition, Any]],
+    ) -> tuple[str, int, int, int, int]:
+        """One partition of a fetch: ``(error, hw, leo, log base offset, log base time)``. Without
+        ``offset`` (incremental fetch) the follower is where the previous answer left it."""
+        p = self.replica_manager.partitions.get(tp)
+        replica = session.replica_id
+        if p is None or not p.is_leader:
+            return _NOT_LEADER, -1, -1, -1, -1
+        if epoch != p.leader_epoch:
+            return (_FENCED if epoch < p.leader_epoch else A.UNKNOWN_LEADER_EPOCH), -1, -1, -1, -1
+        f = p.followers.get(replica)
+        if offset is None:
+            if f is not None:
+                f.refresh(p)
+            offset = max(0, f.last_fetch_leader_leo) if f is not None else 0
+        hw, leo, may_join = p.on_follower_fetch(replica, offset, now)
+        if may_join:
+            proposals.append((tp, p.propose_isr((*p.isr, replica))))
+        f = p.followers[replica]
+        if replica in p.isr and p.pending_isr is None:
+            f.attach(session)  # in sync: from now on derived from the session's clock
+        else:
+            f.session = None
+            session.explicit.add(tp)
+        base, base_ms = p.leader_log()
+        return _NONE, hw, leo, base, base_ms
+
+    def _new_session(self, replica: int, now: int) -> FetchSession:
+        """A full fetch: the follower's previous session ends (its steady partitions are detached)."""
+        old = self.sessions.get(replica)
+        if old is not None:
+            get = self.replica_manager.partitions.get
+            for tp in old.partitions:
+                p = get(tp)
+                f = None if p is None or not p.is_leader else p.followers.get(replica)
+                if f is not None and f.session is old:
+                    f.detach(p)  # type: ignore[arg-type]
+        session = self.sessions[replica] = FetchSession(replica, next(self._session_ids), now)
+        return session
+
+    def _high_watermark_ms(self, now: int) -> int:
+        """The oldest previous fetch among the sessions heard from within the lag time: a follower's
+        high watermark in the steady state is the leader's log end then (see ``fetch_session``)."""
+        live = [
+            s.prev_ms if s.fetches > 1 else NO_TIME  # after a full fetch only: not known yet
+            for s in self.sessions.values()
+            if now - s.last_ms <= self.replica_lag_time_max_ms
+        ]
+        return min(live, default=now)
 
     def maybe_shrink_isr(self) -> int:
         """Propose removing out-of-sync followers from every ISR this broker leads."""

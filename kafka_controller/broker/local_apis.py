@@ -28,21 +28,43 @@ from kafka_controller.transport.codec import ApiCodec, decode_broker, encode_bro
 # -- Fetch (columnar: one array per field, in request order) ----------------------------------------
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
+    """A full fetch (``session_id`` 0) lists every partition; an incremental one only those the
+    follower must tell about (none in the steady state; see ``fetch_session``)."""
+
     replica_id: int
     topics: tuple[str, ...]  # one entry per partition (repeated names share one str)
     partitions: tuple[int, ...]
     fetch_offsets: tuple[int, ...]
     leader_epochs: tuple[int, ...]
+    session_id: int = 0
+    session_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class FetchResponse:
-    """Per partition, in request order: error name, the leader's high watermark and log-end offset."""
+    """Per partition: error name, the leader's high watermark, log-end offset and log (base offset
+    and time). A full answer is in request order (``topics`` empty); an incremental one names the
+    few partitions it answers. ``now_ms``, ``hw_ms`` and ``rate_per_ms`` are the session's clock."""
 
     error: str
     errors: tuple[str, ...] = ()
     high_watermarks: tuple[int, ...] = ()
     log_end_offsets: tuple[int, ...] = ()
+    log_base_offsets: tuple[int, ...] = ()
+    log_base_ms: tuple[int, ...] = ()
+    topics: tuple[str, ...] = ()
+    partitions: tuple[int, ...] = ()
+    session_id: int = 0
+    now_ms: int = 0
+    hw_ms: int = 0
+    rate_per_ms: float = 0.0
+
+
+def _int_column(b: Json, key: str) -> tuple[int, ...]:
+    column = b.get(key, [])
+    if type(column) is not list or not set(map(type, column)) <= {int}:
+        raise ValueError(f"fetch column {key} must be a list of integers")
+    return tuple(column)
 
 
 def _encode_fetch_request(r: FetchRequest) -> Json:
@@ -55,6 +77,8 @@ def _encode_fetch_request(r: FetchRequest) -> Json:
         "partition": list(r.partitions),
         "fetch_offset": list(r.fetch_offsets),
         "leader_epoch": list(r.leader_epochs),
+        "session_id": r.session_id,
+        "session_epoch": r.session_epoch,
     }
 
 
@@ -67,21 +91,55 @@ def _decode_fetch_request(b: Json) -> FetchRequest:
     ):
         raise ValueError("fetch columns must be integer lists of equal length")
     topics = tuple(map(names.__getitem__, cols[0]))
-    return FetchRequest(int_(b["replica_id"]), topics, tuple(cols[1]), tuple(cols[2]), tuple(cols[3]))
+    return FetchRequest(
+        int_(b["replica_id"]),
+        topics,
+        tuple(cols[1]),
+        tuple(cols[2]),
+        tuple(cols[3]),
+        int_(b.get("session_id", 0)),
+        int_(b.get("session_epoch", 0)),
+    )
 
 
 def _encode_fetch_response(r: FetchResponse) -> Json:
+    index: dict[str, int] = {}
+    topic_col = [index.setdefault(t, len(index)) for t in r.topics]
     return {
         "error": str(r.error),
         "errors": list(r.errors),
         "high_watermark": list(r.high_watermarks),
         "log_end_offset": list(r.log_end_offsets),
+        "log_base_offset": list(r.log_base_offsets),
+        "log_base_ms": list(r.log_base_ms),
+        "topics": list(index),
+        "topic": topic_col,
+        "partition": list(r.partitions),
+        "session_id": r.session_id,
+        "now_ms": r.now_ms,
+        "hw_ms": r.hw_ms,
+        "rate_per_ms": r.rate_per_ms,
     }
 
 
 def _decode_fetch_response(b: Json) -> FetchResponse:
+    names = [str_(t) for t in b.get("topics", [])]
+    rate = b.get("rate_per_ms", 0.0)
+    if type(rate) not in (int, float):
+        raise ValueError("rate_per_ms must be a number")
     return FetchResponse(
-        str_(b["error"]), tuple(b["errors"]), tuple(b["high_watermark"]), tuple(b["log_end_offset"])
+        str_(b["error"]),
+        tuple(b.get("errors", [])),
+        _int_column(b, "high_watermark"),
+        _int_column(b, "log_end_offset"),
+        _int_column(b, "log_base_offset"),
+        _int_column(b, "log_base_ms"),
+        tuple(map(names.__getitem__, _int_column(b, "topic"))),
+        _int_column(b, "partition"),
+        int_(b.get("session_id", 0)),
+        int_(b.get("now_ms", 0)),
+        int_(b.get("hw_ms", 0)),
+        float(rate),
     )
 
 

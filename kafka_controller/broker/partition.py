@@ -2,7 +2,8 @@
 
 The log holds no messages, only offsets. A leader's log-end offset grows at the produce rate and is
 computed when read (``base + rate * elapsed``), so ten thousand idle leaders cost nothing between
-reads. A follower's log-end offset is whatever its last fetch returned from the leader. The high
+reads. A follower's log-end offset is whatever its last fetch returned from the leader (in a fetch
+session, computed from the leader's log at the time of the last answer: ``fetch_session``). The high
 watermark is the smallest log-end offset over the ISR, as Kafka's; on the leader it never goes
 down. All times are milliseconds from the caller's (injected) clock, so this module is pure and
 every rule is unit-testable on a fake clock.
@@ -21,11 +22,15 @@ Not thread-safe on its own: the replica manager's lock guards every partition.
 
 from __future__ import annotations
 
+from kafka_controller.broker.fetch_session import FetcherClock, FetchSession
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
 
 
 class FollowerState:
-    """What a leader knows about one follower (Kafka's remote ``Replica``)."""
+    """What a leader knows about one follower (Kafka's remote ``Replica``).
+
+    While *steady* in a ``FetchSession`` (the follower is in the ISR and takes all it is told), the
+    fields are stale between reads and ``refresh`` brings them up to the session's last fetch."""
 
     __slots__ = (
         "last_caught_up_ms",
@@ -33,6 +38,8 @@ class FollowerState:
         "last_fetch_leader_leo",
         "last_fetch_ms",
         "log_end_offset",
+        "session",
+        "steady_fetches",
     )
 
     def __init__(self, caught_up_ms: int) -> None:
@@ -41,6 +48,35 @@ class FollowerState:
         self.last_fetch_leader_leo = -1
         self.last_fetch_hw = -1  # the high watermark this follower was told at its last fetch
         self.last_fetch_ms = caught_up_ms
+        self.session: FetchSession | None = None
+        self.steady_fetches = 0  # the session's fetch count the fields are up to date with
+
+    def refresh(self, p: Partition) -> None:
+        """Record the fetches since the fields were last written, as ``on_follower_fetch`` would
+        have one by one: at each, the follower asked for the log end of its previous fetch."""
+        s = self.session
+        if s is None or s.fetches == self.steady_fetches:
+            return
+        offset, leo = p.log_end_offset(s.prev_ms), p.log_end_offset(s.last_ms)
+        caught_up = s.last_ms if offset >= leo else s.prev_ms
+        if caught_up > self.last_caught_up_ms:
+            self.last_caught_up_ms = caught_up
+        self.log_end_offset = offset
+        self.last_fetch_leader_leo = leo
+        self.last_fetch_ms = s.last_ms
+        self.steady_fetches = s.fetches
+
+    def attach(self, session: FetchSession) -> None:
+        self.session = session
+        self.steady_fetches = session.fetches
+
+    def detach(self, p: Partition) -> None:
+        """Stop deriving; the session answers the partition one by one from its next fetch."""
+        s = self.session
+        if s is not None:
+            self.refresh(p)
+            self.session = None
+            s.explicit.add(p.tp)
 
 
 class Partition:
@@ -49,7 +85,11 @@ class Partition:
     __slots__ = (
         "_base_leo",
         "_base_ms",
+        "_clock",
         "_hw",
+        "_leader_base_leo",
+        "_leader_base_ms",
+        "_leader_rate_per_ms",
         "broker_id",
         "controller_epoch",
         "followers",
@@ -83,12 +123,23 @@ class Partition:
         self._base_leo = 0
         self._base_ms = 0
         self._hw = 0
+        # A follower attached to its fetcher's clock: the leader's log, to compute ours from.
+        self._clock: FetcherClock | None = None
+        self._leader_base_leo = 0
+        self._leader_base_ms = 0
+        self._leader_rate_per_ms = 0.0
 
     # -- the log ---------------------------------------------------------------------------------
     def log_end_offset(self, now_ms: int) -> int:
         if self.is_leader:
             return self._base_leo + int((now_ms - self._base_ms) * self.rate_per_ms)
+        clock = self._clock
+        if clock is not None:
+            return self._leader_log_end(clock.leader_now_ms)
         return self._base_leo
+
+    def _leader_log_end(self, leader_ms: int) -> int:
+        return self._leader_base_leo + int((leader_ms - self._leader_base_ms) * self._leader_rate_per_ms)
 
     def high_watermark(self, now_ms: int) -> int:
         """The leader recomputes it (monotonic); a follower reports what its leader last said."""
@@ -97,10 +148,20 @@ class Partition:
             for r in self.maximal_isr():
                 if r != self.broker_id:
                     follower = self.followers.get(r)
-                    if follower is not None and follower.log_end_offset < hw:
+                    if follower is None:
+                        continue
+                    follower.refresh(self)
+                    if follower.log_end_offset < hw:
                         hw = follower.log_end_offset
             if hw > self._hw:
                 self._hw = hw
+            return self._hw
+        clock = self._clock
+        if clock is not None:
+            leo = self._leader_log_end(clock.leader_now_ms)
+            if clock.hw_ms < 0:
+                return min(self._hw, leo)
+            return min(max(self._hw, self._leader_log_end(min(clock.hw_ms, clock.leader_now_ms))), leo)
         return self._hw
 
     def maximal_isr(self) -> tuple[int, ...]:
@@ -122,6 +183,9 @@ class Partition:
         now_ms: int,
     ) -> bool:
         """Take a newer LeaderAndIsr; True if this broker became leader or stayed leader."""
+        for follower in self.followers.values():
+            follower.detach(self)  # the sessions answer this partition one by one again
+        self.detach_from_leader()
         becomes_leader = state_leader == self.broker_id
         if becomes_leader and not self.is_leader:
             self._base_leo = self.log_end_offset(now_ms)
@@ -160,6 +224,9 @@ class Partition:
             return False
         self.isr = tuple(new.isr)
         self.zk_version = new.zk_version
+        for r, follower in self.followers.items():
+            if r not in self.isr:
+                follower.detach(self)  # out of the ISR: checked one by one for joining again
         return True
 
     # -- leader side of a fetch ----------------------------------------------------------------------
@@ -169,6 +236,7 @@ class Partition:
         f = self.followers.get(replica)
         if f is None:
             f = self.followers[replica] = FollowerState(0)
+        f.refresh(self)
         offset = min(fetch_offset, leo)
         if fetch_offset >= leo:
             f.last_caught_up_ms = now_ms
@@ -197,6 +265,8 @@ class Partition:
             if r == self.broker_id:
                 continue
             f = self.followers.get(r)
+            if f is not None:
+                f.refresh(self)
             if f is None or now_ms - f.last_caught_up_ms > max_lag_ms:
                 out.append(r)
         return tuple(out)
@@ -213,6 +283,31 @@ class Partition:
             return
         self._base_leo = leader_log_end_offset
         self._hw = min(leader_high_watermark, leader_log_end_offset)
+
+    def follow_leader_log(
+        self, clock: FetcherClock, base_offset: int, base_ms: int, rate_per_ms: float
+    ) -> None:
+        """From now on take the leader's log end at each of the fetcher's answers (``clock``)."""
+        if self.is_leader:
+            return
+        self._leader_base_leo, self._leader_base_ms = base_offset, base_ms
+        self._leader_rate_per_ms = rate_per_ms
+        self._clock = clock
+
+    def follows(self, clock: FetcherClock) -> bool:
+        return self._clock is clock
+
+    def detach_from_leader(self) -> None:
+        """Keep the log end and high watermark of the fetcher's last answer, and stop following."""
+        clock = self._clock
+        if clock is not None:
+            self._base_leo = self.log_end_offset(0)
+            self._hw = self.high_watermark(0)
+            self._clock = None
+
+    def leader_log(self) -> tuple[int, int]:
+        """The leader's log as a function of time: ``(base offset, base time)`` (rate: the broker's)."""
+        return self._base_leo, self._base_ms
 
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader}"

@@ -47,6 +47,11 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
     assert run["state_znodes_written"] > 0
     assert run["floor"]["seconds"] > 0 and run["failover_seconds"] > 0
     assert "audit_on" not in result["rf3"]
+    # The 10,000-partition RF 2 case, at the same scale (100 partitions), on the default settings.
+    small = result["rf2_10k"]
+    assert small["partitions"] == 2 * 50 and result["broker_config"] == "defaults"
+    assert small["audit_off"]["new_controller"] != small["audit_off"]["old_controller"]
+    assert small["audit_off"]["state_znodes_written"] > 0
 
 
 def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_path: Path) -> None:
@@ -96,3 +101,11 @@ def test_kafka_metadata_benchmark_matches_kio_byte_for_byte(tmp_path: Path) -> N
     result = _run(tmp_path, "kafka_metadata.py", "--partitions", "500", "--reps", "1")
     v11 = next(r for r in result["runs"] if r["version"] == 11)
     assert v11["partitions"] == 500 and v11["kio_response_bytes"] == v11["response_bytes"] - 5
+
+
+def test_idle_cpu_benchmark_measures_every_broker_on_the_default_settings(tmp_path: Path) -> None:
+    result = _run(tmp_path, "idle_cpu.py", "--scale", "0.01", "--seconds", "1")
+    assert result["partitions"] == 2 * 50 and result["rf"] == 2 and result["broker_config"] == {}
+    brokers = {k: v for k, v in result["cores_by_process"].items() if k.startswith("broker_")}
+    assert len(brokers) == result["brokers"] == 5
+    assert all(v >= 0 for v in brokers.values()) and result["broker_cores_max"] == max(brokers.values())

@@ -1,0 +1,162 @@
+"""One follower's fetching from one leader (Kafka's ``ReplicaFetcherThread``), in a fetch session.
+
+Every ``sim.fetch.interval.ms`` the thread sends one Fetch: a full one (every partition it follows
+from that leader, as columns) when that set changed or after a failed round trip, otherwise an
+incremental one that names no partition; the answer moves the fetcher's ``FetcherClock``, and with
+it the log end of every partition attached to it (``fetch_session`` explains the model). The
+replica manager's lock is held only to build a request and to apply its answer, never while
+waiting on the network.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafka_controller.broker import apis as A
+from kafka_controller.broker.fetch_session import FetcherClock
+from kafka_controller.broker.partition import Partition
+from kafka_controller.domain.errors import KafkaControllerError
+from kafka_controller.domain.requests import Errors
+from kafka_controller.domain.values import Broker, TopicPartition
+from kafka_controller.transport.client import TransportClient
+
+if TYPE_CHECKING:
+    from kafka_controller.broker.data_plane import DataPlane
+
+log = logging.getLogger(__name__)
+
+#: ``client_factory(host, port, timeout_s)`` -> something with ``request(api, body)`` and ``close()``.
+ClientFactory = Callable[[str, int, float], Any]
+_NONE = str(Errors.NONE)
+
+
+def transport_client(host: str, port: int, timeout_s: float) -> Any:
+    return TransportClient(host, port, timeout_s=timeout_s)
+
+
+class ReplicaFetcher:
+    """One thread fetching every partition this broker follows from one leader."""
+
+    def __init__(self, plane: DataPlane, leader: Broker) -> None:
+        self.plane = plane
+        self.leader = leader
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, name=f"ReplicaFetcherThread-{plane.broker_id}-from-{leader.id}", daemon=True
+        )
+        endpoint = leader.endpoint(plane.listener_name)
+        self.client = (
+            None if endpoint is None else plane.client_factory(endpoint.host, endpoint.port, plane.timeout_s)
+        )
+        self.fetches = 0
+        self.needs_full = True  # the partition set changed: the next fetch lists every partition
+        self.session_id = 0
+        self.session_epoch = 0
+        self.clock = FetcherClock()
+
+    def _run(self) -> None:
+        plane = self.plane
+        while not self.stopped.is_set():
+            try:
+                self.fetch_once()
+            except KafkaControllerError as e:
+                log.debug("fetch from broker %d failed: %s", self.leader.id, e)
+            except Exception:
+                log.exception("fetch from broker %d failed", self.leader.id)
+            self.stopped.wait(plane.fetch_interval_s)
+
+    def fetch_once(self) -> int:
+        """One Fetch round trip; returns how many partitions advanced."""
+        if self.client is None:
+            return 0
+        rm = self.plane.replica_manager
+        with rm.lock:
+            full = self.needs_full or self.session_id == 0
+            parts: list[Partition] = []
+            if full:
+                now = rm.now_ms()
+                parts = [
+                    p for p in self.partitions.values() if not p.is_leader and p.leader == self.leader.id
+                ]
+                if not parts:
+                    return 0
+                self.needs_full = False
+                request = A.FetchRequest(
+                    rm.broker_id,
+                    tuple(p.tp.topic for p in parts),
+                    tuple(p.tp.partition for p in parts),
+                    tuple(p.log_end_offset(now) for p in parts),
+                    tuple(p.leader_epoch for p in parts),
+                )
+            else:
+                request = A.FetchRequest(rm.broker_id, (), (), (), (), self.session_id, self.session_epoch)
+        try:
+            response: A.FetchResponse = self.client.request(A.FETCH, request)
+        except Exception:
+            self.session_id = 0  # the leader may have counted a fetch we never saw: start over
+            raise
+        self.fetches += 1
+        if response.error != _NONE:
+            self.session_id = 0
+            return 0
+        with rm.lock:
+            if full:
+                return self._take_full(parts, request.leader_epochs, response)
+            return self._take_incremental(response)
+
+    def _take_full(self, parts: list[Partition], epochs: tuple[int, ...], response: A.FetchResponse) -> int:
+        clock = self.clock = FetcherClock()  # partitions still on the old clock stay where they were
+        clock.leader_now_ms, clock.hw_ms = response.now_ms, response.hw_ms
+        self.session_id, self.session_epoch = response.session_id, 1
+        rate = response.rate_per_ms
+        advanced = 0
+        for p, epoch, error, hw, leo, base, base_ms in zip(
+            parts,
+            epochs,
+            response.errors,
+            response.high_watermarks,
+            response.log_end_offsets,
+            response.log_base_offsets,
+            response.log_base_ms,
+            strict=True,
+        ):
+            if error == _NONE and p.leader_epoch == epoch and not p.is_leader:  # unchanged meanwhile
+                p.detach_from_leader()
+                p.on_fetch_response(leo, hw)
+                p.follow_leader_log(clock, base, base_ms, rate)
+                advanced += 1
+        return advanced
+
+    def _take_incremental(self, response: A.FetchResponse) -> int:
+        clock = self.clock
+        failed = 0
+        for topic, partition, error, hw, leo in zip(
+            response.topics,
+            response.partitions,
+            response.errors,
+            response.high_watermarks,
+            response.log_end_offsets,
+            strict=True,
+        ):
+            p = self.partitions.get(TopicPartition(topic, partition))
+            if p is None or not p.follows(clock):
+                continue
+            if error == _NONE:
+                p.on_fetch_response(leo, hw)
+            else:
+                p.detach_from_leader()  # keeps what the last answer gave
+                failed += 1
+        clock.leader_now_ms = response.now_ms
+        # A leader's high watermark never goes down, so every lower bound stays one: keep the best.
+        clock.hw_ms = max(clock.hw_ms, response.hw_ms)
+        self.session_epoch += 1
+        return len(self.partitions) - failed
+
+    def close(self) -> None:
+        self.stopped.set()
+        if self.client is not None:
+            self.client.close()

@@ -1,0 +1,131 @@
+"""Fetch sessions: in the steady state a fetch names no partition, and what the leader derives from
+the session's clock is what fetching every partition one by one would have recorded.
+
+Two in-process brokers as in ``test_data_plane``; a second pair is forced to full fetches every
+time (the per-partition path) and serves as the reference on the same clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_controller.broker import apis as A
+from kafka_controller.broker.fetch_session import FETCH_SESSION_ID_NOT_FOUND
+from kafka_controller.domain.values import TopicPartition
+from tests.broker.helpers import broker, leader_and_isr, state
+from tests.broker.test_data_plane import LAG_MS, T0, T1, TwoBrokers
+
+T2 = TopicPartition("u", 7)
+
+
+def _recorded_requests(c: TwoBrokers, follower: int = 2, leader: int = 1) -> list[A.FetchRequest]:
+    """Wrap the follower's client so that every Fetch it sends is kept."""
+    client = c.plane[follower].fetchers[leader].client
+    sent: list[A.FetchRequest] = []
+    inner = client.request
+
+    def request(api: str, body: Any) -> Any:
+        sent.append(body)
+        return inner(api, body)
+
+    client.request = request
+    return sent
+
+
+def _leader_view(c: TwoBrokers, tp: TopicPartition) -> tuple[int, int, int, int]:
+    p = c.part(1, tp)
+    f = p.followers[2]
+    f.refresh(p)
+    now = c.clock.time_ms()
+    return f.log_end_offset, f.last_caught_up_ms, f.last_fetch_leader_leo, p.high_watermark(now)
+
+
+def test_steady_fetches_name_no_partition_and_still_advance_the_follower() -> None:
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0, T1, T2)
+    sent = _recorded_requests(c)
+    for _ in range(5):
+        c.clock.advance(0.2)
+        c.fetch()
+    assert [len(r.topics) for r in sent] == [3, 0, 0, 0, 0]
+    assert sent[0].session_id == 0 and sent[1].session_id > 0
+    assert [r.session_epoch for r in sent[1:]] == [1, 2, 3, 4]
+    now = c.clock.time_ms()
+    assert c.part(2, T2).log_end_offset(now) == c.part(1, T2).log_end_offset(now) == 100
+    assert c.part(1, T2).high_watermark(now) == 80  # the follower's position: the previous fetch
+
+
+def test_derived_state_matches_fetching_every_partition_one_by_one() -> None:
+    sessions, reference = TwoBrokers(), TwoBrokers()
+    for c in (sessions, reference):
+        c.assign(1, 0, (1, 2), T0, T1)
+    for step in (0.2, 0.2, 0.35, 0.2, 0.05, 0.2, 0.9):
+        for c in (sessions, reference):
+            c.clock.advance(step)
+            c.plane[2].fetchers[1].needs_full = c is reference
+            c.fetch()
+            now = c.clock.time_ms()
+            c.part(1).high_watermark(now)  # the reference computes it at every fetch
+        for tp in (T0, T1):
+            assert _leader_view(sessions, tp) == _leader_view(reference, tp)
+            now = sessions.clock.time_ms()
+            assert sessions.part(2, tp).log_end_offset(now) == reference.part(2, tp).log_end_offset(now)
+            # A steady follower's high watermark may trail Kafka's, never lead it.
+            assert sessions.part(2, tp).high_watermark(now) <= reference.part(2, tp).high_watermark(now)
+
+
+def test_a_steady_follower_that_stops_is_shrunk_then_rejoins_one_by_one() -> None:
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0)
+    for _ in range(3):
+        c.clock.advance(0.2)
+        c.fetch()
+    assert c.plane[1].maybe_shrink_isr() == 0
+    c.clock.advance(LAG_MS / 1000 + 0.1)  # silent
+    assert c.plane[1].maybe_shrink_isr() == 1
+    c.isr[1].send_pending()
+    assert c.part(1).isr == (1,)
+    sent = _recorded_requests(c)
+    c.clock.advance(0.2)
+    c.fetch()  # behind: the leader answers the partition one by one from now on
+    c.clock.advance(0.2)
+    c.fetch()  # reached the high watermark it was told: proposed for the ISR
+    assert [len(r.topics) for r in sent] == [0, 0]
+    assert c.part(1).pending_isr == (1, 2)
+    c.isr[1].send_pending()
+    assert c.part(1).isr == (1, 2)
+
+
+def test_a_leadership_change_on_the_leader_is_answered_and_the_follower_keeps_its_log() -> None:
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0, T1)
+    for _ in range(2):
+        c.clock.advance(0.2)
+        c.fetch()
+    # Only the leader hears yet that broker 2 leads T0 now.
+    c.rm[1].become_leader_or_follower(
+        leader_and_isr([state("t", 0, 2, 1, (2, 1), replicas=(1, 2))], live_leaders=[broker(2, 9002)])
+    )
+    c.clock.advance(0.2)
+    assert c.fetch() == 1  # T0 answered NOT_LEADER_OR_FOLLOWER, T1 advanced
+    now = c.clock.time_ms()
+    assert c.part(2, T0).log_end_offset(now) == 40  # kept what the previous answer gave
+    c.clock.advance(1.0)
+    now = c.clock.time_ms()
+    assert c.part(2, T0).log_end_offset(now) == 40
+    assert c.part(2, T1).log_end_offset(now) == 60  # still following: as of the last answer
+
+
+def test_an_unknown_session_or_a_lost_answer_means_a_full_fetch_next() -> None:
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0)
+    sent = _recorded_requests(c)
+    c.clock.advance(0.2)
+    c.fetch()
+    c.plane[1].sessions.clear()  # the leader restarted, say
+    c.clock.advance(0.2)
+    assert c.fetch() == 0
+    c.clock.advance(0.2)
+    assert c.fetch() == 1
+    assert [len(r.topics) for r in sent] == [1, 0, 1]
+    stale = A.FetchRequest(2, (), (), (), (), sent[1].session_id, 99)
+    assert c.plane[1].handle_fetch(stale).error == FETCH_SESSION_ID_NOT_FOUND
