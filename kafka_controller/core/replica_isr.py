@@ -196,12 +196,13 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
 
         # Partitions whose ISR lacks the replica are not written, yet the cache is refreshed from
         # what was read and stamped with this controller's epoch (spec §11 item 13).
-        put_leadership = ctx.put_partition_leadership_info
+        cached_now: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]] = []
         for updates in (kept, written):
             for tp, lai in updates:
                 info = build_leader_isr_and_controller_epoch(lai, epoch)
-                put_leadership(tp, info)
+                cached_now.append((tp, info))
                 results[tp] = info
+        ctx.put_partition_leadership_infos(cached_now)
         return to_retry
 
 
