@@ -257,7 +257,7 @@ def main() -> None:
         "scale": args.scale,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
-        "load_1m": os.getloadavg()[0],
+        "load_1m": round(os.getloadavg()[0], 2),
         "failover": bench_failover(args.scale, audit=False, rf=args.rf, dead=args.dead),
     }
     if not args.no_shutdown:
