@@ -78,9 +78,16 @@ def _scenario(seed: int) -> tuple[dict[str, list[list[int]]], list[Step]]:
             back = rnd.choice([b for b in BROKERS if b not in alive])
             alive.append(back)
             steps.append(lambda h, b=back: h.start_brokers([b]))
-        elif kind < 0.9 and len(alive) > 2:
+        elif kind < 0.85 and len(alive) > 2:
             leaving = rnd.choice(alive)
             steps.append(lambda h, b=leaving: h.controlled_shutdown(b))
+        elif kind < 0.9:
+            chosen = rnd.sample(tps, rnd.randint(1, len(tps)))
+            steps.append(lambda h, c=chosen: h.preferred_election(c))
+            steps.append(lambda h, c=chosen: h.unclean_election(c))
+        elif kind < 0.95:
+            tp, target = rnd.choice(tps), rnd.sample(BROKERS, len(topics[tps[0].topic][0]))
+            steps.append(lambda h, tp=tp, t=target: h.reassign(tp, t))
         else:
             steps.append(lambda h: h.trigger_online())
     return topics, steps
@@ -121,7 +128,7 @@ def _run(seed: int, cached: bool) -> list[dict[str, Any]]:
     return snapshots
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(100))
 def test_cached_writes_give_kafkas_outcome(seed: int) -> None:
     with_cache, kafka = _run(seed, True), _run(seed, False)
     assert len(with_cache) == len(kafka)
