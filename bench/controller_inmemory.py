@@ -268,7 +268,8 @@ def main() -> None:
         result["note"] = args.note
     line = json.dumps(result)
     print(line)
-    out = Path(__file__).resolve().parent / "results" / "controller_inmemory.jsonl"
+    results = os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results"
+    out = Path(results) / "controller_inmemory.jsonl"
     out.parent.mkdir(exist_ok=True)
     with out.open("a") as f:
         f.write(line + "\n")
