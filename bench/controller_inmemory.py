@@ -16,6 +16,11 @@ object and appends it to ``bench/results/controller_inmemory.jsonl``.
 
     .venv/bin/python bench/controller_inmemory.py            # full size
     .venv/bin/python bench/controller_inmemory.py --scale 0.1
+    .venv/bin/python bench/controller_inmemory.py --rf 3 --dead 1   # bench/failover.py --rf 3's case
+
+``--rf 3 --dead 1`` is the failover of ``bench/failover.py --rf 3`` without ZooKeeper: replicas
+consecutive from a round-robin start, and one broker (the old controller) dead, so the new one
+takes its 60,000 replicas out of the ISR and elects leaders for the 20,000 partitions it led.
 """
 
 from __future__ import annotations
@@ -124,14 +129,20 @@ def read_floor(store: InMemoryMetadataStore, partitions: list[TopicPartition]) -
     return time.perf_counter() - t0
 
 
-def bench_failover(scale: float, audit: bool) -> dict[str, Any]:
+def bench_failover(scale: float, audit: bool, rf: int = 1, dead: int = 0) -> dict[str, Any]:
     topics, per_topic = max(1, int(2000 * scale)), 50
     cluster = Cluster()
     assignment = {
-        f"topic-{t}": {p: ((t * per_topic + p) % BROKERS,) for p in range(per_topic)} for t in range(topics)
+        f"topic-{t}": {
+            p: tuple((t * per_topic + p + k) % BROKERS for k in range(rf)) for p in range(per_topic)
+        }
+        for t in range(topics)
     }
     partitions = cluster.load(assignment)
     floor = min(read_floor(cluster.admin, partitions) for _ in range(2))
+    # The old controller(s): the last ``dead`` brokers, their sessions expired before the election.
+    for b in range(BROKERS - dead, BROKERS):
+        cluster.stores[b].expire_session()
     sink = RecordingAuditSink() if audit else None
     controller = cluster.controller(0, sink)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -140,7 +151,14 @@ def bench_failover(scale: float, audit: bool) -> dict[str, Any]:
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert controller.is_active, "broker 0 did not become the controller"
     ctx = controller.controller_context
-    assert ctx.partition_with_leaders_count == len(partitions)
+    live = set(range(BROKERS - dead))
+    leaders = {tp: info.leader_and_isr.leader for tp, info in ctx.partitions_leadership_info.items()}
+    unled = [
+        tp
+        for tp in partitions
+        if leaders.get(tp) not in live and live & set(assignment[tp.topic][tp.partition])
+    ]
+    assert not unled, f"{len(unled)} partitions with a live replica have no live leader, e.g. {unled[0]}"
     sent = len(controller.channel_manager.sent)  # type: ignore[attr-defined]
     controller.shutdown()
     cluster.close()
@@ -148,6 +166,8 @@ def bench_failover(scale: float, audit: bool) -> dict[str, Any]:
         "partitions": len(partitions),
         "topics": topics,
         "brokers": BROKERS,
+        "rf": rf,
+        "dead_brokers": dead,
         "seconds": round(elapsed, 3),
         "cpu_seconds": round(cpu, 3),
         "partitions_per_second": round(len(partitions) / elapsed),
@@ -221,9 +241,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's layouts (default 1)")
     parser.add_argument("--audit", action="store_true", help="also time failover with a recording audit sink")
+    parser.add_argument("--rf", type=int, default=1, choices=[1, 2, 3], help="failover replication factor")
+    parser.add_argument("--dead", type=int, default=0, help="brokers dead at the failover (default 0)")
+    parser.add_argument("--note", default=None, help="a note stored with the result")
+    parser.add_argument("--no-shutdown", action="store_true", help="skip the controlled shutdown case")
     args = parser.parse_args()
     if not 0 < args.scale <= 10:
         parser.error(f"--scale must be in (0, 10], got {args.scale}")
+    if not 0 <= args.dead < BROKERS - 1:
+        parser.error(f"--dead must be in 0..{BROKERS - 2}, got {args.dead}")
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("kafka_controller").setLevel(logging.ERROR)
     result: dict[str, Any] = {
@@ -231,14 +257,19 @@ def main() -> None:
         "scale": args.scale,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
-        "failover": bench_failover(args.scale, audit=False),
-        "controlled_shutdown": bench_controlled_shutdown(args.scale),
+        "load_1m": round(os.getloadavg()[0], 2),
+        "failover": bench_failover(args.scale, audit=False, rf=args.rf, dead=args.dead),
     }
+    if not args.no_shutdown:
+        result["controlled_shutdown"] = bench_controlled_shutdown(args.scale)
     if args.audit:
-        result["failover_audited"] = bench_failover(args.scale, audit=True)
+        result["failover_audited"] = bench_failover(args.scale, audit=True, rf=args.rf, dead=args.dead)
+    if args.note:
+        result["note"] = args.note
     line = json.dumps(result)
     print(line)
-    out = Path(__file__).resolve().parent / "results" / "controller_inmemory.jsonl"
+    results = os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results"
+    out = Path(results) / "controller_inmemory.jsonl"
     out.parent.mkdir(exist_ok=True)
     with out.open("a") as f:
         f.write(line + "\n")

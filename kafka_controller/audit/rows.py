@@ -34,8 +34,25 @@ REPLICA_TRANSITIONS = str(schema.replica_transitions.name)
 CONTROLLER_EVENTS = str(schema.controller_events.name)
 
 
+#: ISR text by ISR tuple. A failover audits 300,000 replicas at 100,000 partitions RF 3 with two
+#: ISRs each but only a few dozen distinct ISRs: the rows share one string per ISR (about 35 MB
+#: less held while the writer catches up, and no JSON encoding per row). Bounded; a race between
+#: threads at worst encodes an ISR twice.
+_ISR_TEXT: dict[tuple[int, ...], str] = {}
+_ISR_TEXT_MAX = 4096
+
+
 def _isr(isr: Sequence[int] | None) -> str | None:
-    return None if isr is None else orjson.dumps(list(isr)).decode()
+    if isr is None:
+        return None
+    if type(isr) is not tuple:
+        return orjson.dumps(list(isr)).decode()
+    text = _ISR_TEXT.get(isr)
+    if text is None:
+        text = orjson.dumps(list(isr)).decode()
+        if len(_ISR_TEXT) < _ISR_TEXT_MAX:
+            _ISR_TEXT[isr] = text
+    return text
 
 
 def _seq(sequence: int) -> int | None:

@@ -6,7 +6,7 @@ Kafka's EasyMock expectations use ``kafka_controller.testing.RecordingRequestBat
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Protocol
 
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
@@ -44,6 +44,13 @@ class RequestBatch(Protocol):
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
     ) -> None: ...
+
+    def add_stop_replica_requests(
+        self, broker_ids: Sequence[int], partitions: Iterable[TopicPartition], delete_partition: bool
+    ) -> None:
+        """``add_stop_replica_request_for_brokers(broker_ids, tp, delete_partition)`` for each
+        partition, in order: the bulk form (the real batch reads the context once for all)."""
+        ...
 
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Collection[TopicPartition] = ()

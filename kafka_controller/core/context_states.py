@@ -70,6 +70,23 @@ class ContextStates:
         self.partition_states[tp] = target
         self._update_partition_state_metrics(tp, current, target)
 
+    def put_partition_states(self, items: Iterable[tuple[TopicPartition, PartitionState]]) -> None:
+        """``put_partition_state`` for many partitions at once (a failover sets all of them): the
+        same states and offline count, without a method call per partition."""
+        states = self.partition_states
+        deletion_started = self.topics_with_deletion_started
+        delta = 0
+        for tp, target in items:
+            current = states.get(tp, _NON_EXISTENT)
+            states[tp] = target
+            if tp.topic in deletion_started:
+                continue
+            if current is not _OFFLINE and target is _OFFLINE:
+                delta += 1
+            elif current is _OFFLINE and target is not _OFFLINE:
+                delta -= 1
+        self.offline_partition_count += delta
+
     def put_partition_state_if_not_exists(self, tp: TopicPartition, state: PartitionState) -> None:
         if tp not in self.partition_states:
             self.partition_states[tp] = state

@@ -16,9 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
-from kafka_controller.core.election import (
-    LiveReplicaFilter,
-)
+from kafka_controller.core.election import LiveReplicaFilter
 from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.core.partition_election import (
     ElectionNotes,
@@ -83,17 +81,18 @@ class AbstractPartitionStateMachine(abc.ABC):
     def initialize_partition_state(self) -> None:
         """New without leadership; else Online iff the cached leader is online (leader -1 never is)."""
         ctx = self.controller_context
-        live = LiveReplicaFilter(ctx)
-        leadership_of = ctx.partition_leadership_info
-        put = ctx.put_partition_state
+        is_online = LiveReplicaFilter(ctx).is_online
+        leadership = ctx.partitions_leadership_info
+        states: list[tuple[TopicPartition, PartitionState]] = []
         for tp, _ in ctx.iter_assignments():
-            info = leadership_of(tp)
+            info = leadership.get(tp)
             if info is None:
-                put(tp, _NEW)
-            elif live.is_online(info.leader_and_isr.leader, tp):
-                put(tp, _ONLINE)
+                states.append((tp, _NEW))
+            elif is_online(info.leader_and_isr.leader, tp):
+                states.append((tp, _ONLINE))
             else:
-                put(tp, _OFFLINE)
+                states.append((tp, _OFFLINE))
+        ctx.put_partition_states(states)
 
     def trigger_online_partition_state_change(
         self, topic: str | None = None

@@ -133,6 +133,9 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         self._debug = False
         self._failure_lines = LogBudget()
         self._isr_lines = LogBudget()
+        # OnlineReplica's LeaderAndIsr entries of the call in progress, queued on the batch in one
+        # call (``_queue_online_requests``).
+        self._online_requests: list[LeaderAndIsrEntry] = []
 
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
         """Spec §4.2: one batch for the whole call, grouped by replica id.
@@ -154,8 +157,11 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
                     groups[replica.replica] = [replica]
                 else:
                     group.append(replica)
-            for replica_id, group in groups.items():
-                self._do_handle_state_changes(replica_id, group, target)
+            try:
+                for replica_id, group in groups.items():
+                    self._do_handle_state_changes(replica_id, group, target)
+            finally:
+                self._queue_online_requests()
             self._batch.send_requests_to_brokers(self.controller_context.epoch)
         except ControllerMovedError as e:
             _LOG.error("Controller moved to another broker when moving some replicas to %s state", target)
@@ -239,13 +245,25 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
             if self._tracking:
                 self._succeeded(replica, state, _NEW, info, info)
 
+    def _queue_online_requests(self) -> None:
+        """Queue the OnlineReplica entries gathered so far, in their order, in one batch call.
+
+        Kafka queues each replica's entry as it moves it; gathering the entries of every replica
+        id first lets the batch build each partition's UpdateMetadata state once rather than once
+        per replica (three times at RF 3). The requests come out the same: entries keep their
+        order, and they are queued before anything that changes what they are built from (an
+        assignment fix-up below, the end of the call)."""
+        if self._online_requests:
+            requests, self._online_requests = self._online_requests, []
+            self._batch.add_leader_and_isr_requests(requests, False)
+
     def _to_online(self, replica_id: int, valid: _Valid) -> None:
         ctx = self.controller_context
         leadership = ctx.partitions_leadership_info
         full_assignment = ctx.partition_full_replica_assignment
         broker_ids = (replica_id,)
         tracking = self._tracking
-        requests: list[LeaderAndIsrEntry] = []
+        requests = self._online_requests
         for replica, state in valid:
             tp = replica.topic_partition
             info = leadership.get(tp)
@@ -253,6 +271,8 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
                 # New -> Online only fixes up the assignment: the replica already got its request.
                 a = full_assignment(tp)
                 if replica_id not in a.replicas:
+                    self._queue_online_requests()
+                    requests = self._online_requests
                     _LOG.error("Adding replica (%s) that is not part of the assignment %s", replica_id, a)
                     fixed = ReplicaAssignment(
                         (*a.replicas, replica_id), a.adding_replicas, a.removing_replicas
@@ -263,18 +283,16 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
             ctx.replica_states[replica] = _ONLINE
             if tracking:
                 self._succeeded(replica, state, _ONLINE, info, info)
-        self._batch.add_leader_and_isr_requests(requests, False)
 
     def _to_offline(self, replica_id: int, valid: _Valid) -> None:
         ctx = self.controller_context
         states = ctx.replica_states
         leadership = ctx.partitions_leadership_info
         broker_ids = (replica_id,)
-        add_stop_replica = self._batch.add_stop_replica_request_for_brokers
+        self._batch.add_stop_replica_requests(broker_ids, [r.topic_partition for r, _ in valid], False)
         led: list[tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch]] = []
         leaderless: _Valid = []
         for replica, state in valid:
-            add_stop_replica(broker_ids, replica.topic_partition, False)
             info = leadership.get(replica.topic_partition)
             if info is None:
                 leaderless.append((replica, state))

@@ -79,7 +79,10 @@ class CoreHarness(HarnessReassignment):
         broker_config: Mapping[str, str] | None = None,
         audit: AuditSink | None = None,
         ibp: str = "2.8-IV1",
+        write_on_cached_zk_version: bool = True,
     ) -> None:
+        """``write_on_cached_zk_version``: as ``KafkaController`` sets it (on); off gives Kafka's
+        exact read-then-write call sequence (``core.replica_isr``)."""
         self.controller_id = controller_id
         self.store = InMemoryMetadataStore()
         self.context = ctx = ControllerContext()
@@ -98,6 +101,7 @@ class CoreHarness(HarnessReassignment):
             controller_id, ctx, self.store, self.psm_batch, broker_config=broker_config, audit=self.audit
         )
         self.rsm = ReplicaStateMachine(controller_id, ctx, self.store, self.rsm_batch, audit=self.audit)
+        self.psm.write_on_cached_zk_version = self.rsm.write_on_cached_zk_version = write_on_cached_zk_version
         self._broker_epochs = itertools.count(1)
         ctx.set_live_brokers({self._broker(b): next(self._broker_epochs) for b in _ids(broker_ids)})
 

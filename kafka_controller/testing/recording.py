@@ -74,6 +74,13 @@ class RecordingRequestBatch:
     ) -> None:
         self.calls.append(("add_stop_replica_request_for_brokers", tuple(broker_ids), tp, delete_partition))
 
+    def add_stop_replica_requests(
+        self, broker_ids: Sequence[int], partitions: Iterable[TopicPartition], delete_partition: bool
+    ) -> None:
+        """Recorded as the per-partition calls it stands for."""
+        for tp in partitions:
+            self.add_stop_replica_request_for_brokers(broker_ids, tp, delete_partition)
+
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Collection[TopicPartition] = ()
     ) -> None:
