@@ -78,6 +78,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         log_level: str = "INFO",
         close_dead_sessions: bool = True,
         metrics_port: int | None = None,
+        store_session_timeout_ms: int = 30_000,
     ) -> None:
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
@@ -116,6 +117,10 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         self.supervisor: ExitSupervisor | None = None
         self.session_closer: SessionCloser | None = None
         self._close_sessions = close_dead_sessions
+        #: The session of the cluster's own ZooKeeper client (``store``): a client stuck on a
+        #: server cut off from the rest notices only after 2/3 of it, so fault tests that cut
+        #: servers off give it their brokers' short session.
+        self.store_session_timeout_ms = store_session_timeout_ms
 
     @property
     def store(self) -> ZkMetadataStore:
@@ -172,7 +177,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         self._store = KazooMetadataStore(  # brokers inherit the environment, and with it the credentials
             ZkClientConfig(
                 self.connect_string,
-                session_timeout_ms=30_000,
+                session_timeout_ms=self.store_session_timeout_ms,
                 connection_timeout_ms=30_000,
                 digest=digest_from_env(),
             )

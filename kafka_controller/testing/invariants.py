@@ -114,8 +114,10 @@ def read_snapshot(
     seventh with zxids where the store reads raw znodes (ZooKeeper: ``read_raw``).
 
     Raises ``MetadataStoreError`` when ZooKeeper cannot be read at all (callers retry later);
-    a znode that does not decode is recorded in ``unreadable`` instead."""
-    epoch = store.get_controller_epoch()
+    a znode that does not decode is recorded in ``unreadable`` instead.
+
+    ``/controller_epoch`` is read after the states: read before, a controller elected between the
+    two reads made its own fresh writes look like a future controller's (found by the soak)."""
     controller = store.get_controller_id()
     live = frozenset(b.id for b in store.get_all_brokers_and_epochs())
     assignments: dict[TopicPartition, ReplicaAssignment] = {}
@@ -131,6 +133,7 @@ def read_snapshot(
             states[tp] = state
         elif isinstance(state, MetadataStoreError):
             unreadable[f"state of {tp}"] = str(state)
+    epoch = store.get_controller_epoch()
     read_raw = getattr(store, "read_raw", None)
     return Snapshot(
         controller,
