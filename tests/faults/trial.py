@@ -171,13 +171,14 @@ def run_trial(
 
         def settled() -> list[Violation]:
             snap = t.snapshot()
+            found = checker.observe(snap) + checker.check_settled(snap, unclean_partitions(entries))
             result.checked.update(
                 partitions=len(snap.states),
                 replica_views=len(snap.replicas),
                 controller_epochs_obeyed=len(checker.fencing.obeyed),
                 state_writes_by_zxid=0 if snap.writes is None else len(snap.writes.states),
             )
-            return checker.observe(snap) + checker.check_settled(snap, unclean_partitions(entries))
+            return found
 
         def audited() -> list[Violation]:
             entries[:] = read_audit_entries(audit_url)
