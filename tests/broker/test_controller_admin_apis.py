@@ -10,6 +10,7 @@ import datetime
 import importlib
 import io
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from kafka_controller.broker.kafka_wire.controller_admin_apis import (
     ELECT_LEADERS,
     LIST_PARTITION_REASSIGNMENTS,
     controller_admin_apis,
+    elect_leaders_api,
     parse_operation_id,
 )
 from kafka_controller.broker.kafka_wire.handler import KafkaProtocolHandler
@@ -57,13 +59,19 @@ class FakeBroker:
         return answer(request) if callable(answer) else answer
 
 
-def cache_with(*tps: TopicPartition) -> MetadataCache:
+def cache_with(*tps: TopicPartition, leader: int = 1) -> MetadataCache:
     cache = MetadataCache(1)
+    lead(cache, *tps, leader=leader)
+    return cache
+
+
+def lead(cache: MetadataCache, *tps: TopicPartition, leader: int) -> None:
+    """An UpdateMetadata showing ``leader`` for ``tps`` (replicas 1 and 2)."""
     states = [
-        UpdateMetadataPartitionState(tp.topic, tp.partition, 1, 1, 1, (1, 2), 0, (1, 2), ()) for tp in tps
+        UpdateMetadataPartitionState(tp.topic, tp.partition, 1, leader, 1, (1, 2), 0, (1, 2), ())
+        for tp in tps
     ]
     cache.update_metadata(update_metadata(states, controller_id=1, brokers=[Broker(1, (EndPoint("h", 1),))]))
-    return cache
 
 
 def make(fake: FakeBroker, cache: MetadataCache | None = None) -> KafkaProtocolHandler:
@@ -92,7 +100,9 @@ def call(h: KafkaProtocolHandler, key: int, version: int, request: Any, client: 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=5))
 
 
-def elect_request(version: int, partitions: dict[str, list[int]] | None, etype: int = 0) -> Any:
+def elect_request(
+    version: int, partitions: dict[str, list[int]] | None, etype: int = 0, timeout: Any = TIMEOUT
+) -> Any:
     schema = request_schema(ELECT_LEADERS, version)
     tps = (
         None
@@ -103,7 +113,7 @@ def elect_request(version: int, partitions: dict[str, list[int]] | None, etype: 
         )
     )
     extra = {"election_type": etype} if version >= 1 else {}
-    return schema(topic_partitions=tps, timeout=TIMEOUT, **extra)
+    return schema(topic_partitions=tps, timeout=timeout, **extra)
 
 
 def elect_results(response: Any) -> dict[TopicPartition, tuple[int, str | None]]:
@@ -147,8 +157,11 @@ def test_elect_leaders_every_version(version: int, etype: int, name: str) -> Non
             T2: A.ElectionResult(Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, "The partition does not exist."),
         },
     )
-    response = call(
-        make(fake), ELECT_LEADERS, version, elect_request(version, {"t": [0, 1, 0], "u": [0]}, etype)
+    response = call(  # the cache shows T0's new leader: the answer need not wait for it
+        make(fake, cache_with(T0, leader=2)),
+        ELECT_LEADERS,
+        version,
+        elect_request(version, {"t": [0, 1, 0], "u": [0]}, etype),
     )
     ((api, private),) = fake.requests
     assert api == A.ELECT_LEADERS
@@ -200,12 +213,89 @@ def test_elect_leaders_timeout_and_a_bad_election_type() -> None:
     assert len(fake.requests) == 1  # the bad type never reached the controller
 
 
+def ms(n: int) -> Any:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=n))
+
+
+class WaitSpy(MetadataCache):
+    """A metadata cache that records how long each ``wait_until`` was allowed."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.waits: list[float] = []
+
+    def wait_until(self, predicate: Any, timeout_s: float) -> bool:
+        self.waits.append(timeout_s)
+        return super().wait_until(predicate, timeout_s)
+
+
+def elected(*tps: TopicPartition, leader: int = 2) -> A.ElectLeadersResponse:
+    return A.ElectLeadersResponse(Errors.NONE, {tp: A.ElectionResult(Errors.NONE, leader) for tp in tps})
+
+
+def test_elect_leaders_waits_for_the_new_leaders_in_the_metadata_cache_up_to_timeout_ms() -> None:
+    """Kafka's DelayedElectLeader: an elected partition whose new leader this broker's cache does not
+    show within the request's timeout_ms is REQUEST_TIMED_OUT; one it shows is NONE."""
+    fake = FakeBroker()
+    fake.answers[A.ELECT_LEADERS] = A.ElectLeadersResponse(
+        Errors.NONE,
+        {T0: A.ElectionResult(Errors.NONE, 2), T1: A.ElectionResult(Errors.ELECTION_NOT_NEEDED, -1)},
+    )
+    cache = WaitSpy()
+    lead(cache, T0, T1, leader=1)  # the UpdateMetadata with leader 2 never comes
+    response = call(make(fake, cache), ELECT_LEADERS, 2, elect_request(2, {"t": [0, 1]}, timeout=ms(200)))
+    assert elect_results(response) == {T0: (7, None), T1: (84, None)}
+    assert len(fake.requests) == 1  # the election itself was asked for (and happened)
+    (wait,) = cache.waits
+    assert 0 < wait <= 0.2
+
+    # The cache already shows it: NONE even with timeout_ms 0 (checked once, as Kafka does).
+    lead(cache, T0, leader=2)
+    response = call(make(fake, cache), ELECT_LEADERS, 2, elect_request(2, {"t": [0, 1]}, timeout=ms(0)))
+    assert elect_results(response) == {T0: (0, None), T1: (84, None)}
+
+
+def test_elect_leaders_answers_when_the_update_metadata_arrives() -> None:
+    fake = FakeBroker()
+    cache = cache_with(T0, T2, leader=1)
+
+    def elect(request: Any) -> A.ElectLeadersResponse:
+        # The controller's UpdateMetadata reaches this broker from another thread, whenever it does.
+        threading.Thread(target=lead, args=(cache, T0, T2), kwargs={"leader": 2}).start()
+        return elected(T0, T2)
+
+    fake.answers[A.ELECT_LEADERS] = elect
+    response = call(make(fake, cache), ELECT_LEADERS, 1, elect_request(1, {"t": [0], "u": [0]}))
+    assert elect_results(response) == {T0: (0, None), T2: (0, None)}
+
+
+def test_elect_leaders_timeout_runs_from_the_request_arrival() -> None:
+    """A controller slower than timeout_ms leaves nothing to wait: only what the cache shows at once."""
+    now = [100.0]
+    fake = FakeBroker()
+
+    def slow_controller(request: Any) -> A.ElectLeadersResponse:
+        now[0] += 10.0  # the election took 10 s of the 5 s asked
+        return elected(T0, T1)
+
+    fake.answers[A.ELECT_LEADERS] = slow_controller
+    cache = WaitSpy()
+    lead(cache, T0, leader=2)
+    lead(cache, T1, leader=1)
+    handler = KafkaProtocolHandler(
+        cache, lambda: "c", {ELECT_LEADERS: elect_leaders_api(fake.handle, cache, lambda: now[0])}
+    )
+    response = call(handler, ELECT_LEADERS, 2, elect_request(2, {"t": [0, 1]}))
+    assert elect_results(response) == {T0: (0, None), T1: (7, None)}
+    assert cache.waits == [-5.0]  # MetadataCache.wait_until checks once for a wait <= 0
+
+
 def test_a_foreign_client_id_sends_no_operation_id() -> None:
     fake = FakeBroker()
     fake.answers[A.ELECT_LEADERS] = A.ElectLeadersResponse(
         Errors.NONE, {T0: A.ElectionResult(Errors.NONE, 1)}
     )
-    call(make(fake), ELECT_LEADERS, 2, elect_request(2, {"t": [0]}), client="adminclient-1")
+    call(make(fake, cache_with(T0)), ELECT_LEADERS, 2, elect_request(2, {"t": [0]}), client="adminclient-1")
     assert fake.requests[0][1].operation_id is None
 
 
@@ -311,8 +401,17 @@ def _any_answer(request: Any) -> Any:
 
 
 class AnyBroker(FakeBroker):
+    """Answers everything; an election's new leaders show in ``cache`` before the answer (as the
+    controller's UpdateMetadata would), so that no answer waits for them."""
+
+    def __init__(self, cache: MetadataCache) -> None:
+        super().__init__()
+        self.cache = cache
+
     def handle(self, api: str, request: Any) -> Any:
         self.requests.append((api, request))
+        if isinstance(request, A.ElectLeadersRequest) and request.partitions:
+            lead(self.cache, *request.partitions, leader=1)
         return _any_answer(request)
 
 
@@ -376,7 +475,8 @@ def test_the_new_decoders_never_crash_the_handler(
         body = body[:i] + bytes([body[i] ^ 0xFF]) + body[i + 1 :]
     elif mutation == "random":
         body = noise
-    h = make(AnyBroker(), cache_with(T0))
+    cache = cache_with(T0)
+    h = make(AnyBroker(cache), cache)
     w = Writer()
     encode_request_header(w, RequestHeader(key, version, 5, CLIENT), h.table)
     with caplog.at_level(logging.INFO, logger="kafka_controller.broker.kafka_wire.handler"):
