@@ -33,6 +33,7 @@ CLIENT_ID = "kafka-controller-ops"
 #: What follows ``CLIENT_ID`` in the client id of a request that belongs to an operation.
 OPERATION_MARK = "/op="
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
+ANSWER_MARGIN_MS = 5000
 R = TypeVar("R")
 
 
@@ -152,7 +153,9 @@ class KafkaAdmin:
                 admin = factory(
                     bootstrap_servers=list(self.servers()),
                     client_id=cid,
-                    request_timeout_ms=timeout_ms,
+                    # ElectLeaders carries timeout_ms and is answered when it runs out: leave
+                    # the answer time to arrive.
+                    request_timeout_ms=timeout_ms + ANSWER_MARGIN_MS,
                     bootstrap_timeout_ms=timeout_ms,
                 )
             except KafkaControllerError:

@@ -59,8 +59,10 @@ def bootstrap_servers(args: argparse.Namespace) -> list[str]:
 
 
 @contextmanager
-def kafka_admin(args: argparse.Namespace) -> Iterator[Any]:
-    """A connected ``KafkaAdminClient`` (closed on exit); connection failures are one line."""
+def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> Iterator[Any]:
+    """A connected ``KafkaAdminClient`` (closed on exit); connection failures are one line. Its
+    request timeout is ``--timeout`` plus ``answer_margin_s``: a request that itself carries
+    ``--timeout`` as timeout_ms is answered when that runs out, and the answer must still arrive."""
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
@@ -70,7 +72,7 @@ def kafka_admin(args: argparse.Namespace) -> Iterator[Any]:
         admin = KafkaAdminClient(
             bootstrap_servers=servers,
             client_id=CLIENT_ID,
-            request_timeout_ms=timeout_ms,
+            request_timeout_ms=timeout_ms + round(answer_margin_s * 1000),
             bootstrap_timeout_ms=timeout_ms,
         )
     except KafkaError as e:

@@ -4,7 +4,8 @@
 (version 3, with a new topic id) in one atomic multi, after every check has passed (name, collision,
 partitions, replication factor against the live brokers, the assignment syntax, each ``--config``).
 The controller then sees the new topic through its watch and elects leaders. ``delete`` creates
-``/admin/delete_topics/<t>``; the controller does the rest.
+``/admin/delete_topics/<t>``; the controller does the rest. With ``--bootstrap-server`` both go
+through Kafka's protocol instead (``topics_kafka``), as ``kafka-topics.sh --bootstrap-server``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import random
 import time
 from typing import Any
 
-from kafka_controller.cli import common, kafka_client
+from kafka_controller.cli import common, kafka_client, topics_kafka
 from kafka_controller.domain.errors import InvalidArgumentError, NodeExistsError, NoNodeError
 
 PROG = "kafka-controller topics"
@@ -28,8 +29,12 @@ def register(subparsers: Any) -> None:
     )
     sub = p.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
 
-    c = sub.add_parser("create", help="create a topic", description=_CREATE_HELP)
-    common.add_zookeeper_option(c)
+    c = sub.add_parser(
+        "create",
+        help="create a topic (ZooKeeper, or Kafka's protocol with --bootstrap-server)",
+        description=_CREATE_HELP,
+    )
+    topics_kafka.add_connection_options(c)
     c.add_argument("--topic", required=True, help="topic name")
     c.add_argument("--partitions", type=int, help="number of partitions")
     c.add_argument("--replication-factor", type=int, help="replicas per partition (at most the live brokers)")
@@ -49,10 +54,20 @@ def register(subparsers: Any) -> None:
     common.add_json_option(c)
     c.set_defaults(func=run_create)
 
-    d = sub.add_parser("delete", help="mark a topic for deletion")
-    common.add_zookeeper_option(d)
+    d = sub.add_parser(
+        "delete",
+        help="mark a topic for deletion (ZooKeeper, or Kafka's protocol with --bootstrap-server)",
+        description="Mark a topic for deletion: /admin/delete_topics/<t> in ZooKeeper, or with "
+        "--bootstrap-server a DeleteTopics request (the controller answers once the brokers no longer "
+        "serve the topic, up to --timeout).",
+    )
+    topics_kafka.add_connection_options(d)
     d.add_argument("--topic", required=True, help="topic name")
-    d.add_argument("--wait", action="store_true", help="wait (up to --timeout) until the topic is gone")
+    d.add_argument(
+        "--wait",
+        action="store_true",
+        help="ZooKeeper only: wait (up to --timeout) until the topic's znodes are gone",
+    )
     common.add_json_option(d)
     d.set_defaults(func=run_delete)
 
@@ -91,7 +106,10 @@ def register(subparsers: Any) -> None:
 
 _CREATE_HELP = (
     "Create a topic: either --partitions with --replication-factor (placed round-robin over the live "
-    "brokers, Kafka's algorithm) or --replica-assignment. Every check runs before anything is written."
+    "brokers, Kafka's algorithm) or --replica-assignment. Every check runs before anything is written. "
+    "With --bootstrap-server a CreateTopics request (Kafka's protocol) goes to the controller, which "
+    "checks, places and writes the topic; --partitions and --replication-factor then default to the "
+    "broker's num.partitions and default.replication.factor."
 )
 
 
@@ -103,6 +121,8 @@ def run_create(args: argparse.Namespace) -> int:
     from kafka_controller.admin.topics import plan_topic_creation
     from kafka_controller.zk.paths import validate_topic_name
 
+    if topics_kafka.over_kafka(args):
+        return topics_kafka.run_create(args)
     validate_topic_name(args.topic)  # before the name reaches a ZooKeeper path
     common.left_undone(f"topic {args.topic} was not created")
     with common.open_store(args, require_cluster=False) as store:
@@ -185,6 +205,8 @@ def _brokers(ids: list[int]) -> str:
 def run_delete(args: argparse.Namespace) -> int:
     from kafka_controller.zk.paths import validate_topic_name
 
+    if topics_kafka.over_kafka(args):
+        return topics_kafka.run_delete(args)
     timeout = common.check_timeout(args)
     topic = args.topic
     validate_topic_name(topic)
@@ -266,7 +288,7 @@ def run_alter(args: argparse.Namespace) -> int:
         raise common.UsageError(f"--partitions must be greater than 0, got {args.partitions}")
     timeout_ms = round(common.check_timeout(args) * 1000)
     common.left_undone(f"topic {args.topic} was not altered")
-    with kafka_client.kafka_admin(args) as admin:
+    with kafka_client.kafka_admin(args, answer_margin_s=topics_kafka.ANSWER_MARGIN_S) as admin:
         try:
             admin.create_partitions({args.topic: NewPartitions(args.partitions)}, timeout_ms=timeout_ms)
         except KafkaError as e:

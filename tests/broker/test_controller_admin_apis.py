@@ -57,13 +57,19 @@ class FakeBroker:
         return answer(request) if callable(answer) else answer
 
 
-def cache_with(*tps: TopicPartition) -> MetadataCache:
+def cache_with(*tps: TopicPartition, leader: int = 1) -> MetadataCache:
     cache = MetadataCache(1)
+    lead(cache, *tps, leader=leader)
+    return cache
+
+
+def lead(cache: MetadataCache, *tps: TopicPartition, leader: int) -> None:
+    """An UpdateMetadata showing ``leader`` for ``tps`` (replicas 1 and 2)."""
     states = [
-        UpdateMetadataPartitionState(tp.topic, tp.partition, 1, 1, 1, (1, 2), 0, (1, 2), ()) for tp in tps
+        UpdateMetadataPartitionState(tp.topic, tp.partition, 1, leader, 1, (1, 2), 0, (1, 2), ())
+        for tp in tps
     ]
     cache.update_metadata(update_metadata(states, controller_id=1, brokers=[Broker(1, (EndPoint("h", 1),))]))
-    return cache
 
 
 def make(fake: FakeBroker, cache: MetadataCache | None = None) -> KafkaProtocolHandler:
@@ -92,7 +98,9 @@ def call(h: KafkaProtocolHandler, key: int, version: int, request: Any, client: 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=5))
 
 
-def elect_request(version: int, partitions: dict[str, list[int]] | None, etype: int = 0) -> Any:
+def elect_request(
+    version: int, partitions: dict[str, list[int]] | None, etype: int = 0, timeout: Any = TIMEOUT
+) -> Any:
     schema = request_schema(ELECT_LEADERS, version)
     tps = (
         None
@@ -103,7 +111,7 @@ def elect_request(version: int, partitions: dict[str, list[int]] | None, etype: 
         )
     )
     extra = {"election_type": etype} if version >= 1 else {}
-    return schema(topic_partitions=tps, timeout=TIMEOUT, **extra)
+    return schema(topic_partitions=tps, timeout=timeout, **extra)
 
 
 def elect_results(response: Any) -> dict[TopicPartition, tuple[int, str | None]]:
@@ -147,8 +155,11 @@ def test_elect_leaders_every_version(version: int, etype: int, name: str) -> Non
             T2: A.ElectionResult(Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, "The partition does not exist."),
         },
     )
-    response = call(
-        make(fake), ELECT_LEADERS, version, elect_request(version, {"t": [0, 1, 0], "u": [0]}, etype)
+    response = call(  # the cache shows T0's new leader: the answer need not wait for it
+        make(fake, cache_with(T0, leader=2)),
+        ELECT_LEADERS,
+        version,
+        elect_request(version, {"t": [0, 1, 0], "u": [0]}, etype),
     )
     ((api, private),) = fake.requests
     assert api == A.ELECT_LEADERS
@@ -205,7 +216,7 @@ def test_a_foreign_client_id_sends_no_operation_id() -> None:
     fake.answers[A.ELECT_LEADERS] = A.ElectLeadersResponse(
         Errors.NONE, {T0: A.ElectionResult(Errors.NONE, 1)}
     )
-    call(make(fake), ELECT_LEADERS, 2, elect_request(2, {"t": [0]}), client="adminclient-1")
+    call(make(fake, cache_with(T0)), ELECT_LEADERS, 2, elect_request(2, {"t": [0]}), client="adminclient-1")
     assert fake.requests[0][1].operation_id is None
 
 
@@ -311,8 +322,17 @@ def _any_answer(request: Any) -> Any:
 
 
 class AnyBroker(FakeBroker):
+    """Answers everything; an election's new leaders show in ``cache`` before the answer (as the
+    controller's UpdateMetadata would), so that no answer waits for them."""
+
+    def __init__(self, cache: MetadataCache) -> None:
+        super().__init__()
+        self.cache = cache
+
     def handle(self, api: str, request: Any) -> Any:
         self.requests.append((api, request))
+        if isinstance(request, A.ElectLeadersRequest) and request.partitions:
+            lead(self.cache, *request.partitions, leader=1)
         return _any_answer(request)
 
 
@@ -376,7 +396,8 @@ def test_the_new_decoders_never_crash_the_handler(
         body = body[:i] + bytes([body[i] ^ 0xFF]) + body[i + 1 :]
     elif mutation == "random":
         body = noise
-    h = make(AnyBroker(), cache_with(T0))
+    cache = cache_with(T0)
+    h = make(AnyBroker(cache), cache)
     w = Writer()
     encode_request_header(w, RequestHeader(key, version, 5, CLIENT), h.table)
     with caplog.at_level(logging.INFO, logger="kafka_controller.broker.kafka_wire.handler"):

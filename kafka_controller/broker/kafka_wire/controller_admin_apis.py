@@ -12,19 +12,27 @@ Kafka 2.8's answers, kept here (``KafkaApis`` and ``KafkaController`` of that re
 * ElectLeaders: a broker that is not the active controller answers NOT_CONTROLLER *per partition*
   with a top-level NONE (the controller's callback, not a request error); a null partition list
   means every partition in this broker's metadata cache, and then partitions whose election was
-  not needed are left out of the answer; a timed-out election is REQUEST_TIMED_OUT per partition;
-  an election type other than 0/1 fails the whole request (UNKNOWN_SERVER_ERROR on every
-  partition and, from v1, at the top level). v0 has no election type (preferred).
+  not needed are left out of the answer; an election type other than 0/1 fails the whole request
+  (UNKNOWN_SERVER_ERROR on every partition and, from v1, at the top level). v0 has no election type
+  (preferred). The request's ``timeout_ms`` runs from its arrival (``ReplicaManager.electLeaders``):
+  once the controller has elected, the answer waits until this broker's metadata cache shows each
+  new leader, at most what is left of it (nothing, if the controller took longer: then only what
+  the cache already shows counts), and a partition whose leader has not shown by then is
+  REQUEST_TIMED_OUT (``DelayedElectLeader``), though its election happened.
 * Alter/ListPartitionReassignments: NOT_CONTROLLER, a timeout or any whole-request failure is the
   top-level error with no partitions; otherwise one result per partition asked (later duplicates
-  win, as Kafka's ``toMap``), or the reassignments in progress.
+  win, as Kafka's ``toMap``), or the reassignments in progress. Kafka 2.8's ZooKeeper-mode
+  ``KafkaApis`` does not use their ``timeout_ms``: the answer comes when the controller has started
+  or cancelled each reassignment (here bounded by ``controller.socket.timeout.ms``, as every request
+  the broker hands to its controller).
 """
 
 from __future__ import annotations
 
 import datetime
 import importlib
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -33,6 +41,7 @@ from kio.static.primitive import i32, i32Timedelta
 from kafka_controller.broker import apis as A
 from kafka_controller.broker.kafka_wire.header import RequestHeader
 from kafka_controller.broker.kafka_wire.kio_api import KioApi, response_schema
+from kafka_controller.broker.kafka_wire.kio_build import timeout_ms
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.wire import OPERATION_ID_MAX
 from kafka_controller.domain.requests import Errors
@@ -87,8 +96,11 @@ def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
 
 
 # -- ElectLeaders ----------------------------------------------------------------------------------------
-def elect_leaders_api(handle: PrivateHandler, cache: MetadataCache) -> KioApi:
+def elect_leaders_api(
+    handle: PrivateHandler, cache: MetadataCache, clock: Callable[[], float] = time.monotonic
+) -> KioApi:
     def answer(header: RequestHeader, request: Any) -> Any:
+        deadline = clock() + timeout_ms(request.timeout) / 1000.0
         version = header.api_version
         asked_all = request.topic_partitions is None
         if asked_all:
@@ -115,16 +127,43 @@ def elect_leaders_api(handle: PrivateHandler, cache: MetadataCache) -> KioApi:
             results = dict.fromkeys(partitions, (reply.error, reply.message))
         else:
             results = {}
+            elected: dict[TopicPartition, int] = {}
             for tp in partitions:
                 x = reply.results.get(tp)
                 results[tp] = (
                     (x.error, x.message) if x is not None else (Errors.UNKNOWN_SERVER_ERROR, "no result")
                 )
+                if x is not None and x.error == Errors.NONE:
+                    elected[tp] = x.leader
+            for tp in _await_leaders(cache, elected, deadline - clock()):
+                results[tp] = (Errors.REQUEST_TIMED_OUT, None)  # Kafka: ApiError(REQUEST_TIMED_OUT, null)
             if asked_all:
                 results = {tp: r for tp, r in results.items() if r[0] != Errors.ELECTION_NOT_NEEDED}
         return _elect_response(version, Errors.NONE, results)
 
     return KioApi(ELECT_LEADERS, 0, 2, 2, answer)
+
+
+def _await_leaders(
+    cache: MetadataCache, expected: Mapping[TopicPartition, int], wait_s: float
+) -> list[TopicPartition]:
+    """The partitions whose ``expected`` leader this broker's metadata cache still does not show
+    after at most ``wait_s`` (Kafka's ``DelayedElectLeader``; checked once when nothing is left)."""
+    waiting = dict(expected)
+
+    def shown(c: MetadataCache) -> bool:
+        for tp in [tp for tp, leader in waiting.items() if _leader(c, tp) == leader]:
+            del waiting[tp]
+        return not waiting
+
+    if waiting and not shown(cache):
+        cache.wait_until(shown, wait_s)
+    return sorted(waiting)
+
+
+def _leader(cache: MetadataCache, tp: TopicPartition) -> int | None:
+    info = cache.get_partition_info(tp)
+    return None if info is None else info.leader
 
 
 def _elect_response(version: int, top: str, results: dict[TopicPartition, tuple[str, str | None]]) -> Any:
