@@ -129,6 +129,9 @@ class ReplicaFetcher:
                 p.on_fetch_response(leo, hw)
                 p.follow_leader_log(clock, base, base_ms, rate)
                 advanced += 1
+        # A partition refused (the leader has not taken its LeaderAndIsr yet, say) is in no session:
+        # only a full fetch names it again, as every fetch did before sessions.
+        self.needs_full = self.needs_full or advanced < len(parts)
         return advanced
 
     def _take_incremental(self, response: A.FetchResponse) -> int:
@@ -150,6 +153,7 @@ class ReplicaFetcher:
             else:
                 p.detach_from_leader()  # keeps what the last answer gave
                 failed += 1
+                self.needs_full = True  # the next fetch names it again
         clock.leader_now_ms = response.now_ms
         # A leader's high watermark never goes down, so every lower bound stays one: keep the best.
         clock.hw_ms = max(clock.hw_ms, response.hw_ms)

@@ -129,3 +129,31 @@ def test_an_unknown_session_or_a_lost_answer_means_a_full_fetch_next() -> None:
     assert [len(r.topics) for r in sent] == [1, 0, 1]
     stale = A.FetchRequest(2, (), (), (), (), sent[1].session_id, 99)
     assert c.plane[1].handle_fetch(stale).error == FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_a_partition_the_leader_refused_is_named_again_until_taken() -> None:
+    """The follower hears of its new leader before the leader does (a restarted leader, say): the
+    first full fetch is refused for that partition, and every later fetch names it again until the
+    leader takes it — it must not drop out of fetching for the rest of the session (found by the
+    unclean-election conformance tests: the old leader never rejoined the ISR)."""
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0)
+    sent = _recorded_requests(c)
+    for _ in range(2):
+        c.clock.advance(0.2)
+        c.fetch()
+    # broker 2 learns that T1 is led by broker 1 at epoch 0; broker 1 does not know T1 yet
+    c.rm[2].become_leader_or_follower(
+        leader_and_isr([state("t", 1, 1, 0, (1,), replicas=(1, 2))], live_leaders=[broker(1, 9001)])
+    )
+    c.clock.advance(0.2)
+    c.fetch()  # T1 refused by the leader
+    c.rm[1].become_leader_or_follower(
+        leader_and_isr([state("t", 1, 1, 0, (1,), replicas=(1, 2))], live_leaders=[broker(1, 9001)])
+    )
+    for _ in range(3):
+        c.clock.advance(0.2)
+        c.fetch()
+    assert ("t", 1) in {(t, p) for r in sent[3:] for t, p in zip(r.topics, r.partitions, strict=True)}
+    now = c.clock.time_ms()
+    assert c.part(2, T1).log_end_offset(now) > 0  # following: it advanced with the leader
