@@ -158,6 +158,28 @@ class ControllerContext(ContextStates, ContextBrokers):
     def partitions_leadership_info(self) -> Mapping[TopicPartition, LeaderIsrAndControllerEpoch]:
         return self._partition_leadership_info
 
+    def cached_leaderships(
+        self, partitions: Iterable[TopicPartition], with_isr_replica: int | None = None
+    ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch], list[TopicPartition]]:
+        """Split ``partitions`` into those whose cached state a write may start from (written by
+        this controller's epoch or an older one, and, if asked, with ``with_isr_replica`` in its
+        ISR) and the rest, which need Kafka's read first (deviation 16)."""
+        epoch = self.epoch
+        infos = self._partition_leadership_info
+        cached: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        unread: list[TopicPartition] = []
+        for tp in partitions:
+            info = infos.get(tp)
+            if (
+                info is not None
+                and info.controller_epoch <= epoch
+                and (with_isr_replica is None or with_isr_replica in info.leader_and_isr.isr)
+            ):
+                cached[tp] = info
+            else:
+                unread.append(tp)
+        return cached, unread
+
     def put_partition_leadership_info(
         self, tp: TopicPartition, leadership: LeaderIsrAndControllerEpoch
     ) -> None:

@@ -122,17 +122,7 @@ class PartitionLeaderElection:
         finished: dict[TopicPartition, ElectionOutcome],
     ) -> list[TopicPartition]:
         """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
-        ctx = self.controller_context
-        epoch = ctx.epoch
-        leadership = ctx.partitions_leadership_info
-        cached: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        unread: list[TopicPartition] = []
-        for tp in partitions:
-            info = leadership.get(tp)
-            if info is not None and info.controller_epoch <= epoch:
-                cached[tp] = info
-            else:
-                unread.append(tp)
+        cached, unread = self.controller_context.cached_leaderships(partitions)
         if not cached:
             return unread
         elected, failed, retry = self._do_elect_leader_for_partitions(list(cached), strategy, notes, cached)
@@ -142,7 +132,7 @@ class PartitionLeaderElection:
                 retry.append(tp)  # decided from the cache alone: Kafka's read decides instead
             else:
                 finished[tp] = error  # the write failed: final, as after Kafka's read
-                self._log_failed(tp, ctx.partition_states[tp], _ONLINE, error)
+                self._log_failed(tp, self.controller_context.partition_states[tp], _ONLINE, error)
         return unread + retry
 
     def _do_elect_leader_for_partitions(

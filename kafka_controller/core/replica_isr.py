@@ -87,17 +87,7 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         failures: dict[TopicPartition, Exception],
     ) -> list[TopicPartition]:
         """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
-        ctx = self.controller_context
-        epoch = ctx.epoch
-        leadership = ctx.partitions_leadership_info
-        cached: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        unread: list[TopicPartition] = []
-        for tp in partitions:
-            info = leadership.get(tp)
-            if info is not None and info.controller_epoch <= epoch and replica_id in info.leader_and_isr.isr:
-                cached[tp] = info
-            else:
-                unread.append(tp)
+        cached, unread = self.controller_context.cached_leaderships(partitions, with_isr_replica=replica_id)
         if not cached:
             return unread
         round_failures: dict[TopicPartition, Exception] = {}
