@@ -275,13 +275,17 @@ def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
     with common.open_store(args) as store:
         validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
         outcome = _check(store, plan)
-        reassign_extras.clear_throttles_if_done(args, store, plan, outcome)
+        cleared = reassign_extras.clear_throttles_if_done(args, store, plan, outcome)
     if args.json:
         common.print_json([_verification_json(v) for v in outcome])
+        for line in cleared:
+            common.note(PROG, line[0].lower() + line[1:])  # stdout holds the JSON
     else:
         common.say("Status of partition reassignment:")
         for v in outcome:
             common.say(v.describe())
+        for line in cleared:
+            common.say(line)
     return _exit_code(outcome)
 
 

@@ -103,19 +103,22 @@ def clear_throttles_if_done(
     store: ZkMetadataStore,
     plan: Mapping[TopicPartition, Any],
     outcome: Sequence[Any],
-) -> None:
+) -> list[str]:
     """Once no partition of the plan is still moving (and without ``--preserve-throttles``): the
-    rates off every registered broker, the replica lists off the plan's topics."""
+    rates off every registered broker, the replica lists off the plan's topics. Returns Kafka's two
+    lines saying so (``--verify`` prints them with its status, on stdout, as kafka-reassign does)."""
     from kafka_controller.admin.reassignment import IN_PROGRESS
     from kafka_controller.admin.throttle import clear_throttles
 
     if args.preserve_throttles or any(v.status == IN_PROGRESS for v in outcome):
-        return
+        return []
     brokers = store.get_sorted_broker_list()
     topics = sorted({tp.topic for tp in plan})
     clear_throttles(store, brokers, topics)
-    common.note(PROG, f"clearing broker-level throttles on brokers {_ids(brokers)}")
-    common.note(PROG, f"clearing topic-level throttles on topics {','.join(topics)}")
+    return [
+        f"Clearing broker-level throttles on brokers {_ids(brokers)}",
+        f"Clearing topic-level throttles on topics {','.join(topics)}",
+    ]
 
 
 def _ids(ids: Any) -> str:

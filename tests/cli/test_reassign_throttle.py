@@ -94,12 +94,14 @@ def test_throttle_is_set_on_execute_and_removed_by_verify_when_done(  # type: ig
     store.set_topic_assignment("t", None, {**assignment, 0: ReplicaAssignment.of([3, 1])}, zkv)
 
     r = cli("--reassignment-json-file", str(plan), "--verify", "--preserve-throttles")
-    assert r.code == 0 and "clearing" not in r.err
+    assert r.code == 0 and "Clearing" not in r.out
     assert _config(zk_admin_client, zk_chroot, "brokers/2") == rate
     r = cli("--reassignment-json-file", str(plan), "--verify")
     assert r.code == 0, r.err
-    assert "clearing broker-level throttles on brokers 1,2,3,4" in r.err
-    assert "clearing topic-level throttles on topics t" in r.err
+    assert r.out.splitlines()[-2:] == [  # after the status, on stdout, as kafka-reassign-partitions.sh
+        "Clearing broker-level throttles on brokers 1,2,3,4",
+        "Clearing topic-level throttles on topics t",
+    ]
     for b in (1, 2, 3):
         assert _config(zk_admin_client, zk_chroot, f"brokers/{b}") == {}
     assert _config(zk_admin_client, zk_chroot, "topics/t") == {"cleanup.policy": "compact"}
@@ -161,3 +163,18 @@ def test_decommission_plan_moves_every_replica_off_rack_aware(cli, tmp_path: Pat
     ]
     r = cli("--generate", "--decommission-brokers", "3", "--reassignment-json-file", str(out))
     assert r.error_line.endswith("already exists; --generate writes a new file only")
+
+
+def test_verify_of_a_target_not_reached_fails_in_one_line(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    """Nothing is moving, but the plan's target is not what ZooKeeper holds: exit 1 with one line
+    on stderr (found by the CLI fuzz test: the throttle-clearing notes came first, on stderr);
+    Kafka's "Clearing ..." lines go to stdout with the status."""
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,3]}]}')
+    r = cli("--reassignment-json-file", str(plan), "--verify")
+    assert r.code != 0
+    assert len(r.err.splitlines()) == 1, r.err
+    assert "did not reach their target" in r.err
+    assert "Clearing broker-level throttles on brokers 1,2,3,4" in r.out
