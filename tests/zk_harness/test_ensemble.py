@@ -191,3 +191,19 @@ def test_render_server_lines_for_members_on_other_hosts(tmp_path: Path) -> None:
         "server.1=10.0.0.1:2888:3888:participant;10.0.0.1:2181",
         "server.2=10.0.0.2:2888:3888:participant;10.0.0.2:2181",
     ]
+
+
+def test_a_new_leader_waits_zookeepers_default_20_s_for_its_followers(tmp_path: Path) -> None:
+    """initLimit in ticks gives a new leader 20 s, as ZooKeeper's defaults do, whatever the tick
+    (5 s with short ticks made an ensemble on a loaded machine flap for minutes after a leader kill)."""
+    from kafka_controller.zk.server_files import render_zoo_cfg
+
+    def limits(tick_ms: int) -> tuple[str, ...]:
+        cfg = render_zoo_cfg(
+            data_dir=tmp_path, port=1, quorum_port=2, election_port=3, tick_time_ms=tick_ms,
+            min_session_timeout_ms=1000, max_session_timeout_ms=60000, force_sync=False,
+        )  # fmt: skip
+        return tuple(ln for ln in cfg.splitlines() if ln.startswith(("initLimit=", "syncLimit=")))
+
+    assert limits(500) == ("initLimit=40", "syncLimit=5")
+    assert limits(2000) == ("initLimit=10", "syncLimit=5")
