@@ -35,6 +35,7 @@ from kafka_controller.core.election import (
     offline_election_decisions,
 )
 from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.core.strategies import (
     ControlledShutdownPartitionLeaderElectionStrategy,
     OfflinePartitionLeaderElectionStrategy,
@@ -57,7 +58,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.ports import PartitionStateRead, PartitionStateStore
+from kafka_controller.ports import PartitionStateStore
 
 __all__ = ["UNCLEAN_LEADER_ELECTION_ENABLE", "ElectionNotes", "ElectionOutcome", "PartitionLeaderElection"]
 
@@ -145,16 +146,9 @@ class PartitionLeaderElection:
         """One round: ``(elected, failed, to_retry)``; only BADVERSION partitions are retried. With
         ``cached``, its states stand in for the read (``_elect_from_cached_states``)."""
         ctx = self.controller_context
-        reads: Mapping[TopicPartition, PartitionStateRead]
-        if cached is not None:
-            reads = cached
-        else:
-            try:
-                reads = self._store.get_partition_states(partitions)
-            except ControllerMovedError:
-                raise
-            except Exception as e:
-                return {}, dict.fromkeys(partitions, e), []
+        reads = read_partition_states(self._store, partitions, cached)
+        if isinstance(reads, Exception):
+            return {}, dict.fromkeys(partitions, reads), []
         epoch = ctx.epoch
         failed: dict[TopicPartition, Exception] = {}
         valid: list[tuple[TopicPartition, LeaderAndIsr]] = []

@@ -20,9 +20,10 @@ re-reads of a 100,000-partition RF-3 failover with one broker dead become one wr
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from kafka_controller.core.replica_records import ReplicaTransitionLog
+from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.domain.errors import (
     ControllerMovedError,
     IllegalControllerStateError,
@@ -38,7 +39,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.ports import PartitionStateRead, PartitionStateStore
+from kafka_controller.ports import PartitionStateStore
 
 __all__ = ["ReplicaIsrRemoval"]
 
@@ -112,18 +113,10 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         """One round: read (or take ``cached``), shrink the ISRs, write; returns the BADVERSION ones."""
         ctx = self.controller_context
         epoch = ctx.epoch
-        reads: Mapping[TopicPartition, PartitionStateRead]
-        if cached is not None:
-            reads = cached
-        else:
-            try:
-                reads = self._store.get_partition_states(partitions)
-            except ControllerMovedError:
-                raise
-            except Exception as e:  # a failed read is final for every partition: nothing is retried
-                for tp in partitions:
-                    failures[tp] = e
-                return []
+        reads = read_partition_states(self._store, partitions, cached)
+        if isinstance(reads, Exception):  # a failed read is final for every partition: nothing is retried
+            failures.update(dict.fromkeys(partitions, reads))
+            return []
 
         adjusted: dict[TopicPartition, LeaderAndIsr] = {}
         kept: list[tuple[TopicPartition, LeaderAndIsr]] = []  # read, replica not in the ISR

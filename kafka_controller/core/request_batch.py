@@ -16,7 +16,7 @@ once per send and shared by all UpdateMetadata requests (receivers treat request
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
@@ -186,8 +186,9 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
             self._queue_update_metadata_states(dict.fromkeys(partitions))
 
     def _queue_update_metadata_states(self, partitions: Iterable[TopicPartition]) -> None:
-        """The UpdateMetadata half of ``add_leader_and_isr_requests``, once per partition: the
-        context's leadership and assignment, not the entry's."""
+        """UpdateMetadata states from the context's leadership and assignment (for
+        ``add_leader_and_isr_requests``: not the entry's), once per partition; a state already
+        queued from the same inputs is kept."""
         ctx = self._context
         live = ctx.live_broker_ids
         offline_dirs = ctx.replicas_on_offline_dirs
@@ -298,29 +299,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         the live-broker list)."""
         self._um_brokers.update(b for b in broker_ids if b >= 0)
         if partitions:
-            self._add_update_metadata_partitions(partitions, self._context.live_broker_ids)
-
-    def _add_update_metadata_partitions(
-        self, partitions: Iterable[TopicPartition], live: Container[int]
-    ) -> None:
-        """Many partitions: the live broker ids are computed once, by the caller."""
-        ctx = self._context
-        leadership = ctx.partitions_leadership_info
-        assignment_of = ctx.partition_replica_assignment
-        offline_dirs = ctx.replicas_on_offline_dirs
-        deleting = ctx.topics_to_be_deleted
-        queued = self._um_partitions
-        for tp in partitions:
-            info = leadership.get(tp)
-            if info is None:
-                log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
-                continue
-            replicas = assignment_of(tp)
-            if offline_dirs:
-                offline = tuple([r for r in replicas if r not in live or tp in offline_dirs.get(r, ())])
-            else:
-                offline = tuple([r for r in replicas if r not in live])
-            queued[tp] = _update_metadata_state(tp, info, replicas, offline, tp.topic in deleting)
+            self._queue_update_metadata_states(partitions)
 
 
 def _leader_and_isr_state(

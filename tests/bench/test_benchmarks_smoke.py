@@ -5,39 +5,17 @@ asserted here; they live in the benchmarks' own output."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.bench.benchrun import run_bench
+
 pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.slow]
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def _run(tmp_path: Path, script: str, *args: str) -> dict[str, Any]:
-    env = {**os.environ, "TMPDIR": str(tmp_path), "KAFKA_CONTROLLER_BENCH_RESULTS": str(tmp_path / "results")}
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / script), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    stored = (tmp_path / "results" / f"{result['bench']}.jsonl").read_text().splitlines()
-    assert [json.loads(line) for line in stored] == [result]
-    return result
 
 
 def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path) -> None:
-    result = _run(tmp_path, "failover.py", "--rf", "3", "--scale", "0.01", "--no-audit")
+    result = run_bench(tmp_path, "failover.py", "--rf", "3", "--scale", "0.01", "--no-audit")
     run = result["rf3"]["audit_off"]
     assert result["partitions"] == 20 * 50
     assert run["epochs"][1] == run["epochs"][0] + 1
@@ -55,7 +33,7 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
 
 
 def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_path: Path) -> None:
-    result = _run(tmp_path, "controlled_shutdown.py", "--scale", "0.01", "--reps", "2")
+    result = run_bench(tmp_path, "controlled_shutdown.py", "--scale", "0.01", "--reps", "2")
     for case in ("audit_off", "audit_on"):
         run = result[case]
         assert run["exit_code"] == 0
@@ -69,7 +47,7 @@ def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_pat
 def test_kafka_clients_benchmark_reads_every_partition_three_ways(tmp_path: Path) -> None:
     """kafka-python, kcat and the internal protocol each read every partition back (the benchmark
     asserts the counts itself), and both load levels got answers."""
-    result = _run(tmp_path, "kafka_clients.py", "--partitions", "300", "--reps", "1", "--seconds", "0.5")
+    result = run_bench(tmp_path, "kafka_clients.py", "--partitions", "300", "--reps", "1", "--seconds", "0.5")
     assert result["partitions"] == 300
     for key in ("kafka_python_describe_topics_s", "kcat_metadata_s", "internal_protocol_metadata_s"):
         assert result[key] > 0
@@ -78,7 +56,7 @@ def test_kafka_clients_benchmark_reads_every_partition_three_ways(tmp_path: Path
 
 
 def test_crash_detection_benchmark_closes_the_session_only_when_supervised(tmp_path: Path) -> None:
-    result = _run(
+    result = run_bench(
         tmp_path, "crash_detection.py", "--scale", "0.01", "--reps", "1", "--session-timeout-ms", "6000"
     )
     assert result["partitions"] == 2 * 50
@@ -91,20 +69,20 @@ def test_crash_detection_benchmark_closes_the_session_only_when_supervised(tmp_p
 
 
 def test_kafka_admin_apis_benchmark_answers_every_partition(tmp_path: Path) -> None:
-    result = _run(tmp_path, "kafka_admin_apis.py", "--partitions", "200", "--reps", "1")
+    result = run_bench(tmp_path, "kafka_admin_apis.py", "--partitions", "200", "--reps", "1")
     (run,) = result["runs"]
     assert run["partitions"] == 200 and run["response_bytes"] > run["request_bytes"]
 
 
 def test_kafka_metadata_benchmark_matches_kio_byte_for_byte(tmp_path: Path) -> None:
     """The benchmark asserts itself that kio's encoding of the v11 answer equals the project's."""
-    result = _run(tmp_path, "kafka_metadata.py", "--partitions", "500", "--reps", "1")
+    result = run_bench(tmp_path, "kafka_metadata.py", "--partitions", "500", "--reps", "1")
     v11 = next(r for r in result["runs"] if r["version"] == 11)
     assert v11["partitions"] == 500 and v11["kio_response_bytes"] == v11["response_bytes"] - 5
 
 
 def test_idle_cpu_benchmark_measures_every_broker_on_the_default_settings(tmp_path: Path) -> None:
-    result = _run(tmp_path, "idle_cpu.py", "--scale", "0.01", "--seconds", "1")
+    result = run_bench(tmp_path, "idle_cpu.py", "--scale", "0.01", "--seconds", "1")
     assert result["partitions"] == 2 * 50 and result["rf"] == 2 and result["broker_config"] == {}
     brokers = {k: v for k, v in result["cores_by_process"].items() if k.startswith("broker_")}
     assert len(brokers) == result["brokers"] == 5

@@ -4,30 +4,17 @@ checked that every partition with a live replica is led by a live broker. No tim
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench.benchrun import BENCH, run_bench
 
 
 def test_inmemory_failover_with_a_dead_broker_leads_every_partition(tmp_path: Path) -> None:
-    env = {**os.environ, "KAFKA_CONTROLLER_BENCH_RESULTS": str(tmp_path / "results")}
     args = ["--rf", "3", "--dead", "1", "--scale", "0.01", "--no-shutdown", "--note", "smoke"]
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "controller_inmemory.py"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    stored = (tmp_path / "results" / "controller_inmemory.jsonl").read_text().splitlines()
-    assert [json.loads(line) for line in stored] == [result]
+    result = run_bench(tmp_path, "controller_inmemory.py", *args)
     run = result["failover"]
     assert (run["partitions"], run["rf"], run["dead_brokers"]) == (20 * 50, 3, 1)
     assert run["requests_sent"] > 0 and result["note"] == "smoke"
