@@ -156,7 +156,10 @@ class BrokerChanges(ControllerBase):
             return
         ctx = self.controller_context
         errors = response.partition_errors
-        offline = {tp for tp, e in errors.items() if e is Errors.KAFKA_STORAGE_ERROR}
+        # A failover's responses carry 60,000 errors each (stale leader epochs): a C-level scan
+        # for the one error that matters before any per-partition Python work.
+        storage = Errors.KAFKA_STORAGE_ERROR
+        offline = {tp for tp, e in errors.items() if e is storage} if storage in errors.values() else set()
         previous: set[TopicPartition] = ctx.replicas_on_offline_dirs.get(broker_id, set())
         # Replicas answered NONE are back online; only those already marked offline can change
         # (a failover's responses cover 100,000 partitions, almost never one marked offline).

@@ -73,6 +73,14 @@ class ControllerContext(ContextStates, ContextBrokers):
     _partition_leadership_info: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(
         default_factory=dict
     )
+    # One ``TopicPartition`` per partition, handed out by the bulk iterators below, so that the maps
+    # keyed by partition (leaderships, partition and replica states) share one key object instead
+    # of a copy each: 200,000 fewer objects at 100,000 partitions, and a dict lookup is cheaper
+    # than building a NamedTuple. Entries of a removed topic go with it; a stale one would be
+    # harmless anyway (the values are immutable and equal).
+    _topic_partitions: dict[str, dict[int, TopicPartition]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     # ----------------------------------------------------------------------------- assignments
     def partition_replica_assignment(self, tp: TopicPartition) -> tuple[int, ...]:
@@ -103,17 +111,32 @@ class ControllerContext(ContextStates, ContextBrokers):
         per_topic = self.partition_assignments.get(topic, {})
         return {TopicPartition(topic, p): a for p, a in per_topic.items()}
 
+    def _shared_topic_partitions(self, topic: str, partitions: Iterable[int]) -> list[TopicPartition]:
+        """The shared ``TopicPartition`` of each of ``topic``'s ``partitions`` (made on first use)."""
+        shared = self._topic_partitions.get(topic)
+        if shared is None:
+            shared = self._topic_partitions[topic] = {}
+        get = shared.get
+        out = []
+        for p in partitions:
+            tp = get(p)
+            if tp is None:
+                tp = shared[p] = TopicPartition(topic, p)
+            out.append(tp)
+        return out
+
     @property
     def all_partitions(self) -> list[TopicPartition]:
-        return [TopicPartition(t, p) for t, parts in self.partition_assignments.items() for p in parts]
+        shared = self._shared_topic_partitions
+        return [tp for t, parts in self.partition_assignments.items() for tp in shared(t, parts)]
 
     def iter_assignments(self) -> Iterator[tuple[TopicPartition, ReplicaAssignment]]:
+        shared = self._shared_topic_partitions
         for t, parts in self.partition_assignments.items():
-            for p, a in parts.items():
-                yield TopicPartition(t, p), a
+            yield from zip(shared(t, parts), parts.values(), strict=True)
 
     def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
-        return [TopicPartition(topic, p) for p in self.partition_assignments.get(topic, {})]
+        return self._shared_topic_partitions(topic, self.partition_assignments.get(topic, {}))
 
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp, a in self.iter_assignments() if broker_id in a.replicas]
@@ -302,6 +325,7 @@ class ControllerContext(ContextStates, ContextBrokers):
             self.topic_names.pop(topic_id, None)
         for p in self.partition_assignments.pop(topic, {}):
             self._partition_leadership_info.pop(TopicPartition(topic, p), None)
+        self._topic_partitions.pop(topic, None)
 
     def _cleanup_preferred_imbalance_for_topic(self, topic: str) -> None:
         for p, assignment in self.partition_assignments.get(topic, {}).items():
@@ -348,6 +372,7 @@ class ControllerContext(ContextStates, ContextBrokers):
         self.topic_ids.clear()
         self.topic_names.clear()
         self.partition_assignments.clear()
+        self._topic_partitions.clear()
         self._partition_leadership_info.clear()
         self.partitions_being_reassigned.clear()
         self.replicas_on_offline_dirs.clear()

@@ -4,7 +4,7 @@ store runs over, with the controls tests use (disconnect, reconnect, expire, clo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_controller.domain.errors import StoreUnavailableError
@@ -126,6 +126,9 @@ class InMemorySession:
                 if watch is not None:
                     tree._watch(tree._data_watches, path, self._sid, watch)
         return out
+
+    def iter_data_many(self, paths: Sequence[str]) -> Iterator[list[DataRead]]:
+        yield self.get_data_many(paths)
 
     def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:
         self._check()

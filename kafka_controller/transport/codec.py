@@ -33,7 +33,7 @@ from kafka_controller.domain.requests import (
     build_stop_replica_partition_state,
     build_update_metadata_partition_state,
 )
-from kafka_controller.domain.values import TopicPartition
+from kafka_controller.domain.values import TopicPartition, topic_partitions
 from kafka_controller.transport.codec_common import (
     _encode_shared_states,
     _encode_states,
@@ -111,7 +111,7 @@ def _decode_partition_errors(body: Json) -> dict[TopicPartition, Errors]:
     cols = Columns(body)
     topics = read_table(body, "topics", str, STR)
     names = read_table(body, "errors", _error, STR)
-    tps = map(TopicPartition, cols.lookup("topic", topics), cols.ints("partition"))
+    tps = topic_partitions(cols.lookup("topic", topics), cols.ints("partition"))
     with gc_paused(cols.n):
         return dict(zip(tps, cols.lookup("error", names), strict=True))
 
@@ -199,7 +199,7 @@ def decode_stop_replica_request(body: Json) -> StopReplicaRequest:
     cols = Columns(body)
     topics = read_table(body, "topics", str, STR)
     parts = cols.ints("partition")
-    tps = map(TopicPartition, cols.lookup("topic", topics), parts)
+    tps = topic_partitions(cols.lookup("topic", topics), parts)
     states = map(
         build_stop_replica_partition_state, parts, cols.ints("leader_epoch"), cols.bools("delete_partition")
     )

@@ -11,7 +11,7 @@ create. Error codes are ZooKeeper's integers (``KeeperException.Code``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -151,6 +151,11 @@ class ZkBackend(Protocol):
 
     def get_data_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[DataRead]:
         """Batched getData; ``watch`` is armed as a data watch on every path that exists."""
+        ...
+
+    def iter_data_many(self, paths: Sequence[str]) -> Iterator[list[DataRead]]:
+        """``get_data_many(paths)`` without watches, in order, a chunk at a time as the replies
+        arrive: the caller decodes one chunk while the next ones are in flight."""
         ...
 
     def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:

@@ -12,11 +12,10 @@ listener).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState, KeeperState
@@ -59,6 +58,7 @@ from kafka_controller.zk.multiread import (
     first_failure,
     serialize_acls,
 )
+from kafka_controller.zk.pipeline import pipelined
 from kafka_controller.zk.poll_handler import PollingHandler
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.store import ZkMetadataStore
@@ -142,7 +142,7 @@ class KazooBackend:
         """Find out once whether the server knows opcode 22. A server that does not answers
         UNIMPLEMENTED and drops the connection, so wait (bounded) for the reconnection."""
         try:
-            self._pipeline([MultiRead(GET_DATA, ["/zookeeper"], "")], "multi-read probe")
+            list(self._pipeline([MultiRead(GET_DATA, ["/zookeeper"], "")], "multi-read probe"))
         except MetadataStoreError as e:
             if e.code not in ("UNIMPLEMENTED", "MARSHALLINGERROR"):
                 raise
@@ -247,21 +247,11 @@ class KazooBackend:
         except Exception as e:
             raise translate(e, what) from None
 
-    def _pipeline(self, requests: Sequence[Any], what: str) -> list[Any]:
-        """Send ``requests`` keeping at most ``max_in_flight`` outstanding; replies in order, each
-        round trip (submit to reply) to ``on_request_latency_ms`` when set (a metric)."""
-        window, observe = self.config.max_in_flight, self.on_request_latency_ms
-        out: list[Any] = []
-        pending: deque[tuple[Any, float]] = deque()
-        for i in range(len(requests) + window):  # submit while i < len, settle once `window` are out
-            if pending and (len(pending) >= window or i >= len(requests)):
-                result, sent = pending.popleft()
-                out.append(self._wait(result, what))
-                if observe is not None:
-                    observe((time.monotonic() - sent) * 1000.0)
-            if i < len(requests):
-                pending.append((self._submit(requests[i]), time.monotonic()))
-        return out
+    def _pipeline(self, requests: Sequence[Any], what: str) -> Iterator[Any]:
+        """``requests`` kept ``max_in_flight`` deep, replies in order as they settle, each round
+        trip to ``on_request_latency_ms`` when set (a metric)."""
+        wait = functools.partial(self._wait, what=what)
+        return pipelined(requests, self._submit, wait, self.config.max_in_flight, self.on_request_latency_ms)
 
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
         self._check()
@@ -280,24 +270,35 @@ class KazooBackend:
     def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:
         return self._read_many(GET_CHILDREN, paths, watch)
 
+    def iter_data_many(self, paths: Sequence[str]) -> Iterator[list[DataRead]]:
+        return self._read_chunks(GET_DATA, paths, None)
+
     def _read_many(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> list[Any]:
+        return [r for chunk in self._read_chunks(op_type, paths, watch) for r in chunk]
+
+    def _read_chunks(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> Iterator[list[Any]]:
+        """Replies in order, a multi-read's at a time (watched reads: kazoo's, as one chunk)."""
         self._check()
         _check_paths(paths)
         if not paths:
-            return []
+            return
         wrapper = self._wrap(watch)
-        if self._multi_read and wrapper is None:  # multi-read cannot arm watches
+        if self._multi_read and wrapper is None:
             n = self.config.read_chunk
-            chunks = [paths[i : i + n] for i in range(0, len(paths), n)]
-            requests = [MultiRead(op_type, c, self._chroot) for c in chunks]
+            requests = [MultiRead(op_type, paths[i : i + n], self._chroot) for i in range(0, len(paths), n)]
+            replied = False
             try:
-                return [r for reply in self._pipeline(requests, "multi-read") for r in reply]
+                for reply in self._pipeline(requests, "multi-read"):
+                    replied = True
+                    yield reply
+                return
             except MetadataStoreError as e:
-                if self.config.multi_read is not None or e.code not in ("UNIMPLEMENTED", "MARSHALLINGERROR"):
+                unsupported = e.code in ("UNIMPLEMENTED", "MARSHALLINGERROR")
+                if replied or self.config.multi_read is not None or not unsupported:
                     raise
                 log.warning("server rejected multi-read (%s): falling back to pipelined reads", e.code)
                 self._multi_read = False
-        return self._read_pipelined(op_type, paths, wrapper)
+        yield self._read_pipelined(op_type, paths, wrapper)
 
     def _read_pipelined(self, op_type: int, paths: Sequence[str], wrapper: Any) -> list[Any]:
         """One kazoo async read per path, all in flight: the fallback, and how watches are armed."""

@@ -43,16 +43,23 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         """Batched read of the state znodes: value, None (missing/empty) or the per-znode error."""
         paths = [_state_path(tp) for tp in partitions]
         out: dict[TopicPartition, PartitionStateRead] = {}
-        for tp, path, (code, data, stat) in zip(partitions, paths, self._read_many(paths), strict=True):
-            if code == OK and stat is not None:
-                try:
-                    out[tp] = decode_partition_state(data, stat.version, path)
-                except ZNodeDecodeError as e:
-                    out[tp] = e
-            elif code == NONODE:
-                out[tp] = None
-            else:
-                out[tp] = error_for_code(code, path)
+        wanted = zip(partitions, paths, strict=True)
+        # Chunk by chunk as the replies arrive: a failover's 100,000 states are decoded while the
+        # rest are still being read, and the raw replies never all exist at once. (``chunk`` first
+        # in the zip: it stops there without taking the next partition from ``wanted``.)
+        for chunk in self._backend.iter_data_many(paths):
+            for (code, data, stat), (tp, path) in zip(chunk, wanted, strict=False):
+                if code == OK and stat is not None:
+                    try:
+                        out[tp] = decode_partition_state(data, stat.version, path)
+                    except ZNodeDecodeError as e:
+                        out[tp] = e
+                elif code == NONODE:
+                    out[tp] = None
+                else:
+                    out[tp] = error_for_code(code, path)
+        if next(wanted, None) is not None:
+            raise MetadataStoreError(f"the store answered fewer than the {len(paths)} partition state reads")
         return out
 
     def create_partition_states(

@@ -107,6 +107,25 @@ def test_multi_read_matches_pipelined_reads(zk_connect: str, stores: list[KazooM
 
 
 @pytest.mark.zk
+def test_chunked_reads_come_in_multi_read_chunks_in_order(
+    zk_connect: str, stores: list[KazooMetadataStore]
+) -> None:
+    store = open_store(stores, config(zk_connect, read_chunk=7, max_in_flight=2))
+    tps = seed(store, 40)
+    paths = [f"/brokers/topics/t/partitions/{p}/state" for p in range(42)]  # two missing
+    chunks = store.backend.iter_data_many(paths)
+    first = next(chunks)  # handed over while later chunks are still to come
+    assert len(first) == 7 and first == store.backend.get_data_many(paths[:7])
+    rest = list(chunks)
+    assert [len(c) for c in rest] == [7, 7, 7, 7, 7]
+    assert [r for c in [first, *rest] for r in c] == store.backend.get_data_many(paths)
+    assert list(store.backend.iter_data_many([])) == []
+    reads = store.get_partition_states([*tps, TP("t", 40)])
+    assert list(reads) == [*tps, TP("t", 40)] and reads[TP("t", 40)] is None
+    assert [r.leader_and_isr.leader_epoch for r in list(reads.values())[:40]] == list(range(40))  # type: ignore[union-attr]
+
+
+@pytest.mark.zk
 def test_server_without_multi_read_falls_back(
     zk_connect: str, stores: list[KazooMetadataStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
