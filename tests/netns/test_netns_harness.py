@@ -4,6 +4,7 @@ teardown that leaves nothing behind — not even after an exception or in the ca
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import statistics
 import subprocess
@@ -249,7 +250,8 @@ def test_cleanup_stale_deletes_namespaces_of_dead_runs_only() -> None:
 def test_ctrl_c_in_the_owner_deletes_its_namespaces() -> None:
     script = textwrap.dedent(
         """
-        import threading
+        import faulthandler, signal, threading
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         from kafka_controller.testing.netns import NetnsLab
         with NetnsLab() as lab:
             lab.add_host("a")
@@ -257,13 +259,23 @@ def test_ctrl_c_in_the_owner_deletes_its_namespaces() -> None:
             threading.Event().wait(120)
         """
     )
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         prefix = proc.stdout.readline().strip()
         assert prefix.startswith(PREFIX_ROOT) and sum(ns.startswith(prefix) for ns in namespaces()) == 2
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # once seen under a loaded CI run: say where it hangs
+            proc.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)  # time for faulthandler's dump, on the failure path only
+            proc.kill()
+            stacks = proc.stderr.read()
+            pytest.fail(f"the lab's owner did not exit within 30 s of SIGINT; its stacks:\n{stacks}")
         assert not [ns for ns in namespaces() if ns.startswith(prefix)]
     finally:
         if proc.poll() is None:
