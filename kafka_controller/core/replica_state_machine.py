@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -133,9 +133,9 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         self._debug = False
         self._failure_lines = LogBudget()
         self._isr_lines = LogBudget()
-        # OnlineReplica's LeaderAndIsr entries of the call in progress, queued on the batch in one
-        # call (``_queue_online_requests``).
-        self._online_requests: list[LeaderAndIsrEntry] = []
+        # OnlineReplica's LeaderAndIsr entries of the call in progress, as (recipients, partitions)
+        # per replica id, queued on the batch in one call (``_queue_online_requests``).
+        self._online_requests: list[tuple[tuple[int, ...], list[TopicPartition]]] = []
 
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
         """Spec §4.2: one batch for the whole call, grouped by replica id.
@@ -254,8 +254,17 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         order, and they are queued before anything that changes what they are built from (an
         assignment fix-up below, the end of the call)."""
         if self._online_requests:
-            requests, self._online_requests = self._online_requests, []
-            self._batch.add_leader_and_isr_requests(requests, False)
+            groups, self._online_requests = self._online_requests, []
+            ctx = self.controller_context
+            leadership = ctx.partitions_leadership_info
+            full_assignment = ctx.partition_full_replica_assignment
+            # Built as the batch takes them: 240,000 four-tuples at RF 3 would all exist at once.
+            entries: Iterator[LeaderAndIsrEntry] = (
+                (broker_ids, tp, leadership[tp], full_assignment(tp))
+                for broker_ids, tps in groups
+                for tp in tps
+            )
+            self._batch.add_leader_and_isr_requests(entries, False)
 
     def _to_online(self, replica_id: int, valid: _Valid) -> None:
         ctx = self.controller_context
@@ -263,7 +272,8 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         full_assignment = ctx.partition_full_replica_assignment
         broker_ids = (replica_id,)
         tracking = self._tracking
-        requests = self._online_requests
+        requests: list[TopicPartition] = []
+        self._online_requests.append((broker_ids, requests))
         for replica, state in valid:
             tp = replica.topic_partition
             info = leadership.get(tp)
@@ -272,14 +282,15 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
                 a = full_assignment(tp)
                 if replica_id not in a.replicas:
                     self._queue_online_requests()
-                    requests = self._online_requests
+                    requests = []
+                    self._online_requests.append((broker_ids, requests))
                     _LOG.error("Adding replica (%s) that is not part of the assignment %s", replica_id, a)
                     fixed = ReplicaAssignment(
                         (*a.replicas, replica_id), a.adding_replicas, a.removing_replicas
                     )
                     ctx.update_partition_full_replica_assignment(tp, fixed)
             elif info is not None:
-                requests.append((broker_ids, tp, info, full_assignment(tp)))
+                requests.append(tp)
             ctx.replica_states[replica] = _ONLINE
             if tracking:
                 self._succeeded(replica, state, _ONLINE, info, info)
