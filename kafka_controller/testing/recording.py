@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry
-from kafka_controller.domain.audit_records import AuditRecord
+from kafka_controller.domain.audit_records import AuditItem, AuditRecord, expand_records
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
     LeaderAndIsr,
@@ -174,10 +174,13 @@ class ScriptedPartitionStateStore:
 
 
 class RecordingAuditSink:
-    """Keeps every audit record, in order."""
+    """Keeps every audit record, in order; bulk records as their rows, one single record each (as
+    the state machines build them for a sink that takes no bulk records)."""
+
+    accepts_bulk_records = True
 
     def __init__(self) -> None:
         self.records: list[AuditRecord] = []
 
-    def record(self, records: Sequence[AuditRecord]) -> None:
-        self.records.extend(records)
+    def record(self, records: Sequence[AuditItem]) -> None:
+        self.records.extend(expand_records(records))
