@@ -282,3 +282,39 @@ def test_bulk_rows_recorded_before_a_sigkill_reach_the_database(tmp_path: Path) 
     rows = _rows(url)
     assert [r[3] for r in rows["replica_transitions"]] == list(range(2, 30_002))  # sequence column
     assert len(rows["partition_transitions"]) == 1
+
+
+def test_an_aborted_partition_call_finds_the_partitions_a_bulk_record_holds() -> None:
+    from kafka_controller.core.partition_records import recorded_partitions
+
+    done = _bulk_of(_stamped([partition_transition(i, partition=i) for i in range(3)], 1))
+    failed = partition_transition(9, topic="u", partition=7, outcome="failed")
+    assert recorded_partitions([done, failed]) == {("topic-0", 0), ("topic-1", 1), ("topic-2", 2), ("u", 7)}
+
+
+def test_an_aborted_replica_call_fails_only_the_replicas_without_a_record() -> None:
+    from kafka_controller.domain.states import ReplicaState
+    from kafka_controller.domain.values import PartitionAndReplica
+
+    sink = RawBulkSink()
+    h = CoreHarness((1, 2, 3), audit=sink)
+    h.create_topic("t", [[1, 2, 3]] * 4)
+    sink.items.clear()
+
+    to_online = h.rsm._to_online
+
+    def broken_for_broker_2(replica_id: int, valid: Any) -> None:
+        if replica_id == 2:
+            raise RuntimeError("broken")
+        to_online(replica_id, valid)
+
+    h.rsm._to_online = broken_for_broker_2  # type: ignore[method-assign]
+    ok = [PartitionAndReplica(TopicPartition("t", p), 1) for p in range(4)]
+    aborted = [PartitionAndReplica(TopicPartition("t", p), 2) for p in range(2)]
+    h.rsm.handle_state_changes([*ok, *aborted], ReplicaState.ONLINE_REPLICA)
+    records = expand_records(sink.items)
+    assert [(r.replica, r.partition, r.outcome) for r in records] == [
+        *[(1, p, "ok") for p in range(4)],
+        *[(2, p, "failed") for p in range(2)],
+    ]
+    assert isinstance(sink.items[0], ReplicaTransitions) and len(sink.items) == 3
