@@ -318,3 +318,14 @@ def test_an_aborted_replica_call_fails_only_the_replicas_without_a_record() -> N
         *[(2, p, "failed") for p in range(2)],
     ]
     assert isinstance(sink.items[0], ReplicaTransitions) and len(sink.items) == 3
+
+
+def test_both_backends_store_bulk_rows_as_the_single_records_rows(audit_url: str, tmp_path: Path) -> None:
+    singles, items = _mixed()
+    with AuditWriter(audit_url, spool_dir=tmp_path / "spool-both", batch_size=50) as writer:
+        writer.record(items)
+        assert writer.flush(WAIT)
+    expected = to_batch([singles]).batch
+    rows = _rows(audit_url)
+    for table in ("partition_transitions", "replica_transitions", "controller_events"):
+        assert [r[1:] for r in rows[table]] == [tuple(r) for r in expected[table]], table
