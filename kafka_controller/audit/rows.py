@@ -18,7 +18,6 @@ from sqlalchemy import BigInteger, Boolean, Float, Integer, String, Table
 
 from kafka_controller.audit import schema
 from kafka_controller.domain.audit_records import (
-    AuditRecord,
     ControllerEventRecord,
     PartitionTransition,
     ReplicaTransition,
@@ -53,6 +52,9 @@ def _isr(isr: Sequence[int] | None) -> str | None:
         if len(_ISR_TEXT) < _ISR_TEXT_MAX:
             _ISR_TEXT[isr] = text
     return text
+
+
+isr_text = _isr  # for ``bulk``
 
 
 def _seq(sequence: int) -> int | None:
@@ -136,10 +138,10 @@ class Converted:
     rejected: list[tuple[object, str]] = field(default_factory=list)
 
 
-_OUTCOMES = frozenset(schema.OUTCOMES)
+_OUTCOMES = VALID_OUTCOMES = frozenset(schema.OUTCOMES)
 
 
-def to_batch(chunks: Iterable[Sequence[AuditRecord]]) -> Converted:
+def to_batch(chunks: Iterable[Sequence[object]]) -> Converted:
     """Convert queued record chunks into one batch, keeping their order within each table.
 
     The outcome is checked here (a set lookup) rather than by a CHECK constraint in the database,

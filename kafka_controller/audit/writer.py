@@ -2,10 +2,11 @@
 
 ``record`` converts the caller's records to rows, appends them to the *journal* (one ``write(2)``,
 no fsync) and to an in-memory queue, and returns: about 1.5 µs a record on the caller's thread, no
-waiting on the database or the disk. The journal is what makes a ``kill -9`` lose nothing: the
-controller records a transition after writing it to ZooKeeper, and the rows of a process killed
-before its writer thread ran are in the kernel's page cache, replayed by the next writer on the
-directory (journal frames move to the spool at start-up). It is truncated whenever everything
+waiting on the database or the disk; bulk records are journaled and queued as columns, in slices
+the writer thread converts one at a time (``bulk``). The journal is what makes a ``kill -9`` lose
+nothing: the controller records a transition after writing it to ZooKeeper, and the rows of a
+process killed before its writer thread ran are in the kernel's page cache, replayed by the next
+writer on the directory (journal frames move to the spool at start-up). It is truncated whenever everything
 accepted is settled. ``journal=False`` drops it (a crash then loses what was still queued).
 
 One background thread drains the queue in batches of up to ``batch_size`` records, at least every
@@ -34,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from kafka_controller.audit.backends import loader_for
+from kafka_controller.audit.bulk import Unit, convert_units, queue_units
 from kafka_controller.audit.engine import create_audit_engine, one_line, redacted
-from kafka_controller.audit.rows import Batch, Converted, Row, batch_size, split_valid, to_batch
+from kafka_controller.audit.rows import Batch, Converted, Row, batch_size, split_valid
 from kafka_controller.audit.spool import JOURNAL_FILE, Spool
 from kafka_controller.audit.writer_recovery import REJECTED_FILE, AuditWriterStats, SpoolRecovery
-from kafka_controller.domain.audit_records import AuditRecord
+from kafka_controller.domain.audit_records import AuditItem
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.ports import Clock, SystemClock
 
@@ -55,6 +57,8 @@ class AuditWriter(SpoolRecovery):
     of the process. Raises ``InvalidArgumentError`` for a bad URL, option or spool directory;
     after that it never raises and never blocks the caller.
     """
+
+    accepts_bulk_records = True
 
     def __init__(
         self,
@@ -102,7 +106,7 @@ class AuditWriter(SpoolRecovery):
         self._lock = threading.Lock()
         self._progress = threading.Condition(self._lock)
         self._wake = threading.Event()
-        self._queue: deque[tuple[Converted, int]] = deque()
+        self._queue: deque[tuple[Unit, int]] = deque()
         # (records accepted up to and including a record() call, its first record's timestamp):
         # the oldest entry not yet settled dates the writer's lag (``lag_ms``).
         self._stamps: deque[tuple[int, int]] = deque()
@@ -122,7 +126,7 @@ class AuditWriter(SpoolRecovery):
 
     # -- the caller's side ---------------------------------------------------------------------
 
-    def record(self, records: Sequence[AuditRecord]) -> None:
+    def record(self, records: Sequence[AuditItem]) -> None:
         """``AuditSink.record``: enqueue and return; never blocks on I/O, never raises."""
         try:
             n = len(records)
@@ -139,20 +143,24 @@ class AuditWriter(SpoolRecovery):
             n = len(records)
         if n == 0:
             return
-        converted = to_batch([records])
+        units, parts, n = queue_units(records, self._batch_size)  # single records converted
+        plain = units[0][0] if not parts and isinstance(units[0][0], Converted) else None
         with self._lock:
             if self._closing:
                 self._dropped += n
                 log.error("audit writer is closed: dropping %d records", n)
                 return
-            if self._journal is not None and converted.batch:
+            if self._journal is not None and (parts or (plain is not None and plain.batch)):
                 try:
-                    self._journal.append(converted.batch)
+                    if plain is not None:
+                        self._journal.append(plain.batch)
+                    else:
+                        self._journal.append_parts(parts, n)
                 except (OSError, TypeError, ValueError) as e:  # the queue still has them
                     log.error("audit journal %s failed, going on without it: %s", self._journal.path, e)
                     self._journal.close()
                     self._journal = None
-            self._queue.append((converted, n))
+            self._queue.extend(units)
             self._pending += n
             self._accepted += n
             self._stamps.append((self._accepted, _stamp(records[0]) or self._clock.time_ms()))
@@ -281,7 +289,7 @@ class AuditWriter(SpoolRecovery):
                 if closing and self._spool and self._clock.monotonic() >= self._next_retry:
                     self._recover()
                 return closing
-            converted = _merge(chunks)
+            converted = convert_units(chunks)
             if converted.rejected:
                 self._reject(
                     [{"record": repr(r), "reason": why} for r, why in converted.rejected],
@@ -379,19 +387,6 @@ class AuditWriter(SpoolRecovery):
         self._next_retry = 0.0
 
 
-def _stamp(record: AuditRecord) -> int:
+def _stamp(record: AuditItem) -> int:
     """When the controller recorded ``record`` (a transition's stamp, an event's start), or 0."""
     return int(getattr(record, "timestamp_ms", 0) or getattr(record, "started_ms", 0) or 0)
-
-
-def _merge(chunks: list[Converted]) -> Converted:
-    """One batch of several converted chunks, keeping their order within each table."""
-    if len(chunks) == 1:
-        return chunks[0]
-    out = Converted()
-    for chunk in chunks:
-        for table, rows in chunk.batch.items():
-            out.batch.setdefault(table, []).extend(rows)
-        out.rows += chunk.rows
-        out.rejected.extend(chunk.rejected)
-    return out

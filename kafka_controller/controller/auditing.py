@@ -7,6 +7,10 @@ those in place, in bulk (one clock read per ``record`` call), with a per-control
 number that increases strictly across everything this controller records — transitions and
 ``ControllerEventRecord``s alike — so the audit store can order rows without trusting clocks.
 
+Bulk records (``ReplicaTransitions``, ``PartitionTransitions``) are stamped once each, their
+first row taking the next sequence number and the rest following, exactly as if their rows came
+one by one; a wrapped sink that does not accept bulk records gets them expanded into single ones.
+
 Runs on the event thread (the state machines call it); a lock keeps sequence numbers unique if a
 record ever arrives from elsewhere. Never raises: a failing sink is logged, the controller goes on.
 
@@ -28,8 +32,15 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from kafka_controller.domain.audit_records import AuditRecord, ControllerEventRecord
-from kafka_controller.ports import AuditSink, Clock, NullAuditSink
+from kafka_controller.domain.audit_records import (
+    AuditItem,
+    ControllerEventRecord,
+    PartitionTransitions,
+    ReplicaTransitions,
+    expand_records,
+    record_rows,
+)
+from kafka_controller.ports import AuditSink, Clock, NullAuditSink, accepts_bulk
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +57,8 @@ _OUTAGE_FIELDS = frozenset(
 
 class ControllerAuditSink:
     """An ``AuditSink`` that stamps records with the controller's context and forwards them."""
+
+    accepts_bulk_records = True
 
     def __init__(
         self,
@@ -65,8 +78,10 @@ class ControllerAuditSink:
         self.current_event: str | None = None
         self.current_operation_id: str | None = None
         # Stamped records of the event in progress, forwarded by ``end_event``; None outside events.
-        self._held: list[AuditRecord] | None = None
+        self._held: list[AuditItem] | None = None
+        self._held_rows = 0  # rows in ``_held`` (a bulk record holds many)
         self._held_since = 0  # when the oldest held record was recorded
+        self._sink_takes_bulk = accepts_bulk(sink)
         self.max_hold_ms = max_hold_ms
 
     @property
@@ -76,8 +91,7 @@ class ControllerAuditSink:
 
     def held_records(self) -> int:
         """Records the event in progress holds back from the sink (read by a gauge: no lock)."""
-        held = self._held
-        return len(held) if held else 0
+        return self._held_rows if self._held else 0
 
     def hold_ms(self) -> int:
         """Age of the oldest record held back, 0 when none is."""
@@ -92,17 +106,19 @@ class ControllerAuditSink:
         self.current_event = event
         self.current_operation_id = operation_id
         self._held = [] if self.enabled else None
+        self._held_rows = 0
 
     def end_event(self) -> None:
         """Hand the event's records to the sink (one call, in recording order)."""
         self.current_event = None
         self.current_operation_id = None
         held, self._held = self._held, None
+        self._held_rows = 0
         if held:
             self._forward(held)
 
     # -- AuditSink ----------------------------------------------------------------------------------
-    def record(self, records: Sequence[AuditRecord]) -> None:
+    def record(self, records: Sequence[AuditItem]) -> None:
         if not records:
             return
         now = self._clock.time_ms()
@@ -112,11 +128,14 @@ class ControllerAuditSink:
         operation_id = self.current_operation_id
         with self._lock:
             seq = self._sequence
+            first = seq + 1
             for r in records:
                 seq += 1
                 r.sequence = seq
                 if isinstance(r, ControllerEventRecord):
                     continue
+                if isinstance(r, ReplicaTransitions | PartitionTransitions):
+                    seq += len(r) - 1  # its rows take the numbers after its first
                 r.controller_id = cid
                 r.controller_epoch = epoch
                 r.event = event
@@ -127,17 +146,19 @@ class ControllerAuditSink:
             if not self._held:
                 self._held_since = now
             self._held.extend(records)
+            self._held_rows += seq - first + 1
             if now - self._held_since >= self.max_hold_ms:
                 held, self._held = self._held, []
+                self._held_rows = 0
                 self._forward(held)
         else:
             self._forward(records)
 
-    def _forward(self, records: Sequence[AuditRecord]) -> None:
+    def _forward(self, records: Sequence[AuditItem]) -> None:
         try:
-            self._sink.record(records)
+            self._sink.record(records if self._sink_takes_bulk else expand_records(records))
         except Exception:  # the port says sinks never raise; a broken one must not stop the controller
-            log.exception("audit sink %r failed; %d records dropped", self._sink, len(records))
+            log.exception("audit sink %r failed; %d records dropped", self._sink, record_rows(records))
 
     # -- controller events ------------------------------------------------------------------------------
     def record_controller_event(

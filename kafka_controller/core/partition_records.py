@@ -1,13 +1,33 @@
 """Audit records of partition transitions (``PartitionTransition``), built positionally: one
-per partition of a failover, so the field order is checked once, at import."""
+per partition of a failover, so the field order is checked once, at import. For a sink that
+accepts bulk records, successes are gathered as columns instead (``PartitionTransitions``)."""
 
 from __future__ import annotations
 
-from kafka_controller.domain.audit_records import PartitionTransition, require_leading_fields
-from kafka_controller.domain.states import PartitionState
-from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
+from collections.abc import Callable
 
-__all__ = ["error_text", "partition_transition"]
+from kafka_controller.core.partition_election import ElectionNotes, ElectionOutcome
+from kafka_controller.domain.audit_records import (
+    OUTCOME_FAILED,
+    OUTCOME_OK,
+    PartitionTransition,
+    PartitionTransitions,
+    require_leading_fields,
+)
+from kafka_controller.domain.states import PartitionState
+from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+
+__all__ = [
+    "PartitionRecords",
+    "error_text",
+    "partition_transition",
+    "record_election",
+    "record_success",
+    "recorded_partitions",
+]
+
+#: One state-machine call's records, in recording order.
+PartitionRecords = list[PartitionTransition | PartitionTransitions]
 
 
 def error_text(error: BaseException) -> str:
@@ -44,7 +64,84 @@ def partition_transition(
     )
 
 
+def record_success(
+    records: PartitionRecords,
+    bulk: bool,
+    tp: TopicPartition,
+    current: PartitionState,
+    target: PartitionState,
+    before: LeaderAndIsr | None,
+    after: LeaderAndIsr | None,
+    strategy: str | None = None,
+    unclean: bool = False,
+) -> None:
+    """Record one successful transition: into the trailing ``PartitionTransitions`` of the same
+    target and strategy when ``bulk`` (a new one after anything else), else as a single record."""
+    if not bulk:
+        record = partition_transition(tp, current, target, OUTCOME_OK, before, after, strategy, unclean)
+        records.append(record)
+        return
+    to_state = _KAFKA_NAME[target]
+    last = records[-1] if records else None
+    if (
+        type(last) is not PartitionTransitions
+        or last.to_state != to_state
+        or last.election_strategy != strategy
+    ):
+        last = PartitionTransitions(to_state, OUTCOME_OK, strategy)
+        records.append(last)
+    last.add(
+        tp.topic,
+        tp.partition,
+        _KAFKA_NAME[current],
+        before.leader if before is not None else None,
+        after.leader if after is not None else None,
+        before.isr if before is not None else None,
+        after.isr if after is not None else None,
+        before.leader_epoch if before is not None else None,
+        after.leader_epoch if after is not None else None,
+        unclean,
+    )
+
+
+def record_election(
+    records: PartitionRecords,
+    bulk: bool,
+    tp: TopicPartition,
+    current: PartitionState,
+    outcome: ElectionOutcome,
+    strategy: str,
+    notes: ElectionNotes,
+    cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
+) -> None:
+    """Record one election's outcome; a failure's ``before`` is the cached leadership if the
+    election noted none."""
+    before = notes.before.get(tp)
+    if isinstance(outcome, LeaderAndIsr):
+        record_success(records, bulk, tp, current, _ONLINE, before, outcome, strategy, tp in notes.unclean)
+        return
+    if before is None:
+        info = cached(tp)
+        before = info.leader_and_isr if info is not None else None
+    error = error_text(outcome)
+    records.append(
+        partition_transition(tp, current, _ONLINE, OUTCOME_FAILED, before, None, strategy, error=error)
+    )
+
+
+def recorded_partitions(records: PartitionRecords) -> set[tuple[str, int]]:
+    """(topic, partition) of every row in ``records``."""
+    seen: set[tuple[str, int]] = set()
+    for r in records:
+        if isinstance(r, PartitionTransitions):
+            seen.update(zip(r.topic, r.partition, strict=True))
+        else:
+            seen.add((r.topic, r.partition))
+    return seen
+
+
 _KAFKA_NAME: dict[PartitionState, str] = {s: s.kafka_name for s in PartitionState}
+_ONLINE = PartitionState.ONLINE_PARTITION
 # ``partition_transition`` is positional: refuse to import if ``PartitionTransition``'s leading fields move.
 _RECORD_FIELDS = [
     "topic",

@@ -23,7 +23,14 @@ from kafka_controller.core.partition_election import (
     ElectionOutcome,
     PartitionLeaderElection,
 )
-from kafka_controller.core.partition_records import error_text, partition_transition
+from kafka_controller.core.partition_records import (
+    PartitionRecords,
+    error_text,
+    partition_transition,
+    record_election,
+    record_success,
+    recorded_partitions,
+)
 from kafka_controller.core.strategies import (
     OfflinePartitionLeaderElectionStrategy,
     PartitionLeaderElectionStrategy,
@@ -32,7 +39,6 @@ from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     OUTCOME_INVALID,
     OUTCOME_OK,
-    PartitionTransition,
 )
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -45,7 +51,7 @@ from kafka_controller.domain.values import (
     LeaderIsrAndControllerEpoch,
     TopicPartition,
 )
-from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore
+from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore, accepts_bulk
 
 __all__ = ["AbstractPartitionStateMachine", "PartitionStateMachine"]
 
@@ -57,7 +63,7 @@ _ONLINE = PartitionState.ONLINE_PARTITION
 _OFFLINE = PartitionState.OFFLINE_PARTITION
 _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
 _TRIGGER_STATES = frozenset({_OFFLINE, _NEW})
-Records = list[PartitionTransition] | None
+Records = PartitionRecords | None
 
 
 class AbstractPartitionStateMachine(abc.ABC):
@@ -146,6 +152,7 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
         self._batch = batch
         self._broker_config: dict[str, str] = dict(broker_config or {})
         self._audit = None if audit is None or isinstance(audit, NullAuditSink) else audit
+        self._bulk = accepts_bulk(self._audit)
         self._failure_lines = LogBudget()
 
     # ------------------------------------------------------------------------- entry point
@@ -208,7 +215,7 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
                     ctx.partition_replica_assignment(tp),
                 )
             if records is not None:
-                records.append(self._transition(tp, states[tp], target))
+                self._record(records, tp, states[tp], target)
             ctx.put_partition_state(tp, target)
         if valid:
             state_change_log.info("Changed %d partitions to %s", len(valid), target)
@@ -248,7 +255,8 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
                     )
                 ctx.put_partition_state(tp, _ONLINE)
             if records is not None and notes is not None:
-                records.append(self._election_transition(tp, from_state, outcome, strategy, notes))
+                lookup = ctx.partition_leadership_info
+                record_election(records, self._bulk, tp, from_state, outcome, str(strategy), notes, lookup)
         state_change_log.info(
             "Elected leaders for %d of %d partitions under %s", elected, len(to_elect), strategy
         )
@@ -303,7 +311,7 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
             requests.append((leader_and_isr.isr, tp, leadership, ctx.partition_full_replica_assignment(tp)))
             initialized.append(tp)
             if records is not None:
-                records.append(self._transition(tp, _NEW, _ONLINE, after=leader_and_isr))
+                self._record(records, tp, _NEW, _ONLINE, after=leader_and_isr)
         self._batch.add_leader_and_isr_requests(requests, True)
         if initialized:
             state_change_log.info("Initialized leader and ISR of %d new partitions", len(initialized))
@@ -327,7 +335,7 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
             if enabled:
                 self._log_failed(tp, current, target, message)
             if records is not None:
-                records.append(self._transition(tp, current, target, OUTCOME_INVALID, error=message))
+                self._record(records, tp, current, target, OUTCOME_INVALID, error=message)
 
     def _failed(
         self,
@@ -339,10 +347,11 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
     ) -> None:
         self._log_failed(tp, current, target, error)
         if records is not None:
-            records.append(self._transition(tp, current, target, OUTCOME_FAILED, error=error_text(error)))
+            self._record(records, tp, current, target, OUTCOME_FAILED, error=error_text(error))
 
-    def _transition(
+    def _record(
         self,
+        records: PartitionRecords,
         tp: TopicPartition,
         current: PartitionState,
         target: PartitionState,
@@ -350,33 +359,14 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
         *,
         after: LeaderAndIsr | None = None,
         error: str | None = None,
-    ) -> PartitionTransition:
+    ) -> None:
         """A non-election record: ``before`` is the cached leadership, unchanged unless ``after`` is given."""
         cached = self.controller_context.partition_leadership_info(tp)
         before = cached.leader_and_isr if cached is not None and after is None else None
-        return partition_transition(
-            tp, current, target, outcome, before, after if after is not None else before, error=error
-        )
-
-    def _election_transition(
-        self,
-        tp: TopicPartition,
-        current: PartitionState,
-        outcome: ElectionOutcome,
-        strategy: PartitionLeaderElectionStrategy,
-        notes: ElectionNotes,
-    ) -> PartitionTransition:
-        before = notes.before.get(tp)
-        if isinstance(outcome, LeaderAndIsr):
-            return partition_transition(
-                tp, current, _ONLINE, OUTCOME_OK, before, outcome, str(strategy), tp in notes.unclean
-            )
-        if before is None:
-            cached = self.controller_context.partition_leadership_info(tp)
-            before = cached.leader_and_isr if cached is not None else None
-        return partition_transition(
-            tp, current, _ONLINE, OUTCOME_FAILED, before, None, str(strategy), error=error_text(outcome)
-        )
+        after = after if after is not None else before
+        if outcome == OUTCOME_OK:
+            return record_success(records, self._bulk, tp, current, target, before, after)
+        records.append(partition_transition(tp, current, target, outcome, before, after, error=error))
 
     def _deliver_audit(
         self,
@@ -390,10 +380,10 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
             return
         if error is not None:
             states = self.controller_context.partition_states
-            seen = {(r.topic, r.partition) for r in records}
+            seen = recorded_partitions(records)
             text = error_text(error)
             for tp in dict.fromkeys(partitions):
                 if (tp.topic, tp.partition) not in seen:
                     current = states.get(tp, _NON_EXISTENT)
-                    records.append(self._transition(tp, current, target, OUTCOME_FAILED, error=text))
+                    self._record(records, tp, current, target, OUTCOME_FAILED, error=text)
         self._audit.record(records)

@@ -1,5 +1,7 @@
 """Logging and audit records of replica transitions, for ``ReplicaStateMachine`` (which inherits
-them and sets the attributes): bounded failure lines, one ``ReplicaTransition`` per replica."""
+them and sets the attributes): bounded failure lines, one ``ReplicaTransition`` per replica, or
+for a sink that accepts them (``_bulk``), successful transitions gathered as columns in
+``ReplicaTransitions`` (one object per run of successes between failures, in recording order)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     OUTCOME_INVALID,
     OUTCOME_OK,
-    AuditRecord,
+    AuditItem,
     ReplicaTransition,
+    ReplicaTransitions,
     require_leading_fields,
 )
 from kafka_controller.domain.errors import (
@@ -56,7 +59,8 @@ class ReplicaTransitionLog:
 
     controller_id: int
     controller_context: ControllerContext
-    _records: list[AuditRecord] | None
+    _records: list[AuditItem] | None
+    _bulk: bool  # the sink accepts ``ReplicaTransitions``
     _debug: bool
     _failure_lines: LogBudget
 
@@ -115,7 +119,12 @@ class ReplicaTransitionLog:
         """After an aborted call, each replica without a record yet gets a "failed" one."""
         if self._records is None:
             return
-        done = {(r.topic, r.partition, r.replica) for r in self._records if isinstance(r, ReplicaTransition)}
+        done: set[tuple[str, int, int]] = set()
+        for r in self._records:
+            if isinstance(r, ReplicaTransition):
+                done.add((r.topic, r.partition, r.replica))
+            elif isinstance(r, ReplicaTransitions):
+                done.update(zip(r.topic, r.partition, r.replica, strict=True))
         states = self.controller_context.replica_states
         for replica in dict.fromkeys(replicas):
             if (replica.topic, replica.partition, replica.replica) not in done:
@@ -133,8 +142,10 @@ class ReplicaTransitionLog:
         error: Exception | str | None = None,
     ) -> None:
         """One record; built positionally (field order of ``ReplicaTransition``) since a failover
-        builds one per replica."""
-        if self._records is None:
+        builds one per replica. A success goes into the trailing ``ReplicaTransitions`` of the
+        same target when the sink accepts bulk records (a new one after anything else)."""
+        records = self._records
+        if records is None:
             return
         tp = replica.topic_partition
         if before is None:
@@ -149,7 +160,15 @@ class ReplicaTransitionLog:
         else:
             a = after.leader_and_isr
             la, ia, ea = a.leader, a.isr, a.leader_epoch
-        self._records.append(
+        if self._bulk and outcome == OUTCOME_OK:
+            bulk = records[-1] if records else None
+            to_state = _KAFKA_NAME[target]
+            if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
+                bulk = ReplicaTransitions(to_state)
+                records.append(bulk)
+            bulk.add(tp.topic, tp.partition, replica.replica, _KAFKA_NAME[state], lb, la, ib, ia, eb, ea)
+            return
+        records.append(
             ReplicaTransition(
                 tp.topic,
                 tp.partition,

@@ -19,7 +19,7 @@ from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.core.replica_isr import ReplicaIsrRemoval
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
-    AuditRecord,
+    AuditItem,
 )
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -32,7 +32,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore
+from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore, accepts_bulk
 
 _LOG = logging.getLogger(__name__)
 _STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
@@ -127,7 +127,8 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         self._audit: AuditSink = audit if audit is not None else NullAuditSink()
         self._auditing = not isinstance(self._audit, NullAuditSink)
         # The audit records of the call in progress; None when auditing is off (zero cost).
-        self._records: list[AuditRecord] | None = None
+        self._records: list[AuditItem] | None = None
+        self._bulk = accepts_bulk(self._audit)
         # Whether per-replica successes are logged or audited at all in the call in progress.
         self._tracking = False
         self._debug = False

@@ -1,10 +1,13 @@
 """Values only, no I/O: the vocabulary every other layer speaks."""
 
 from kafka_controller.domain.audit_records import (
+    AuditItem,
     AuditRecord,
     ControllerEventRecord,
     PartitionTransition,
+    PartitionTransitions,
     ReplicaTransition,
+    ReplicaTransitions,
 )
 from kafka_controller.domain.errors import (
     BadVersionError,
@@ -58,6 +61,7 @@ __all__ = [
     "NO_LEADER",
     "UNKNOWN_BROKER_EPOCH",
     "UNKNOWN_VERSION",
+    "AuditItem",
     "AuditRecord",
     "BadVersionError",
     "Broker",
@@ -76,9 +80,11 @@ __all__ = [
     "PartitionAndReplica",
     "PartitionState",
     "PartitionTransition",
+    "PartitionTransitions",
     "ReplicaAssignment",
     "ReplicaState",
     "ReplicaTransition",
+    "ReplicaTransitions",
     "StaleBrokerEpochError",
     "StateChangeFailedError",
     "StoreUnavailableError",

@@ -1,5 +1,8 @@
 """What the controller tells the audit sink: one record per attempted state transition.
 
+Bulk, successful transitions of one state-machine call may come as one columnar record instead
+(``ReplicaTransitions``, ``PartitionTransitions``): the same rows, a fraction of the objects.
+
 The state machines fill what they know (partition, states, leader/ISR/epoch before and after,
 strategy, outcome); the runtime stamps the rest (controller id and epoch, the event, the operation
 id, a per-controller sequence number, the time) before the records reach the audit store.
@@ -8,8 +11,8 @@ Mutable and slotted because the runtime stamps them in place, in bulk.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
 
 OUTCOME_OK = "ok"
 OUTCOME_INVALID = "invalid"
@@ -90,6 +93,227 @@ class ControllerEventRecord:
 
 
 AuditRecord = PartitionTransition | ReplicaTransition | ControllerEventRecord
+
+
+@dataclass(slots=True)
+class ReplicaTransitions:
+    """Successful replica transitions to one state, in order, as columns: a failover's ~300,000 in
+    a few objects instead of one ``ReplicaTransition`` (~200 bytes) each.
+
+    What all rows share is stored once (the target, the outcome, and the runtime's stamps, which
+    are stamped once: ``sequence`` is the first row's, row ``i`` has ``sequence + i``); what
+    varies is one list per field, all of one length. Expanded into rows only by the audit
+    writer, in bounded chunks, or into ``ReplicaTransition``s by ``expand`` for sinks that want
+    records. Built by the state machines only for sinks that accept it (``ports.accepts_bulk``).
+    """
+
+    to_state: str
+    outcome: str = OUTCOME_OK
+    topic: list[str] = field(default_factory=list)
+    partition: list[int] = field(default_factory=list)
+    replica: list[int] = field(default_factory=list)
+    from_state: list[str] = field(default_factory=list)
+    leader_before: list[int | None] = field(default_factory=list)
+    leader_after: list[int | None] = field(default_factory=list)
+    isr_before: list[tuple[int, ...] | None] = field(default_factory=list)
+    isr_after: list[tuple[int, ...] | None] = field(default_factory=list)
+    leader_epoch_before: list[int | None] = field(default_factory=list)
+    leader_epoch_after: list[int | None] = field(default_factory=list)
+    # stamped by the runtime, once for every row
+    controller_id: int = -1
+    controller_epoch: int = -1
+    event: str | None = None
+    operation_id: str | None = None
+    sequence: int = -1  #: the first row's; -1 when unstamped (every row then has none)
+    timestamp_ms: int = 0
+    dry_run: bool = False
+
+    def __len__(self) -> int:
+        return len(self.topic)
+
+    def add(
+        self,
+        topic: str,
+        partition: int,
+        replica: int,
+        from_state: str,
+        leader_before: int | None,
+        leader_after: int | None,
+        isr_before: tuple[int, ...] | None,
+        isr_after: tuple[int, ...] | None,
+        leader_epoch_before: int | None,
+        leader_epoch_after: int | None,
+    ) -> None:
+        self.topic.append(topic)
+        self.partition.append(partition)
+        self.replica.append(replica)
+        self.from_state.append(from_state)
+        self.leader_before.append(leader_before)
+        self.leader_after.append(leader_after)
+        self.isr_before.append(isr_before)
+        self.isr_after.append(isr_after)
+        self.leader_epoch_before.append(leader_epoch_before)
+        self.leader_epoch_after.append(leader_epoch_after)
+
+    def expand(self) -> list[ReplicaTransition]:
+        """One ``ReplicaTransition`` per row, as the state machine would have built them."""
+        first, to_state, outcome = self.sequence, self.to_state, self.outcome
+        columns = zip(
+            self.topic,
+            self.partition,
+            self.replica,
+            self.from_state,
+            self.leader_before,
+            self.leader_after,
+            self.isr_before,
+            self.isr_after,
+            self.leader_epoch_before,
+            self.leader_epoch_after,
+            strict=True,
+        )
+        return [
+            ReplicaTransition(
+                t,
+                p,
+                r,
+                f,
+                to_state,
+                outcome,
+                lb,
+                la,
+                ib,
+                ia,
+                eb,
+                ea,
+                controller_id=self.controller_id,
+                controller_epoch=self.controller_epoch,
+                event=self.event,
+                operation_id=self.operation_id,
+                sequence=first + i if first >= 0 else -1,
+                timestamp_ms=self.timestamp_ms,
+                dry_run=self.dry_run,
+            )
+            for i, (t, p, r, f, lb, la, ib, ia, eb, ea) in enumerate(columns)
+        ]
+
+
+@dataclass(slots=True)
+class PartitionTransitions:
+    """Successful partition transitions to one state under one strategy, as columns (see
+    ``ReplicaTransitions``)."""
+
+    to_state: str
+    outcome: str = OUTCOME_OK
+    election_strategy: str | None = None
+    topic: list[str] = field(default_factory=list)
+    partition: list[int] = field(default_factory=list)
+    from_state: list[str] = field(default_factory=list)
+    leader_before: list[int | None] = field(default_factory=list)
+    leader_after: list[int | None] = field(default_factory=list)
+    isr_before: list[tuple[int, ...] | None] = field(default_factory=list)
+    isr_after: list[tuple[int, ...] | None] = field(default_factory=list)
+    leader_epoch_before: list[int | None] = field(default_factory=list)
+    leader_epoch_after: list[int | None] = field(default_factory=list)
+    unclean: list[bool] = field(default_factory=list)
+    # stamped by the runtime, once for every row
+    controller_id: int = -1
+    controller_epoch: int = -1
+    event: str | None = None
+    operation_id: str | None = None
+    sequence: int = -1  #: the first row's; -1 when unstamped
+    timestamp_ms: int = 0
+    dry_run: bool = False
+
+    def __len__(self) -> int:
+        return len(self.topic)
+
+    def add(
+        self,
+        topic: str,
+        partition: int,
+        from_state: str,
+        leader_before: int | None,
+        leader_after: int | None,
+        isr_before: tuple[int, ...] | None,
+        isr_after: tuple[int, ...] | None,
+        leader_epoch_before: int | None,
+        leader_epoch_after: int | None,
+        unclean: bool,
+    ) -> None:
+        self.topic.append(topic)
+        self.partition.append(partition)
+        self.from_state.append(from_state)
+        self.leader_before.append(leader_before)
+        self.leader_after.append(leader_after)
+        self.isr_before.append(isr_before)
+        self.isr_after.append(isr_after)
+        self.leader_epoch_before.append(leader_epoch_before)
+        self.leader_epoch_after.append(leader_epoch_after)
+        self.unclean.append(unclean)
+
+    def expand(self) -> list[PartitionTransition]:
+        """One ``PartitionTransition`` per row, as the state machine would have built them."""
+        first, to_state, outcome = self.sequence, self.to_state, self.outcome
+        strategy = self.election_strategy
+        columns = zip(
+            self.topic,
+            self.partition,
+            self.from_state,
+            self.leader_before,
+            self.leader_after,
+            self.isr_before,
+            self.isr_after,
+            self.leader_epoch_before,
+            self.leader_epoch_after,
+            self.unclean,
+            strict=True,
+        )
+        return [
+            PartitionTransition(
+                t,
+                p,
+                f,
+                to_state,
+                outcome,
+                lb,
+                la,
+                ib,
+                ia,
+                eb,
+                ea,
+                strategy,
+                u,
+                controller_id=self.controller_id,
+                controller_epoch=self.controller_epoch,
+                event=self.event,
+                operation_id=self.operation_id,
+                sequence=first + i if first >= 0 else -1,
+                timestamp_ms=self.timestamp_ms,
+                dry_run=self.dry_run,
+            )
+            for i, (t, p, f, lb, la, ib, ia, eb, ea, u) in enumerate(columns)
+        ]
+
+
+BulkTransitions = ReplicaTransitions | PartitionTransitions
+#: What an audit sink is handed: single records, and bulk ones where the sink accepts them.
+AuditItem = AuditRecord | BulkTransitions
+
+
+def record_rows(items: Iterable[AuditItem]) -> int:
+    """How many rows (transitions and events) ``items`` hold: a bulk record counts each of its rows."""
+    return sum(len(r) if isinstance(r, ReplicaTransitions | PartitionTransitions) else 1 for r in items)
+
+
+def expand_records(items: Iterable[AuditItem]) -> list[AuditRecord]:
+    """``items`` with every bulk record replaced by its rows as single records, in order."""
+    out: list[AuditRecord] = []
+    for r in items:
+        if isinstance(r, ReplicaTransitions | PartitionTransitions):
+            out.extend(r.expand())
+        else:
+            out.append(r)
+    return out
 
 
 def require_leading_fields(record_type: type, names: Sequence[str], builder: str) -> None:

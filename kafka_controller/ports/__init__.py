@@ -11,7 +11,7 @@ One module per protocol group: ``partition_state`` (what the state machines use)
 ``deletion``. Every name is re-exported here: import from ``kafka_controller.ports``.
 """
 
-from kafka_controller.ports.audit import AuditSink, NullAuditSink
+from kafka_controller.ports.audit import AuditSink, NullAuditSink, accepts_bulk
 from kafka_controller.ports.broker_channel import BrokerChannel, ResponseCallback
 from kafka_controller.ports.clock import Clock, SystemClock
 from kafka_controller.ports.deletion import DeletionClient
@@ -50,4 +50,5 @@ __all__ = [
     "WatchHandler",
     "ZNodeEvent",
     "ZNodeEventType",
+    "accepts_bulk",
 ]

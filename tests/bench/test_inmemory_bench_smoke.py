@@ -34,3 +34,12 @@ def test_inmemory_bench_refuses_too_many_dead_brokers(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "--dead must be in 0..3, got 4" in proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_audit_rss_bench_writes_every_transition_of_the_failover(tmp_path: Path) -> None:
+    args = ["--mode", "writer", "--scale", "0.01", "--note", "smoke"]
+    result = run_bench(tmp_path, "audit_rss.py", *args)
+    # 1,000 partitions RF 3, one broker of five dead: 3,000 replica and 200 election rows at least
+    assert result["rows_written"] >= 3_200 and result["note"] == "smoke"
+    assert result["max_rss_mb"] >= result["max_rss_mb_before_failover"] > 0
+    assert result["event_thread_cpu_seconds"] is not None  # the event thread was found

@@ -19,7 +19,7 @@ from kafka_controller.airflow.connections import (
     airflow_fields,
     audit_connection,
 )
-from kafka_controller.domain.audit_records import AuditRecord
+from kafka_controller.domain.audit_records import AuditItem, record_rows
 
 
 class AuditStoreHook(BaseHook):
@@ -100,7 +100,7 @@ class AuditStoreHook(BaseHook):
 
         return get_operation(self.get_engine(), operation_id)
 
-    def record_transitions(self, records: Sequence[AuditRecord], timeout_s: float = 60.0) -> int:
+    def record_transitions(self, records: Sequence[AuditItem], timeout_s: float = 60.0) -> int:
         """Write planned records now; raises unless every one reached the database.
 
         Operators write only plans through this (what the controller does, it records itself), so
@@ -108,7 +108,8 @@ class AuditStoreHook(BaseHook):
         if not records:
             return 0
         for r in records:
-            r.dry_run = True
+            r.dry_run = True  # a bulk record's once for all its rows
+        rows = record_rows(records)
         import tempfile
 
         from kafka_controller.audit.engine import AuditStoreError
@@ -120,9 +121,9 @@ class AuditStoreHook(BaseHook):
             writer.flush(timeout_s)
             stats = writer.close(timeout_s)
         stored = stats.written + stats.replayed + stats.duplicates
-        if stored < len(records):
+        if stored < rows:
             raise AuditStoreError(
-                f"only {stored} of {len(records)} transitions reached the audit store "
+                f"only {stored} of {rows} transitions reached the audit store "
                 f"{self.redacted_url} ({stats.last_error or 'no error reported'})"
             )
         return stored
