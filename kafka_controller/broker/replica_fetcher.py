@@ -169,7 +169,8 @@ class ReplicaFetcher:
             response.log_end_offsets,
             strict=True,
         ):
-            p = self.partitions.get(TopicPartition(topic, partition))
+            # a plain tuple finds the TopicPartition key (equal, hashed alike) without building one
+            p = self.partitions.get((topic, partition))  # type: ignore[call-overload]
             if p is None or not p.follows(clock):
                 continue
             if error == _NONE:
