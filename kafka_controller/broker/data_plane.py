@@ -23,7 +23,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from kafka_controller.broker import apis as A
 from kafka_controller.broker.alter_isr import AlterIsrManager
@@ -38,6 +38,7 @@ from kafka_controller.broker.replica_fetcher import ClientFactory, ReplicaFetche
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker, TopicPartition
+from kafka_controller.transport.columns import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class DataPlane:
         alter_isr: AlterIsrManager,
         *,
         fetch_interval_ms: int = 200,
+        fetch_backoff_ms: int = 1000,
         replica_lag_time_max_ms: int = 30000,
         listener_name: str = "PLAINTEXT",
         timeout_s: float = 10.0,
@@ -65,6 +67,8 @@ class DataPlane:
         self.broker_id = replica_manager.broker_id
         self.alter_isr = alter_isr
         self.fetch_interval_s = fetch_interval_ms / 1000.0
+        #: After a failed round trip (Kafka's replica.fetch.backoff.ms), never shorter than the interval.
+        self.fetch_backoff_s = max(fetch_backoff_ms, fetch_interval_ms) / 1000.0
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.listener_name = listener_name
         self.timeout_s = timeout_s
@@ -133,14 +137,17 @@ class DataPlane:
                 self._remove(p.tp for p in parts)
                 continue
             index = self._fetched_from
+            moved_from: set[int] = set()
             for p in parts:
                 previous = index.get(p.tp)
                 if previous is not None and previous != leader_id:
                     self.fetchers[previous].partitions.pop(p.tp, None)
-                    self.fetchers[previous].needs_full = True
+                    moved_from.add(previous)
                 fetcher.partitions[p.tp] = p
                 index[p.tp] = leader_id
-            fetcher.needs_full = True
+            for previous in moved_from:
+                self.fetchers[previous].mark_changed()
+            fetcher.mark_changed()
 
     def on_stop_replicas(self, partitions: list[TopicPartition]) -> None:
         self._remove(partitions)
@@ -152,27 +159,32 @@ class DataPlane:
         if not index:
             return
         fetchers = self.fetchers
+        changed: set[int] = set()
         for tp in tps:
             leader_id = index.pop(tp, None)
             if leader_id is not None:
-                fetcher = fetchers[leader_id]
-                fetcher.partitions.pop(tp, None)
-                fetcher.needs_full = True
+                fetchers[leader_id].partitions.pop(tp, None)
+                changed.add(leader_id)
+        for leader_id in changed:
+            fetchers[leader_id].mark_changed()
 
     # -- leader side -----------------------------------------------------------------------------------
     def handle_fetch(self, request: A.FetchRequest) -> A.FetchResponse:
         rm = self.replica_manager
         replica = request.replica_id
         proposals: list[tuple[TopicPartition, Any]] = []
-        with rm.lock:
+        with rm.lock, gc_paused(len(request.topics)):
             now = rm.now_ms()
             if request.session_id == 0:
                 session = self._new_session(replica, now)
                 session.record_fetch(now)
-                tps = list(map(TopicPartition, request.topics, request.partitions))
-                session.partitions = dict(zip(tps, request.leader_epochs, strict=True))
-                columns = zip(tps, request.leader_epochs, request.fetch_offsets, strict=True)
-                rows = [self._fetch_one(session, tp, e, offset, now, proposals) for tp, e, offset in columns]
+                # Plain (topic, partition) tuples: equal to, and hashed as, the TopicPartition keys.
+                keys = cast(
+                    "list[TopicPartition]", list(zip(request.topics, request.partitions, strict=True))
+                )
+                session.partitions = dict(zip(keys, request.leader_epochs, strict=True))
+                columns = zip(keys, request.leader_epochs, request.fetch_offsets, strict=True)
+                rows = [self._fetch_one(session, k, e, offset, now, proposals) for k, e, offset in columns]
                 answered: tuple[str, ...] = ()
                 numbers: tuple[int, ...] = ()
             else:
@@ -231,13 +243,13 @@ class DataPlane:
             offset = max(0, f.last_fetch_leader_leo) if f is not None else 0
         hw, leo, may_join = p.on_follower_fetch(replica, offset, now)
         if may_join:
-            proposals.append((tp, p.propose_isr((*p.isr, replica))))
+            proposals.append((p.tp, p.propose_isr((*p.isr, replica))))
         f = p.followers[replica]
         if replica in p.isr and p.pending_isr is None:
             f.attach(session)  # in sync: from now on derived from the session's clock
         else:
             f.session = None
-            session.explicit.add(tp)
+            session.explicit.add(p.tp)
         base, base_ms = p.leader_log()
         return _NONE, hw, leo, base, base_ms
 

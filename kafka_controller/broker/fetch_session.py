@@ -56,7 +56,9 @@ class FetchSession:
         self.fetches = 0
         self.prev_ms = now_ms
         self.last_ms = now_ms
-        #: every partition the follower fetches here, with the leader epoch it fetches at
+        #: every partition the follower fetches here, with the leader epoch it fetches at (a full
+        #: fetch keys it by plain ``(topic, partition)`` tuples: equal to, and hashed as, the
+        #: ``TopicPartition`` keys, without building one object per partition)
         self.partitions: dict[TopicPartition, int] = {}
         #: partitions answered one by one at the next fetch (see the module docstring)
         self.explicit: set[TopicPartition] = set()

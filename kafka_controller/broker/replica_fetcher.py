@@ -6,6 +6,12 @@ incremental one that names no partition; the answer moves the fetcher's ``Fetche
 it the log end of every partition attached to it (``fetch_session`` explains the model). The
 replica manager's lock is held only to build a request and to apply its answer, never while
 waiting on the network.
+
+After a failed round trip (the leader died, say) the thread waits ``fetch_backoff_s`` (Kafka's
+``replica.fetch.backoff.ms``) instead of the fetch interval, cut short when a LeaderAndIsr moves
+partitions to or from it (Kafka's ``partitionMapCond``), and resends the full request it already
+built while nothing changed: a dead leader costs a connection attempt per second, not a request
+of every partition five times a second until the controller moves them away.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class ReplicaFetcher:
         self.leader = leader
         self.partitions: dict[TopicPartition, Partition] = {}
         self.stopped = threading.Event()
+        #: Set when the partition set changes (or at close): cuts a backoff short.
+        self.changed = threading.Event()
         self.thread = threading.Thread(
             target=self._run, name=f"ReplicaFetcherThread-{plane.broker_id}-from-{leader.id}", daemon=True
         )
@@ -54,6 +62,8 @@ class ReplicaFetcher:
         )
         self.fetches = 0
         self.needs_full = True  # the partition set changed: the next fetch lists every partition
+        #: The last full request and its partitions, while nothing changed and no answer came.
+        self._unanswered: tuple[list[Partition], A.FetchRequest] | None = None
         self.session_id = 0
         self.session_epoch = 0
         self.clock = FetcherClock()
@@ -61,13 +71,22 @@ class ReplicaFetcher:
     def _run(self) -> None:
         plane = self.plane
         while not self.stopped.is_set():
+            self.changed.clear()
             try:
                 self.fetch_once()
             except KafkaControllerError as e:
                 log.debug("fetch from broker %d failed: %s", self.leader.id, e)
             except Exception:
                 log.exception("fetch from broker %d failed", self.leader.id)
-            self.stopped.wait(plane.fetch_interval_s)
+            else:
+                self.stopped.wait(plane.fetch_interval_s)
+                continue
+            self.changed.wait(plane.fetch_backoff_s)
+
+    def mark_changed(self) -> None:
+        """The partition set changed (under the replica manager's lock): list them all next time."""
+        self.needs_full = True
+        self.changed.set()
 
     def fetch_once(self) -> int:
         """One Fetch round trip; returns how many partitions advanced."""
@@ -77,7 +96,10 @@ class ReplicaFetcher:
         with rm.lock:
             full = self.needs_full or self.session_id == 0
             parts: list[Partition] = []
-            if full:
+            if full and self._unanswered is not None and not self.needs_full:
+                # Unchanged since it went unanswered: a follower's log moves only with answers.
+                parts, request = self._unanswered
+            elif full:
                 now = rm.now_ms()
                 parts = [
                     p for p in self.partitions.values() if not p.is_leader and p.leader == self.leader.id
@@ -98,7 +120,9 @@ class ReplicaFetcher:
             response: A.FetchResponse = self.client.request(A.FETCH, request)
         except Exception:
             self.session_id = 0  # the leader may have counted a fetch we never saw: start over
+            self._unanswered = (parts, request) if full else None
             raise
+        self._unanswered = None
         self.fetches += 1
         if response.error != _NONE:
             self.session_id = 0
@@ -145,7 +169,8 @@ class ReplicaFetcher:
             response.log_end_offsets,
             strict=True,
         ):
-            p = self.partitions.get(TopicPartition(topic, partition))
+            # a plain tuple finds the TopicPartition key (equal, hashed alike) without building one
+            p = self.partitions.get((topic, partition))  # type: ignore[call-overload]
             if p is None or not p.follows(clock):
                 continue
             if error == _NONE:
@@ -162,5 +187,6 @@ class ReplicaFetcher:
 
     def close(self) -> None:
         self.stopped.set()
+        self.changed.set()
         if self.client is not None:
             self.client.close()

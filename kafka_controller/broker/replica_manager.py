@@ -148,9 +148,15 @@ class ReplicaManager:
             leaders: list[Partition] = []
             followers: dict[int, list[Partition]] = {}
             for s in request.partition_states:
-                tp = TopicPartition(s.topic, s.partition)
-                p = partitions.get(tp)
-                current = -1 if p is None else p.leader_epoch
+                # A plain (topic, partition) slice finds the TopicPartition key (equal, hashed
+                # alike); a TopicPartition is built only for a partition not hosted here yet.
+                p = partitions.get(s[:2])  # type: ignore[call-overload]
+                if p is None:
+                    tp = TopicPartition(s.topic, s.partition)
+                    current = -1
+                else:
+                    tp = p.tp
+                    current = p.leader_epoch
                 if s.leader_epoch > current:
                     if me not in s.replicas:
                         errors[tp] = _UNKNOWN

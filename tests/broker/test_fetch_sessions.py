@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kafka_controller.broker import apis as A
 from kafka_controller.broker.fetch_session import FETCH_SESSION_ID_NOT_FOUND
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.transport.errors import TransportConnectionError
 from tests.broker.helpers import broker, leader_and_isr, state
 from tests.broker.test_data_plane import LAG_MS, T0, T1, TwoBrokers
 
@@ -157,3 +160,90 @@ def test_a_partition_the_leader_refused_is_named_again_until_taken() -> None:
     assert ("t", 1) in {(t, p) for r in sent[3:] for t, p in zip(r.topics, r.partitions, strict=True)}
     now = c.clock.time_ms()
     assert c.part(2, T1).log_end_offset(now) > 0  # following: it advanced with the leader
+
+
+class _Waits:
+    """Stands in for a fetcher's events: records each wait's timeout, stops the loop after ``n``."""
+
+    def __init__(self, log: list[tuple[str, float]], name: str, stop: Any, n: int) -> None:
+        self.log, self.name, self.stop, self.n = log, name, stop, n
+        self.flag = False
+
+    def wait(self, timeout: float) -> bool:
+        self.log.append((self.name, timeout))
+        if len(self.log) >= self.n:
+            self.stop()
+        return self.flag
+
+    def is_set(self) -> bool:
+        return self.flag
+
+    def set(self) -> None:
+        self.flag = True
+
+    def clear(self) -> None:
+        self.flag = False
+
+
+def test_an_unreachable_leader_is_retried_after_the_backoff_with_the_request_already_built() -> None:
+    """Kafka's replica.fetch.backoff.ms: a dead leader costs one attempt per backoff, and the full
+    request (every partition) is built once, not once per attempt, while nothing changed."""
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0, T1)
+    fetcher = c.plane[2].fetchers[1]
+    sent: list[A.FetchRequest] = []
+    reachable = [True]
+    inner = fetcher.client.request
+
+    def request(api: str, body: Any) -> Any:
+        sent.append(body)
+        if not reachable[0]:
+            raise TransportConnectionError("refused")
+        return inner(api, body)
+
+    fetcher.client.request = request
+    c.clock.advance(0.2)
+    c.fetch()
+    reachable[0] = False
+    for _ in range(2):
+        c.clock.advance(0.2)
+        with pytest.raises(TransportConnectionError):
+            c.fetch()
+    assert [len(r.topics) for r in sent] == [2, 0, 2]
+    with pytest.raises(TransportConnectionError):
+        c.fetch()
+    assert sent[3] is sent[2]  # reused: nothing changed and no answer came
+    c.assign(1, 1, (1, 2), T1)  # a LeaderAndIsr for T1: rebuilt with its new epoch
+    with pytest.raises(TransportConnectionError):
+        c.fetch()
+    assert sent[4] is not sent[3] and sent[4].leader_epochs == (0, 1)
+    reachable[0] = True
+    assert c.fetch() == 2
+    assert fetcher._unanswered is None
+
+
+def test_the_fetch_loop_waits_the_backoff_after_a_failure_until_the_partitions_change() -> None:
+    """The interval after an answer, the backoff after a failure; the backoff waits on the event a
+    LeaderAndIsr moving partitions to or from the fetcher sets (Kafka's ``partitionMapCond``)."""
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0, T1)
+    fetcher = c.plane[2].fetchers[1]
+    plane = c.plane[2]
+    assert plane.fetch_backoff_s == 1.0 and plane.fetch_interval_s == 0.2
+    waits: list[tuple[str, float]] = []
+    fetcher.stopped = _Waits(waits, "interval", fetcher.close, 3)  # type: ignore[assignment]
+    fetcher.changed = _Waits(waits, "backoff", fetcher.close, 3)  # type: ignore[assignment]
+    outcomes = iter([None, TransportConnectionError("refused"), None])
+
+    def fetch_once() -> int:
+        outcome = next(outcomes)
+        if outcome is not None:
+            raise outcome
+        return 0
+
+    fetcher.fetch_once = fetch_once  # type: ignore[method-assign]
+    fetcher._run()
+    assert waits == [("interval", 0.2), ("backoff", 1.0), ("interval", 0.2)]
+    fetcher.changed.clear()
+    c.plane[2].on_become_leaders([c.part(2, T0)])  # moved away from the fetcher: wakes it
+    assert fetcher.changed.is_set()
