@@ -49,10 +49,7 @@ __all__ = ["REJECTED_FILE", "AuditWriter", "AuditWriterStats"]
 
 log = logging.getLogger(__name__)
 
-#: Once its queue is empty after this many rows, the writer hands the C heap's free pages back to
-#: the OS (``_heap``): a failover's ~300,000 rows leave ~30 MB of freed row tuples and column
-#: lists resident otherwise (in process, 100,000 partitions RF 3); a trim costs a few ms.
-TRIM_AFTER_ROWS = 100_000
+TRIM_AFTER_ROWS = 100_000  #: queue empty after this many rows: free C heap back to the OS (``_heap``)
 
 
 class AuditWriter(SpoolRecovery):

@@ -101,6 +101,33 @@ def test_the_recording_sink_and_a_non_bulk_sink_behind_the_controller_sink_see_s
     assert recording.records == singles
 
 
+def test_rows_without_a_leadership_change_share_their_after_columns_until_one_differs() -> None:
+    shared = ReplicaTransitions.unchanged("OnlineReplica")
+    plain = ReplicaTransitions("OnlineReplica")
+    for p in range(3):
+        shared.add_unchanged("t", p, 1, "OnlineReplica", 1, (1, 2), 4)
+        plain.add("t", p, 1, "OnlineReplica", 1, 1, (1, 2), (1, 2), 4, 4)
+    assert shared.shares_after_columns and not plain.shares_after_columns
+    assert shared == plain and shared.expand() == plain.expand()
+    assert bulk_segment(shared) == bulk_segment(plain)
+    shared.add("t", 3, 1, "OnlineReplica", 1, 2, (1, 2), (2,), 4, 5)  # a changed row: columns split
+    plain.add("t", 3, 1, "OnlineReplica", 1, 2, (1, 2), (2,), 4, 5)
+    assert not shared.shares_after_columns
+    assert shared.leader_before == [1, 1, 1, 1] and shared.leader_after == [1, 1, 1, 2]
+    shared.add_unchanged("t", 4, 1, "OnlineReplica", 2, (2,), 5)
+    plain.add("t", 4, 1, "OnlineReplica", 2, 2, (2,), (2,), 5, 5)
+    assert shared == plain and shared.expand() == plain.expand()
+
+
+def test_the_state_machines_share_the_after_columns_of_unchanged_rows_only() -> None:
+    bulk = [r for r in scenario_items(RawBulkSink()) if isinstance(r, ReplicaTransitions)]
+    online = [r for r in bulk if r.to_state == "OnlineReplica"]
+    offline = [r for r in bulk if r.to_state == "OfflineReplica"]
+    assert online and all(r.shares_after_columns for r in online)
+    assert offline and not any(r.shares_after_columns for r in offline)  # ISR shrinks: rows changed
+    assert any(b != a for r in offline for b, a in zip(r.isr_before, r.isr_after, strict=True))
+
+
 def test_held_records_count_rows_and_bulk_records_are_stamped_once() -> None:
     clock = ManualClock()
     sink = RawBulkSink()
