@@ -280,13 +280,20 @@ def leaders(
 
 
 # -- measuring -------------------------------------------------------------------------------------
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process (``VmRSS`` of ``/proc/<pid>/status``), in MiB."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of a process (``VmRSS`` of ``/proc/<pid>/status``), in MiB; ``VmHWM``
+    for its peak so far."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    raise SystemExit(f"no VmRSS for pid {pid}")
+    raise SystemExit(f"no {field} for pid {pid}")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The most resident memory the process has had (``VmHWM``), in MiB: what ``rss_mb`` after
+    memory was handed back to the OS does not show."""
+    return rss_mb(pid, "VmHWM")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -20,9 +20,10 @@ elects new leaders. We time:
 
 In the same run and on the same tree: the floor (raw batched reads of every broker, topic and
 partition-state znode, and rewrites of the state znodes the failover wrote, ``floor.py``), the
-controller's resident memory (VmRSS) before the kill and after taking over, and, unless told
-otherwise, the same failover with auditing on (SQLite audit store). Prints one JSON object and
-appends it to ``bench/results/failover.jsonl``.
+controller's resident memory (VmRSS) before the kill and after taking over, its peak (VmHWM:
+the controller hands free heap back to the OS after a failover, which lowers VmRSS, not the
+peak) and, unless told otherwise, the same failover with auditing on (SQLite audit store).
+Prints one JSON object and appends it to ``bench/results/failover.jsonl``.
 
     .venv/bin/python bench/failover.py                  # RF 1, RF 3, 10k RF 2; audit off and on
     .venv/bin/python bench/failover.py --rf 1 --scale 0.1 --no-audit --no-10k
@@ -49,6 +50,7 @@ from bench._common import (
     cpu_seconds,
     failover_layout,
     median_run,
+    peak_rss_mb,
     poll,
     ratio,
     report,
@@ -142,6 +144,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
     ready = max(ready_log, last_write)
     cpu = {name: round(cpu_seconds(pid) - cpu0[name], 2) for name, pid in pids.items()}
     rss_after = rss_mb(bench.pid(new))
+    peak_after = peak_rss_mb(bench.pid(new))
 
     drained: dict[str, Any] = {}
     if bench.audit_db is not None:
@@ -168,6 +171,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
         "cpu_seconds_by_process": cpu,
         "controller_rss_mb_before_kill": round(rss_before, 1),
         "controller_rss_mb_after_failover": round(rss_after, 1),
+        "controller_peak_rss_mb": round(peak_after, 1),
         "idle_cluster_cpu_cores": idle,
         "state_znodes_written": len(written),
         "checks_until_led": checks,

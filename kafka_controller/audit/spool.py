@@ -16,8 +16,9 @@ every batch the caller hands over is written there before ``record`` returns, so
 ``kill -9`` of the process (the kernel holds the page) though not a power loss. A journal frame
 of a call with bulk records is *compact* (magic ``KCA2``): a list of parts in recording order,
 ``["rows", batch]`` or ``["cols", table, rows, columns]`` (a column segment, see
-``rows.bulk_segment``), so the caller never makes a row tuple; ``read`` turns both kinds into
-batches of at most ``READ_CHUNK_ROWS`` rows from column segments.
+``rows.bulk_segment``), so the caller never makes a row tuple; a call's parts go into frames of
+at most ``FRAME_ROWS`` rows of column segments, so no payload is large. ``read`` turns both kinds
+into batches of at most ``READ_CHUNK_ROWS`` rows from column segments.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -45,8 +47,12 @@ LOCK_FILE = ".lock"
 _HEADER = struct.Struct("<4sIII")
 _MAGIC = b"KCA1"
 _MAGIC_PARTS = b"KCA2"
-#: The most rows ``read`` makes from column segments at once (a failover's frame holds ~300,000).
+#: The most rows ``read`` makes from column segments at once.
 READ_CHUNK_ROWS = 50_000
+#: The most rows of column segments in one compact frame: a failover's ~300,000 rows as one
+#: frame made a ~17 MB payload on the controller's event thread at the end of the failover, while
+#: its records were still held; in frames of 20,000 rows no payload passes ~1.5 MB.
+FRAME_ROWS = 20_000
 
 
 class Spool:
@@ -126,10 +132,21 @@ class Spool:
         self._append(_MAGIC, orjson.dumps(batch), batch_size(batch))
 
     def append_parts(self, parts: list[Part], rows: int) -> None:
-        """Write one compact frame of ``parts`` (``rows`` rows in all), as ``append`` does."""
-        self._append(_MAGIC_PARTS, orjson.dumps(parts), rows)
+        """Write ``parts`` (``rows`` rows in all) as compact frames of at most ``FRAME_ROWS`` rows
+        of column segments (a part of single records is never split), in order, then fsync once.
+        As ``append``, raises ``OSError`` having written nothing that a later open would count."""
+        start = (self.size, self.rows, self.frames)
+        try:
+            for frame, n in _frames_of(parts, FRAME_ROWS):
+                self._append(_MAGIC_PARTS, orjson.dumps(frame), n, sync=False)
+            if self._durable:
+                os.fsync(self._fd)
+        except OSError:
+            os.ftruncate(self._fd, start[0])
+            self.size, self.rows, self.frames = start
+            raise
 
-    def _append(self, magic: bytes, payload: bytes, rows: int) -> None:
+    def _append(self, magic: bytes, payload: bytes, rows: int, *, sync: bool = True) -> None:
         # header and payload in one writev: a failover's frame is ~15 MB, not copied into a frame
         header = _HEADER.pack(magic, len(payload), zlib.crc32(payload), rows)
         total = len(header) + len(payload)
@@ -140,7 +157,7 @@ class Spool:
                     written += os.writev(self._fd, [header[written:], payload])
                 else:
                     written += os.write(self._fd, memoryview(payload)[written - len(header) :])
-            if self._durable:
+            if sync and self._durable:
                 os.fsync(self._fd)
         except OSError:
             os.ftruncate(self._fd, self.size)
@@ -171,6 +188,44 @@ class Spool:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._fd = self._lock_fd = -1
+
+
+def _frames_of(parts: list[Part], limit: int) -> Iterator[tuple[list[Part], int]]:
+    """``parts`` regrouped into frames of at most ``limit`` rows from column segments (a segment
+    is cut into slices of its columns, each slice's sequence starting where its rows do; a part
+    of single records goes whole into the frame being filled) and the rows each frame holds."""
+    frame: list[Part] = []
+    size = 0
+    for part in parts:
+        if len(part) == 2:  # ("rows", batch)
+            frame.append(part)
+            size += batch_size(part[1])
+            continue
+        _, table, n, columns = part
+        start = 0
+        while start < n:
+            if size >= limit:
+                yield frame, size
+                frame, size = [], 0
+            stop = min(n, start + limit - size)
+            if start == 0 and stop == n:
+                frame.append(part)
+            else:
+                frame.append(("cols", table, stop - start, [_sliced(c, start, stop) for c in columns]))
+            size += stop - start
+            start = stop
+    if frame:
+        yield frame, size
+
+
+def _sliced(column: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` of a segment's column (see ``bulk``: a list, ``{"c": v}`` or ``{"s": first}``)."""
+    if type(column) is list:
+        return column[start:stop]
+    first = column.get("s")
+    if first is not None and first >= 0:
+        return {"s": first + start}
+    return column
 
 
 def _part_batches(parts: list[list[object]]) -> Iterator[Batch]:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_controller._heap import release_free_heap
 from kafka_controller.audit.backends import loader_for
 from kafka_controller.audit.bulk import Unit, convert_units, queue_units
 from kafka_controller.audit.engine import create_audit_engine, one_line, redacted
@@ -47,6 +48,8 @@ from kafka_controller.ports import Clock, SystemClock
 __all__ = ["REJECTED_FILE", "AuditWriter", "AuditWriterStats"]
 
 log = logging.getLogger(__name__)
+
+TRIM_AFTER_ROWS = 100_000  #: queue empty after this many rows: free C heap back to the OS (``_heap``)
 
 
 class AuditWriter(SpoolRecovery):
@@ -115,6 +118,7 @@ class AuditWriter(SpoolRecovery):
         self._written = self._replayed = self._duplicates = 0
         self._spooled = recovered
         self._rejected = self._dropped = 0
+        self._untrimmed = 0  # rows written since the C heap was last trimmed
         self._closing = False
         self._abandoned = False
         self._schema_ready = False
@@ -286,9 +290,13 @@ class AuditWriter(SpoolRecovery):
                     n += size
                 self._pending -= n
             if not chunks:
+                if self._untrimmed >= TRIM_AFTER_ROWS:
+                    self._untrimmed = 0
+                    release_free_heap()
                 if closing and self._spool and self._clock.monotonic() >= self._next_retry:
                     self._recover()
                 return closing
+            self._untrimmed += n
             converted = convert_units(chunks)
             if converted.rejected:
                 self._reject(

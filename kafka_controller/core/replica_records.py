@@ -164,9 +164,16 @@ class ReplicaTransitionLog:
             bulk = records[-1] if records else None
             to_state = _KAFKA_NAME[target]
             if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
-                bulk = ReplicaTransitions(to_state)
+                bulk = (
+                    ReplicaTransitions.unchanged(to_state)
+                    if after is before
+                    else ReplicaTransitions(to_state)
+                )
                 records.append(bulk)
-            bulk.add(tp.topic, tp.partition, replica.replica, _KAFKA_NAME[state], lb, la, ib, ia, eb, ea)
+            if after is before:
+                bulk.add_unchanged(tp.topic, tp.partition, replica.replica, _KAFKA_NAME[state], lb, ib, eb)
+            else:
+                bulk.add(tp.topic, tp.partition, replica.replica, _KAFKA_NAME[state], lb, la, ib, ia, eb, ea)
             return
         records.append(
             ReplicaTransition(

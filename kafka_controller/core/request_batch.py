@@ -25,7 +25,6 @@ from kafka_controller.core.request_batch_send import (
     ZERO_UUID,
     LeaderAndIsrMemo,
     RequestBatchSender,
-    UpdateMetadataMemo,
     summarize_requests,
 )
 from kafka_controller.domain.errors import IllegalControllerStateError
@@ -88,9 +87,9 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         # controller, within the same event), so that 100,000 entries do not build 100,000 sets.
         self._um_to_all_live = False
         self._um_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
-        # Per-partition memos of the last state built and its inputs; live as long as the queues.
+        # The last LeaderAndIsr state built per partition by a one-entry call, and its inputs (see
+        # ``_shared_leader_and_isr_state``); lives as long as the queues.
         self._lai_memo: LeaderAndIsrMemo = {}
-        self._um_memo: UpdateMetadataMemo = {}
 
     # ------------------------------------------------------------------ the four structures (read-only)
     @property
@@ -136,7 +135,6 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         self._um_to_all_live = False
         self._um_brokers.clear()
         self._um_partitions.clear()
-        self._um_memo.clear()
 
     # ------------------------------------------------------------------ queueing
     def add_leader_and_isr_request_for_brokers(
@@ -149,24 +147,49 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
     ) -> None:
         """Queue ``tp``'s state for each broker (``is_new`` is sticky within the batch), then queue
         UpdateMetadata for ``tp`` to every live-or-shutting-down broker."""
-        self.add_leader_and_isr_requests(
-            ((broker_ids, tp, leader_isr_and_controller_epoch, replica_assignment),), is_new
-        )
+        requests = self._lai
+        state: LeaderAndIsrPartitionState | None = None
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue
+            per_broker = requests.get(broker_id)
+            if per_broker is None:
+                per_broker = requests[broker_id] = {}
+            previous = per_broker.get(tp)
+            if previous is not None and previous.is_new and not is_new:
+                per_broker[tp] = _leader_and_isr_state(
+                    tp, leader_isr_and_controller_epoch, replica_assignment, True
+                )
+                continue
+            if state is None:
+                state = self._shared_leader_and_isr_state(
+                    tp, leader_isr_and_controller_epoch, replica_assignment, is_new
+                )
+            per_broker[tp] = state
+        self._um_to_all_live = True
+        self._queue_update_metadata_states((tp,))
 
     def add_leader_and_isr_requests(self, entries: Iterable[LeaderAndIsrEntry], is_new: bool) -> None:
         """``add_leader_and_isr_request_for_brokers(*entry, is_new)`` for each entry, in order.
 
         The state machines queue a partition once per replica: a failover makes 300,000 calls at
-        RF 3. What the UpdateMetadata entries need from the context (leadership, assignments, live
-        brokers, offline log dirs, topics being deleted) cannot change while these entries are
-        queued, so a partition's UpdateMetadata state comes out the same for each of its entries:
-        it is built once per distinct partition, after the LeaderAndIsr states, and each distinct
-        replica list's offline subset once.
+        RF 3. Entries of one partition with the same leadership and assignment objects share one
+        state (states are immutable), found through a memo that lives only for the call: freed
+        before the UpdateMetadata states are built, it is not part of the batch's peak (at
+        100,000 partitions ~12 MB; a memo kept until the send was). What the UpdateMetadata
+        entries need from the context (leadership, assignments, live brokers, offline log dirs,
+        topics being deleted) cannot change while these entries are queued, so a partition's
+        UpdateMetadata state comes out the same for each of its entries: it is built once per
+        distinct partition, after the LeaderAndIsr states, and each distinct replica list's
+        offline subset once.
         """
         requests = self._lai
-        partitions: list[TopicPartition] = []
+        partitions: dict[TopicPartition, None] = {}
+        memo: dict[
+            TopicPartition, tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, LeaderAndIsrPartitionState]
+        ] = {}
         for broker_ids, tp, info, assignment in entries:
-            partitions.append(tp)
+            partitions[tp] = None
             state: LeaderAndIsrPartitionState | None = None
             for broker_id in broker_ids:
                 if broker_id < 0:
@@ -179,16 +202,24 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                     per_broker[tp] = _leader_and_isr_state(tp, info, assignment, True)
                     continue
                 if state is None:
-                    state = self._shared_leader_and_isr_state(tp, info, assignment, is_new)
+                    shared = memo.get(tp)
+                    if shared is not None and shared[0] is info and shared[1] is assignment:
+                        state = shared[2]
+                    else:
+                        state = _leader_and_isr_state(tp, info, assignment, is_new)
+                        memo[tp] = (info, assignment, state)
                 per_broker[tp] = state
+        del memo
         if partitions:
             self._um_to_all_live = True
-            self._queue_update_metadata_states(dict.fromkeys(partitions))
+            self._queue_update_metadata_states(partitions)
 
     def _queue_update_metadata_states(self, partitions: Iterable[TopicPartition]) -> None:
         """UpdateMetadata states from the context's leadership and assignment (for
-        ``add_leader_and_isr_requests``: not the entry's), once per partition; a state already
-        queued from the same inputs is kept."""
+        ``add_leader_and_isr_requests``: not the entry's), once per partition, replacing what is
+        queued for it (an equal state when its inputs did not change: no memo of the inputs is
+        kept, it would cost ~13 MB at 100,000 partitions and a failover never queues a partition
+        twice with the same inputs)."""
         ctx = self._context
         live = ctx.live_broker_ids
         offline_dirs = ctx.replicas_on_offline_dirs
@@ -196,7 +227,6 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         leadership = ctx.partitions_leadership_info
         assignments = ctx.partition_assignments
         queued = self._um_partitions
-        um_memo = self._um_memo
         offline_of: dict[tuple[int, ...], tuple[int, ...]] = {}
         for tp in partitions:
             current = leadership.get(tp)
@@ -213,21 +243,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                 if cached is None:
                     cached = offline_of[replicas] = tuple([r for r in replicas if r not in live])
                 offline = cached
-            is_deleting = tp.topic in deleting
-            # Rebuild only when an input differs, or when something else replaced the queued state.
-            memo = um_memo.get(tp)
-            if (
-                memo is not None
-                and memo[0] is current
-                and memo[1] is replicas
-                and memo[2] == offline
-                and memo[3] == is_deleting
-                and queued.get(tp) is memo[4]
-            ):
-                continue
-            um_state = _update_metadata_state(tp, current, replicas, offline, is_deleting)
-            queued[tp] = um_state
-            um_memo[tp] = (current, replicas, offline, is_deleting, um_state)
+            queued[tp] = _update_metadata_state(tp, current, replicas, offline, tp.topic in deleting)
 
     def _shared_leader_and_isr_state(
         self,
@@ -236,11 +252,12 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         assignment: ReplicaAssignment,
         is_new: bool,
     ) -> LeaderAndIsrPartitionState:
-        """The state built for ``tp`` by an earlier call with the very same inputs, else a new one.
+        """The state built for ``tp`` by an earlier one-entry call with the very same inputs, else
+        a new one.
 
-        The replica state machine queues a partition once per replica (one call per broker), with
-        the same leadership and assignment objects: at RF 3 a failover would build each of 100,000
-        states three times. States are immutable, so equal inputs may share one."""
+        ``add_leader_and_isr_request_for_brokers`` is called once per replica (a new topic's
+        NewReplica transitions), with the same leadership and assignment objects: at RF 3 each
+        state would be built three times. States are immutable, so equal inputs may share one."""
         memo = self._lai_memo.get(tp)
         if memo is not None and memo[0] is info and memo[1] is assignment and memo[2] == is_new:
             return memo[3]

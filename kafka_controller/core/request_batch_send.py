@@ -40,14 +40,10 @@ __all__ = ["ZERO_UUID", "RequestBatchSender", "summarize_requests"]
 #: Kafka's ``Uuid.ZERO_UUID`` in its base64 spelling: "no topic id".
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-#: Per-partition memos of the last request state built and the inputs it was built from.
+#: Per-partition memo of the last LeaderAndIsr state built by a one-entry call and its inputs.
 LeaderAndIsrMemo = dict[
     TopicPartition,
     tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, bool, LeaderAndIsrPartitionState],
-]
-UpdateMetadataMemo = dict[
-    TopicPartition,
-    tuple[LeaderIsrAndControllerEpoch, tuple[int, ...], tuple[int, ...], bool, UpdateMetadataPartitionState],
 ]
 
 log = logging.getLogger("kafka_controller.core.request_batch")
@@ -74,7 +70,6 @@ class RequestBatchSender:
     _um_to_all_live: bool
     _um_partitions: dict[TopicPartition, UpdateMetadataPartitionState]
     _lai_memo: LeaderAndIsrMemo
-    _um_memo: UpdateMetadataMemo
 
     def _resolve_um_brokers(self) -> set[int]:
         if self._um_to_all_live:
@@ -173,7 +168,6 @@ class RequestBatchSender:
     def _send_update_metadata_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
         if not self._um_brokers:
             self._um_partitions.clear()
-            self._um_memo.clear()
             return
         if state_change_log.isEnabledFor(_INFO):
             state_change_log.info(
@@ -202,7 +196,6 @@ class RequestBatchSender:
             self._channel.send_request(broker_id, request, update_metadata_callback(sink, broker_id))
         self._um_brokers.clear()
         self._um_partitions.clear()
-        self._um_memo.clear()
 
     def _send_stop_replica_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
         version = self._sr_version

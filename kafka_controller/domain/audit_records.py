@@ -131,6 +131,48 @@ class ReplicaTransitions:
     def __len__(self) -> int:
         return len(self.topic)
 
+    @classmethod
+    def unchanged(cls, to_state: str) -> ReplicaTransitions:
+        """An empty record for rows whose leader, ISR and leader epoch are the same after as
+        before (a failover's 240,000 OnlineReplica rows at RF 3): its after columns are its
+        before columns, one list each (~6 MB less), filled by ``add_unchanged``. ``add`` still
+        works: the first row that differs gives the after columns lists of their own."""
+        r = cls(to_state)
+        r.leader_after = r.leader_before
+        r.isr_after = r.isr_before
+        r.leader_epoch_after = r.leader_epoch_before
+        return r
+
+    @property
+    def shares_after_columns(self) -> bool:
+        """True while the after columns are the before columns (see ``unchanged``)."""
+        return self.leader_after is self.leader_before
+
+    def add_unchanged(
+        self,
+        topic: str,
+        partition: int,
+        replica: int,
+        from_state: str,
+        leader: int | None,
+        isr: tuple[int, ...] | None,
+        leader_epoch: int | None,
+    ) -> None:
+        """``add`` of a row whose after values are its before values; on a record that does not
+        share its after columns, exactly ``add``."""
+        if self.leader_after is not self.leader_before:
+            self.add(
+                topic, partition, replica, from_state, leader, leader, isr, isr, leader_epoch, leader_epoch
+            )
+            return
+        self.topic.append(topic)
+        self.partition.append(partition)
+        self.replica.append(replica)
+        self.from_state.append(from_state)
+        self.leader_before.append(leader)
+        self.isr_before.append(isr)
+        self.leader_epoch_before.append(leader_epoch)
+
     def add(
         self,
         topic: str,
@@ -144,6 +186,10 @@ class ReplicaTransitions:
         leader_epoch_before: int | None,
         leader_epoch_after: int | None,
     ) -> None:
+        if self.leader_after is self.leader_before:  # after columns shared (``unchanged``): split
+            self.leader_after = list(self.leader_before)
+            self.isr_after = list(self.isr_before)
+            self.leader_epoch_after = list(self.leader_epoch_before)
         self.topic.append(topic)
         self.partition.append(partition)
         self.replica.append(replica)

@@ -3,10 +3,12 @@ through the state machines, the controller's stamping sink, the writer, its jour
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from sqlalchemy import create_engine, select
 
@@ -97,6 +99,33 @@ def test_the_recording_sink_and_a_non_bulk_sink_behind_the_controller_sink_see_s
     recording = RecordingAuditSink()
     run_scenario(recording)
     assert recording.records == singles
+
+
+def test_rows_without_a_leadership_change_share_their_after_columns_until_one_differs() -> None:
+    shared = ReplicaTransitions.unchanged("OnlineReplica")
+    plain = ReplicaTransitions("OnlineReplica")
+    for p in range(3):
+        shared.add_unchanged("t", p, 1, "OnlineReplica", 1, (1, 2), 4)
+        plain.add("t", p, 1, "OnlineReplica", 1, 1, (1, 2), (1, 2), 4, 4)
+    assert shared.shares_after_columns and not plain.shares_after_columns
+    assert shared == plain and shared.expand() == plain.expand()
+    assert bulk_segment(shared) == bulk_segment(plain)
+    shared.add("t", 3, 1, "OnlineReplica", 1, 2, (1, 2), (2,), 4, 5)  # a changed row: columns split
+    plain.add("t", 3, 1, "OnlineReplica", 1, 2, (1, 2), (2,), 4, 5)
+    assert not shared.shares_after_columns
+    assert shared.leader_before == [1, 1, 1, 1] and shared.leader_after == [1, 1, 1, 2]
+    shared.add_unchanged("t", 4, 1, "OnlineReplica", 2, (2,), 5)
+    plain.add("t", 4, 1, "OnlineReplica", 2, 2, (2,), (2,), 5, 5)
+    assert shared == plain and shared.expand() == plain.expand()
+
+
+def test_the_state_machines_share_the_after_columns_of_unchanged_rows_only() -> None:
+    bulk = [r for r in scenario_items(RawBulkSink()) if isinstance(r, ReplicaTransitions)]
+    online = [r for r in bulk if r.to_state == "OnlineReplica"]
+    offline = [r for r in bulk if r.to_state == "OfflineReplica"]
+    assert online and all(r.shares_after_columns for r in online)
+    assert offline and not any(r.shares_after_columns for r in offline)  # ISR shrinks: rows changed
+    assert any(b != a for r in offline for b, a in zip(r.isr_before, r.isr_after, strict=True))
 
 
 def test_held_records_count_rows_and_bulk_records_are_stamped_once() -> None:
@@ -242,6 +271,57 @@ def test_a_compact_journal_frame_is_replayed_by_the_next_writer(
         writer.record(singles)
         assert writer.flush(WAIT)
     assert _rows(url) == _rows(expected_url)
+
+
+def test_a_journaled_call_is_cut_into_frames_of_bounded_rows_that_replay_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failover's ~300,000 rows are not one frame (one ~17 MB payload) but frames of at most
+    ``FRAME_ROWS`` rows of column segments; replayed, they are the rows of the call, in order."""
+    monkeypatch.setattr(spool_module, "FRAME_ROWS", 30)
+    singles, items = _mixed()
+    _, parts, n = queue_units(items, 1000)
+    journal = Spool(tmp_path / "spool", name=JOURNAL_FILE, durable=False)
+    journal.append_parts(parts, n)
+    # 80 + 40 replica rows, the failed single, 70 partition rows, the event: frames of 30, 30, 20+10,
+    # 30+the failed single, 30, 30, 10+the event (a part of single records is never cut)
+    assert (journal.rows, journal.frames) == (len(singles), 7)
+    frames = [orjson.loads(payload) for _, _, payload, _ in journal._frames()]
+    assert [sum(p[2] for p in f if p[0] == "cols") for f in frames] == [30, 30, 30, 30, 30, 30, 10]
+    expected = to_batch([singles]).batch
+    by_table = {t: [r for b in journal.read() for r in b.get(t, [])] for t in expected}
+    assert by_table == expected  # each table's rows in recording order, sequences included
+    journal.close()
+
+
+def test_a_failed_journal_write_leaves_no_frame_of_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool_module, "FRAME_ROWS", 30)
+    _, items = _mixed()
+    _, parts, n = queue_units(items, 1000)
+    journal = Spool(tmp_path / "spool", name=JOURNAL_FILE, durable=False)
+    journal.append_parts(parts[:1], 80)
+    size = journal.size
+    calls = 0
+    real_writev = os.writev
+
+    def failing_writev(fd: int, buffers: Sequence[bytes]) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise OSError(28, "No space left on device")
+        return real_writev(fd, buffers)
+
+    monkeypatch.setattr(spool_module.os, "writev", failing_writev)
+    with pytest.raises(OSError):
+        journal.append_parts(parts, n)
+    assert (journal.size, journal.rows, journal.frames) == (size, 80, 3)
+    assert os.path.getsize(journal.path) == size
+    journal.close()
+    reopened = Spool(tmp_path / "spool", name=JOURNAL_FILE, durable=False)
+    assert (reopened.rows, reopened.frames) == (80, 3)
+    reopened.close()
 
 
 def test_a_bulk_record_larger_than_a_batch_is_queued_in_slices(tmp_path: Path) -> None:
