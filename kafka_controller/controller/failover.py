@@ -9,11 +9,11 @@ reads or writes one partition at a time.
 from __future__ import annotations
 
 import base64
-import gc
 import uuid
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from kafka_controller import heap
 from kafka_controller.controller.base import (
     BROKER_IDS_PATH,
     BROKER_TOPICS_PATH,
@@ -86,7 +86,7 @@ class ControllerFailover(ControllerBase):
         # The context just loaded (~10 objects per partition) lives until resignation and holds no
         # cycles: moved out of the collector's generations, later full collections no longer walk
         # it (each walk of a 100,000-partition context costs ~0.2 s). Resignation unfreezes.
-        gc.freeze()
+        heap.freeze()  # shared with the broker in this process (``kafka_controller.heap``)
 
     def _on_controller_failover(self) -> None:
         ctx = self.controller_context
@@ -299,6 +299,6 @@ class ControllerFailover(ControllerBase):
         store.unwatch(BROKER_IDS_PATH)
         self.channel_manager.shutdown()
         ctx.reset_context()
-        gc.unfreeze()  # what the context held is garbage now: let the collector see it again
+        heap.unfreeze()  # what the context held is garbage now: let the collector see it again
         self.update_metrics()
         log.info("Resigned")
