@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka_controller._heap import release_free_heap
 from kafka_controller.audit.backends import loader_for
 from kafka_controller.audit.bulk import Unit, convert_units, queue_units
 from kafka_controller.audit.engine import create_audit_engine, one_line, redacted
@@ -43,13 +42,14 @@ from kafka_controller.audit.spool import JOURNAL_FILE, Spool
 from kafka_controller.audit.writer_recovery import REJECTED_FILE, AuditWriterStats, SpoolRecovery
 from kafka_controller.domain.audit_records import AuditItem
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.heap import release_free_heap
 from kafka_controller.ports import Clock, SystemClock
 
 __all__ = ["REJECTED_FILE", "AuditWriter", "AuditWriterStats"]
 
 log = logging.getLogger(__name__)
 
-TRIM_AFTER_ROWS = 100_000  #: queue empty after this many rows: free C heap back to the OS (``_heap``)
+TRIM_AFTER_ROWS = 100_000  #: queue empty after this many rows: free C heap back to the OS (``heap``)
 
 
 class AuditWriter(SpoolRecovery):

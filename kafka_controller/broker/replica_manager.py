@@ -36,6 +36,7 @@ from kafka_controller.domain.requests import (
     StopReplicaResponse,
 )
 from kafka_controller.domain.values import EPOCH_DURING_DELETE, NO_EPOCH, Broker, TopicPartition
+from kafka_controller.heap import end_bulk
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,8 @@ GC_PAUSE_THRESHOLD = 5_000
 def _gc_paused(partitions: int) -> Iterator[None]:
     """Handling a big request allocates hundreds of thousands of small objects, none in a cycle;
     the collector's repeated passes over the whole heap meanwhile cost more than the handling
-    itself (about 60% at 100,000 partitions). Reference counting still frees everything."""
+    itself (about 60% at 100,000 partitions). Reference counting still frees everything; what
+    stays (partitions, their states) is frozen at the end (``heap.end_bulk``)."""
     if partitions < GC_PAUSE_THRESHOLD or not gc.isenabled():
         yield
         return
@@ -61,7 +63,7 @@ def _gc_paused(partitions: int) -> Iterator[None]:
     try:
         yield
     finally:
-        gc.enable()
+        end_bulk()
 
 
 class ReplicaListener(Protocol):

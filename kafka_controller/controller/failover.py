@@ -9,12 +9,11 @@ reads or writes one partition at a time.
 from __future__ import annotations
 
 import base64
-import gc
 import uuid
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from kafka_controller._heap import release_free_heap
+from kafka_controller import heap
 from kafka_controller.controller.base import (
     BROKER_IDS_PATH,
     BROKER_TOPICS_PATH,
@@ -31,6 +30,7 @@ from kafka_controller.controller.base import (
 from kafka_controller.controller.events import ElectionTrigger, ElectionType
 from kafka_controller.domain.errors import IllegalControllerStateError, MetadataStoreError, ZNodeDecodeError
 from kafka_controller.domain.values import Broker
+from kafka_controller.heap import release_free_heap
 from kafka_controller.ports import FeatureZNode, TopicIdReplicaAssignment
 
 _ENABLED, _DISABLED = 1, 0
@@ -87,7 +87,7 @@ class ControllerFailover(ControllerBase):
         # The context just loaded (~10 objects per partition) lives until resignation and holds no
         # cycles: moved out of the collector's generations, later full collections no longer walk
         # it (each walk of a 100,000-partition context costs ~0.2 s). Resignation unfreezes.
-        gc.freeze()
+        heap.freeze()  # shared with the broker in this process (``kafka_controller.heap``)
         # The failover's request queues and state-machine temporaries are free now; without this
         # glibc keeps most of their pages resident (~20 MB at 100,000 partitions RF 3).
         release_free_heap()
@@ -303,6 +303,6 @@ class ControllerFailover(ControllerBase):
         store.unwatch(BROKER_IDS_PATH)
         self.channel_manager.shutdown()
         ctx.reset_context()
-        gc.unfreeze()  # what the context held is garbage now: let the collector see it again
+        heap.unfreeze()  # what the context held is garbage now: let the collector see it again
         self.update_metrics()
         log.info("Resigned")

@@ -15,23 +15,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import (
     ControlRequest,
     ControlResponse,
     Errors,
+    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    StopReplicaPartitionState,
     StopReplicaRequest,
     StopReplicaResponse,
+    UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
-    build_leader_and_isr_partition_state,
-    build_stop_replica_partition_state,
-    build_update_metadata_partition_state,
 )
 from kafka_controller.domain.values import TopicPartition, topic_partitions
 from kafka_controller.transport.codec_common import (
@@ -56,6 +57,17 @@ from kafka_controller.transport.columns import (
 )
 from kafka_controller.transport.errors import ProtocolError
 
+_S = TypeVar("_S", bound=tuple[Any, ...])
+_new_tuple = tuple.__new__
+
+
+def _build_states(kind: type[_S], rows: Iterable[tuple[Any, ...]]) -> tuple[_S, ...]:
+    """``tuple(kind(*row) for row in rows)`` without a Python-level call per row: a NamedTuple's
+    ``__new__`` is Python code, ``tuple.__new__(kind, row)`` is not (the rows hold every field in
+    declaration order, as ``domain.requests``' positional builders do)."""
+    return tuple(map(_new_tuple, repeat(kind), rows))
+
+
 # -- LeaderAndIsr --------------------------------------------------------------------------------
 
 
@@ -73,9 +85,9 @@ def encode_leader_and_isr_request(r: LeaderAndIsrRequest) -> Json:
 def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
     cols, topics, sets = _read_state_columns(body)
     with gc_paused(cols.n):
-        states = tuple(
-            map(
-                build_leader_and_isr_partition_state,
+        states = _build_states(
+            LeaderAndIsrPartitionState,
+            zip(
                 cols.lookup("topic", topics),
                 cols.ints("partition"),
                 cols.ints("controller_epoch"),
@@ -87,7 +99,8 @@ def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
                 cols.lookup("adding_replicas", sets, ()),
                 cols.lookup("removing_replicas", sets, ()),
                 cols.bools("is_new", False),
-            )
+                strict=True,
+            ),
         )
     version, controller_id, controller_epoch, broker_epoch = _read_header(body)
     leaders = _read_brokers(body, "live_leaders")
@@ -143,9 +156,9 @@ def encode_update_metadata_request(r: UpdateMetadataRequest) -> Json:
 def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
     cols, topics, sets = _read_state_columns(body)
     with gc_paused(cols.n):
-        states = tuple(
-            map(
-                build_update_metadata_partition_state,
+        states = _build_states(
+            UpdateMetadataPartitionState,
+            zip(
                 cols.lookup("topic", topics),
                 cols.ints("partition"),
                 cols.ints("controller_epoch"),
@@ -155,7 +168,8 @@ def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
                 cols.ints("zk_version"),
                 cols.lookup("replicas", sets),
                 cols.lookup("offline_replicas", sets),
-            )
+                strict=True,
+            ),
         )
     version, controller_id, controller_epoch, broker_epoch = _read_header(body)
     brokers = _read_brokers(body, "live_brokers")
@@ -201,7 +215,9 @@ def decode_stop_replica_request(body: Json) -> StopReplicaRequest:
     parts = cols.ints("partition")
     tps = topic_partitions(cols.lookup("topic", topics), parts)
     states = map(
-        build_stop_replica_partition_state, parts, cols.ints("leader_epoch"), cols.bools("delete_partition")
+        _new_tuple,
+        repeat(StopReplicaPartitionState),
+        zip(parts, cols.ints("leader_epoch"), cols.bools("delete_partition"), strict=True),
     )
     with gc_paused(cols.n):
         partition_states = dict(zip(tps, states, strict=True))

@@ -1,5 +1,5 @@
 """After a failover, and after the audit writer has written a large backlog, the C heap's free
-pages go back to the OS (``kafka_controller._heap``): the peak stays, what stays resident drops."""
+pages go back to the OS (``kafka_controller.heap``): the peak stays, what stays resident drops."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_controller import _heap
+from kafka_controller import heap as _heap
 from kafka_controller.audit import writer as writer_module
 from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.writer import AuditWriter
