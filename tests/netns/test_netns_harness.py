@@ -252,6 +252,9 @@ def test_ctrl_c_in_the_owner_deletes_its_namespaces() -> None:
         """
         import faulthandler, signal, threading
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+        # An owner at a terminal gets KeyboardInterrupt on Ctrl-C; a test run started in the
+        # background (``cmd &``) hands its children SIGINT ignored, so restore Python's default.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from kafka_controller.testing.netns import NetnsLab
         with NetnsLab() as lab:
             lab.add_host("a")
@@ -269,7 +272,7 @@ def test_ctrl_c_in_the_owner_deletes_its_namespaces() -> None:
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # once seen under a loaded CI run: say where it hangs
+        except subprocess.TimeoutExpired:  # say where it hangs
             proc.send_signal(signal.SIGUSR1)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=2)  # time for faulthandler's dump, on the failure path only
