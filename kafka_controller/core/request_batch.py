@@ -88,7 +88,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         self._um_to_all_live = False
         self._um_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
         # The last LeaderAndIsr state built per partition by a one-entry call, and its inputs (see
-        # ``_shared_leader_and_isr_state``); lives as long as the queues.
+        # ``add_leader_and_isr_request_for_brokers``); lives as long as the queues.
         self._lai_memo: LeaderAndIsrMemo = {}
 
     # ------------------------------------------------------------------ the four structures (read-only)
@@ -146,28 +146,13 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         is_new: bool,
     ) -> None:
         """Queue ``tp``'s state for each broker (``is_new`` is sticky within the batch), then queue
-        UpdateMetadata for ``tp`` to every live-or-shutting-down broker."""
-        requests = self._lai
-        state: LeaderAndIsrPartitionState | None = None
-        for broker_id in broker_ids:
-            if broker_id < 0:
-                continue
-            per_broker = requests.get(broker_id)
-            if per_broker is None:
-                per_broker = requests[broker_id] = {}
-            previous = per_broker.get(tp)
-            if previous is not None and previous.is_new and not is_new:
-                per_broker[tp] = _leader_and_isr_state(
-                    tp, leader_isr_and_controller_epoch, replica_assignment, True
-                )
-                continue
-            if state is None:
-                state = self._shared_leader_and_isr_state(
-                    tp, leader_isr_and_controller_epoch, replica_assignment, is_new
-                )
-            per_broker[tp] = state
-        self._um_to_all_live = True
-        self._queue_update_metadata_states((tp,))
+        UpdateMetadata for ``tp`` to every live-or-shutting-down broker.
+
+        Called once per replica (a new topic's NewReplica transitions) with the same leadership
+        and assignment objects, so the sharing memo here lives as long as the queues: at RF 3 each
+        state would otherwise be built three times."""
+        entry = (broker_ids, tp, leader_isr_and_controller_epoch, replica_assignment)
+        self._queue_leader_and_isr_states((entry,), is_new, self._lai_memo)
 
     def add_leader_and_isr_requests(self, entries: Iterable[LeaderAndIsrEntry], is_new: bool) -> None:
         """``add_leader_and_isr_request_for_brokers(*entry, is_new)`` for each entry, in order.
@@ -183,11 +168,17 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         distinct partition, after the LeaderAndIsr states, and each distinct replica list's
         offline subset once.
         """
+        self._queue_leader_and_isr_states(entries, is_new, None)
+
+    def _queue_leader_and_isr_states(
+        self, entries: Iterable[LeaderAndIsrEntry], is_new: bool, memo: LeaderAndIsrMemo | None
+    ) -> None:
+        """Both ``add_leader_and_isr_*``: each entry's state for its brokers, shared through
+        ``memo`` (a memo for this call alone when None, freed before the UpdateMetadata states are
+        built) by entries with the same inputs, then the partitions' UpdateMetadata states."""
         requests = self._lai
+        shares: LeaderAndIsrMemo = {} if memo is None else memo
         partitions: dict[TopicPartition, None] = {}
-        memo: dict[
-            TopicPartition, tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, LeaderAndIsrPartitionState]
-        ] = {}
         for broker_ids, tp, info, assignment in entries:
             partitions[tp] = None
             state: LeaderAndIsrPartitionState | None = None
@@ -202,14 +193,19 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                     per_broker[tp] = _leader_and_isr_state(tp, info, assignment, True)
                     continue
                 if state is None:
-                    shared = memo.get(tp)
-                    if shared is not None and shared[0] is info and shared[1] is assignment:
-                        state = shared[2]
+                    shared = shares.get(tp)
+                    if (
+                        shared is not None
+                        and shared[0] is info
+                        and shared[1] is assignment
+                        and shared[2] == is_new
+                    ):
+                        state = shared[3]
                     else:
                         state = _leader_and_isr_state(tp, info, assignment, is_new)
-                        memo[tp] = (info, assignment, state)
+                        shares[tp] = (info, assignment, is_new, state)
                 per_broker[tp] = state
-        del memo
+        del shares
         if partitions:
             self._um_to_all_live = True
             self._queue_update_metadata_states(partitions)
@@ -244,26 +240,6 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                     cached = offline_of[replicas] = tuple([r for r in replicas if r not in live])
                 offline = cached
             queued[tp] = _update_metadata_state(tp, current, replicas, offline, tp.topic in deleting)
-
-    def _shared_leader_and_isr_state(
-        self,
-        tp: TopicPartition,
-        info: LeaderIsrAndControllerEpoch,
-        assignment: ReplicaAssignment,
-        is_new: bool,
-    ) -> LeaderAndIsrPartitionState:
-        """The state built for ``tp`` by an earlier one-entry call with the very same inputs, else
-        a new one.
-
-        ``add_leader_and_isr_request_for_brokers`` is called once per replica (a new topic's
-        NewReplica transitions), with the same leadership and assignment objects: at RF 3 each
-        state would be built three times. States are immutable, so equal inputs may share one."""
-        memo = self._lai_memo.get(tp)
-        if memo is not None and memo[0] is info and memo[1] is assignment and memo[2] == is_new:
-            return memo[3]
-        state = _leader_and_isr_state(tp, info, assignment, is_new)
-        self._lai_memo[tp] = (info, assignment, is_new, state)
-        return state
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
