@@ -146,7 +146,7 @@ def parse_config_pairs(pairs: Sequence[str] | None, *, option: str = "--config")
         if not sep or not key:
             raise InvalidArgumentError(f"bad {option} {brief(pair)}: expected KEY=VALUE")
         if key in out:
-            raise InvalidArgumentError(f"{option} {key} is given twice")
+            raise InvalidArgumentError(f"{option} {key if key.isprintable() else brief(key)} is given twice")
         out[key] = value
     return out
 
