@@ -55,6 +55,8 @@ from kafka_controller.zk.multiread import (
     GET_DATA,
     FastMulti,
     MultiRead,
+    SetWatches,
+    WatchedMultiRead,
     first_failure,
     serialize_acls,
 )
@@ -66,6 +68,11 @@ from kafka_controller.zk.store import ZkMetadataStore
 log = logging.getLogger(__name__)
 
 ClientFactory = Callable[..., Any]
+
+#: From this many paths a watched read is multi-reads plus one ``SetWatches`` per multi-read
+#: (``multiread.py``): two round trips instead of one, but a few requests instead of one kazoo
+#: request per path.
+WATCHED_MULTI_READ_MIN_PATHS = 16
 
 
 def translate(e: BaseException, path: str | None = None) -> MetadataStoreError:
@@ -283,6 +290,15 @@ class KazooBackend:
         if not paths:
             return
         wrapper = self._wrap(watch)
+        if self._multi_read and wrapper is not None and len(paths) >= WATCHED_MULTI_READ_MIN_PATHS:
+            try:
+                yield self._read_watched(op_type, paths, wrapper)
+                return
+            except MetadataStoreError as e:
+                if self.config.multi_read is not None or e.code not in ("UNIMPLEMENTED", "MARSHALLINGERROR"):
+                    raise
+                log.warning("server rejected multi-read (%s): falling back to pipelined reads", e.code)
+                self._multi_read = False
         if self._multi_read and wrapper is None:
             n = self.config.read_chunk
             requests = [MultiRead(op_type, paths[i : i + n], self._chroot) for i in range(0, len(paths), n)]
@@ -299,6 +315,43 @@ class KazooBackend:
                 log.warning("server rejected multi-read (%s): falling back to pipelined reads", e.code)
                 self._multi_read = False
         yield self._read_pipelined(op_type, paths, wrapper)
+
+    def _read_watched(self, op_type: int, paths: Sequence[str], wrapper: Any) -> list[Any]:
+        """Multi-reads, then one ``SetWatches`` per multi-read relative to the zxid it was served
+        at, on the paths it found: the watch of a pipelined getData/getChildren, armed as if
+        atomically with the read (the argument is in ``multiread.py``). Errors other than NONODE
+        raise, as in ``_read_pipelined``."""
+        n = self.config.read_chunk
+        reads = [WatchedMultiRead(op_type, paths[i : i + n], self._chroot) for i in range(0, len(paths), n)]
+        out: list[Any] = []
+        arms: list[SetWatches] = []
+        for request, reply in zip(reads, self._pipeline(reads, "multi-read"), strict=True):
+            found = []
+            for path, read in zip(request.paths, reply, strict=True):
+                code = read[0]
+                if code == OK:
+                    found.append(path)
+                elif code != NONODE:
+                    raise error_for_code(code, path)
+            if found:
+                register = functools.partial(self._register_watcher, op_type, found, wrapper)
+                arms.append(SetWatches(request.zxid, op_type, found, self._chroot, register))
+            out.extend(reply)
+        for _ in self._pipeline(arms, "set-watches"):
+            pass
+        return out
+
+    def _register_watcher(self, op_type: int, paths: Sequence[str], wrapper: Any) -> None:
+        """kazoo's bookkeeping for a watch it armed itself (its ``_read_response`` does this after a
+        watched read): events find their watchers by server path. Runs on kazoo's connection thread,
+        which alone pops these sets when events arrive."""
+        client = self.client
+        if client._stopped.is_set():
+            return
+        watchers = client._data_watchers if op_type == GET_DATA else client._child_watchers
+        chroot = self._chroot
+        for path in paths:
+            watchers[chroot + path].add(wrapper)
 
     def _read_pipelined(self, op_type: int, paths: Sequence[str], wrapper: Any) -> list[Any]:
         """One kazoo async read per path, all in flight: the fallback, and how watches are armed."""
