@@ -25,7 +25,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.zk import kazoo_backend, multiread
+from kafka_controller.zk import kazoo_reads, multiread
 from kafka_controller.zk.backend import CREATE, NONODE, OK, PERSISTENT
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore, translate
 from kafka_controller.zk.multiread import MultiError, first_failure
@@ -146,7 +146,7 @@ def test_many_watched_reads_arm_their_watches_as_of_the_read(
         made.append(multiread.SetWatches(*args))
         return made[-1]
 
-    monkeypatch.setattr(kazoo_backend, "SetWatches", set_watches)
+    monkeypatch.setattr(kazoo_reads, "SetWatches", set_watches)
     events: queue.Queue[tuple[str, str]] = queue.Queue()
     reads = store.backend.get_data_many([*paths, "/w/missing"], lambda kind, path: events.put((kind, path)))
     assert len(made) == 1 and made[0].paths == paths  # one SetWatches, on the znodes found
