@@ -160,6 +160,33 @@ def test_many_watched_reads_arm_their_watches_as_of_the_read(
 
 
 @pytest.mark.zk
+def test_many_watched_children_reads_arm_their_watches_as_of_the_read(
+    zk_connect: str, stores: list[KazooMetadataStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for child watches (compared on ``pzxid``): a child added between the read and the
+    arming fires CHILD at once, one added after fires when it comes, the others stay silent."""
+    store = open_store(stores, config(zk_connect))
+    admin = open_store(stores, config(zk_connect))
+    store.backend.create("/c", b"")
+    paths = [f"/c/p{i}" for i in range(20)]
+    admin.batcher.run([(CREATE, p, b"", PERSISTENT) for p in paths], -1)
+    made = []
+
+    def set_watches(*args: Any) -> multiread.SetWatches:
+        admin.backend.create(f"{paths[3]}/between", b"")
+        made.append(multiread.SetWatches(*args))
+        return made[-1]
+
+    monkeypatch.setattr(kazoo_reads, "SetWatches", set_watches)
+    events: queue.Queue[tuple[str, str]] = queue.Queue()
+    reads = store.backend.get_children_many(paths, lambda kind, path: events.put((kind, path)))
+    assert len(made) == 1 and reads == [(OK, [])] * 20
+    admin.backend.create(f"{paths[7]}/after", b"")
+    assert [events.get(timeout=10) for _ in range(2)] == [("CHILD", paths[3]), ("CHILD", paths[7])]
+    assert events.empty()
+
+
+@pytest.mark.zk
 def test_server_without_multi_read_falls_back(
     zk_connect: str, stores: list[KazooMetadataStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
