@@ -15,6 +15,12 @@ led to. Everything else — no cache, a newer controller epoch, no leader electa
 (the cache might be stale), BADVERSION, NONODE — goes on to Kafka's rounds, read first. At failover
 the partitions the dead broker led were written a moment before by the ISR removal, so their
 20,000 re-reads at 100,000 partitions RF 3 are saved.
+
+A partition with no online replica gets no leader in that round whatever its state and its topic's
+config say (every strategy elects an online replica of the assignment), and its failure there is
+dropped for Kafka's read round, which reads both. So the cached round reads only the topic configs
+that can decide an election there, and fails such partitions with one shared placeholder error
+instead of a message each (at failover at RF 1, the 20,000 partitions of the dead broker).
 """
 
 from __future__ import annotations
@@ -69,6 +75,8 @@ _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 ElectionOutcome = LeaderAndIsr | Exception
+#: A failure of the cached round that Kafka's read round decides instead (never returned).
+_UNDECIDED_FROM_CACHE = StateChangeFailedError("no leader from the cached state: Kafka's read round decides")
 
 
 @dataclass(slots=True)
@@ -175,12 +183,16 @@ class PartitionLeaderElection:
         if not valid:
             return {}, failed, []
         config_failures: dict[str, Exception] = {}
-        decisions = self._run_strategy(valid, strategy, config_failures)
+        decisions = self._run_strategy(valid, strategy, config_failures, cached is not None)
         to_update: dict[TopicPartition, LeaderAndIsr] = {}
         recipients: dict[TopicPartition, tuple[int, ...]] = {}
+        strategy_text = str(strategy)
         for tp, new_leader_and_isr, live_replicas, unclean in decisions:
             if new_leader_and_isr is None:
-                failed[tp] = self._no_leader_error(tp, strategy, config_failures.get(tp.topic))
+                if cached is not None:
+                    failed[tp] = _UNDECIDED_FROM_CACHE
+                else:
+                    failed[tp] = self._no_leader_error(tp, strategy_text, config_failures.get(tp.topic))
                 continue
             to_update[tp] = new_leader_and_isr
             recipients[tp] = live_replicas
@@ -232,11 +244,12 @@ class PartitionLeaderElection:
         valid: list[tuple[TopicPartition, LeaderAndIsr]],
         strategy: PartitionLeaderElectionStrategy,
         config_failures: dict[str, Exception],
+        from_cache: bool = False,
     ) -> list[ElectionDecision]:
         ctx = self.controller_context
         if isinstance(strategy, OfflinePartitionLeaderElectionStrategy):
             with_unclean = self._collect_unclean_leader_election_state(
-                valid, strategy.allow_unclean, config_failures
+                valid, strategy.allow_unclean, config_failures, from_cache
             )
             return offline_election_decisions(ctx, with_unclean)
         results: list[ElectionResult]
@@ -255,11 +268,14 @@ class PartitionLeaderElection:
         valid: list[tuple[TopicPartition, LeaderAndIsr]],
         allow_unclean: bool,
         config_failures: dict[str, Exception],
+        from_cache: bool = False,
     ) -> list[tuple[TopicPartition, LeaderAndIsr | None, bool]]:
         """Unclean is allowed per partition only when no ISR member is online (§3.6 step 4).
 
         With ``allow_unclean`` false the topic configs are read even for an empty topic set, as
         Kafka does; a topic whose config cannot be read or is invalid fails its partitions.
+        ``from_cache`` (the round without a read, module docs): only the configs of topics with a
+        partition that has an online replica are read; the others' partitions fail undecided.
         """
         live = LiveReplicaFilter(self.controller_context)
         no_live_isr: list[tuple[TopicPartition, LeaderAndIsr]] = []
@@ -280,7 +296,11 @@ class PartitionLeaderElection:
                     with_live_isr.append((tp, leader_and_isr, False))
         if allow_unclean:
             return [(tp, lai, True) for tp, lai in no_live_isr] + with_live_isr
-        topics = {tp.topic for tp, _ in no_live_isr}
+        if from_cache:
+            any_online, assignment = live.any_online, self.controller_context.partition_replica_assignment
+            topics = {tp.topic for tp, _ in no_live_isr if any_online(assignment(tp), tp)}
+        else:
+            topics = {tp.topic for tp, _ in no_live_isr}
         configs, failures = self._store.get_log_configs(topics, self._broker_config)
         config_failures.update(failures)
         unclean_by_topic: dict[str, bool] = {}
@@ -301,7 +321,7 @@ class PartitionLeaderElection:
         return collected + with_live_isr
 
     def _no_leader_error(
-        self, tp: TopicPartition, strategy: PartitionLeaderElectionStrategy, config_error: Exception | None
+        self, tp: TopicPartition, strategy: str, config_error: Exception | None
     ) -> StateChangeFailedError:
         message = f"Failed to elect leader for partition {tp} under strategy {strategy}"
         if config_error is None:

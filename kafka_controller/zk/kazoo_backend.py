@@ -1,9 +1,10 @@
 """The kazoo adapter: ``ZkBackend`` over a ``KazooClient``, and ``KazooMetadataStore``.
 
-Every kazoo exception is translated here (house rule 6); nothing kazoo leaves this module. Writes
-go out as ``FastMulti`` requests and reads as ``MultiRead`` requests (``multiread.py``), several in
-flight, so a failover's 100,000 reads or writes take tens of round trips, not 100,000. Against a
-server without multi-read (ZooKeeper < 3.6) reads fall back to pipelined ``get_async``.
+Every kazoo exception is translated here or in ``kazoo_reads`` (house rule 6); nothing kazoo leaves
+the two modules. Writes go out as ``FastMulti`` requests and reads as ``MultiRead`` requests
+(``multiread.py``, ``kazoo_reads.py``), several in flight, so a failover's 100,000 reads or writes
+take tens of round trips, not 100,000. Against a server without multi-read (ZooKeeper < 3.6) reads
+fall back to pipelined ``get_async``.
 
 Every call fails fast with ``StoreUnavailableError`` while the session is not connected: the
 controller must not hang on a write it cannot make (it learns of reconnection from the session
@@ -12,53 +13,31 @@ listener).
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState, KeeperState
-from kazoo.exceptions import (
-    ConnectionClosedError,
-    ConnectionLoss,
-    KazooException,
-    OperationTimeoutError,
-    SessionExpiredError,
-    ZookeeperError,
-)
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
-from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError, brief
+from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError
 from kafka_controller.ports import Clock, MetadataStore
 from kafka_controller.zk.backend import (
-    CONNECTIONLOSS,
     EPHEMERAL,
     EPHEMERAL_SEQUENTIAL,
-    NONODE,
-    OK,
     PERSISTENT_SEQUENTIAL,
-    ChildrenRead,
-    DataRead,
     MultiOutcome,
     Op,
     RawSessionListener,
     RawWatch,
     Stat,
     ZkBackend,
-    error_for_code,
 )
 from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BATCH_OPS
-from kafka_controller.zk.multiread import (
-    GET_CHILDREN,
-    GET_DATA,
-    FastMulti,
-    MultiRead,
-    first_failure,
-    serialize_acls,
-)
-from kafka_controller.zk.pipeline import pipelined
+from kafka_controller.zk.kazoo_reads import KazooReads, check_paths, stat_of, translate
+from kafka_controller.zk.multiread import GET_DATA, FastMulti, MultiRead, first_failure, serialize_acls
 from kafka_controller.zk.poll_handler import PollingHandler
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.store import ZkMetadataStore
@@ -68,40 +47,7 @@ log = logging.getLogger(__name__)
 ClientFactory = Callable[..., Any]
 
 
-def translate(e: BaseException, path: str | None = None) -> MetadataStoreError:
-    """A kazoo exception as the project's error."""
-    if isinstance(e, MetadataStoreError):
-        return e
-    if isinstance(e, ConnectionClosedError | SessionExpiredError | ConnectionLoss | OperationTimeoutError):
-        return StoreUnavailableError(f"ZooKeeper unavailable ({type(e).__name__})", path=path)
-    if isinstance(e, ZookeeperError) and getattr(e, "code", None) is not None:
-        return error_for_code(int(e.code), path)
-    if isinstance(e, KazooException) or "Timeout" in type(e).__name__:
-        return StoreUnavailableError(f"ZooKeeper unavailable ({type(e).__name__}: {e})", path=path)
-    return MetadataStoreError(f"{type(e).__name__}: {e}", path=path)
-
-
-def _check_paths(paths: Sequence[str]) -> None:
-    """A path that is not valid UTF-8 (a lone surrogate from an undecodable argument or a JSON
-    escape) would fail inside kazoo's connection thread and drop the connection for every caller;
-    refuse it here instead, as ZooKeeper refuses a bad path (BADARGUMENTS)."""
-    try:
-        "".join(paths).encode("utf-8")
-    except UnicodeEncodeError:
-        for path in paths:
-            try:
-                path.encode("utf-8")
-            except UnicodeEncodeError:
-                raise MetadataStoreError(
-                    f"znode path {brief(path)} is not valid UTF-8", code="BADARGUMENTS", path=path
-                ) from None
-
-
-def _stat(s: Any) -> Stat:
-    return Stat._make(s)
-
-
-class KazooBackend:
+class KazooBackend(KazooReads):
     """A started ``KazooClient`` on the configured chroot (created first when missing)."""
 
     def __init__(self, config: ZkClientConfig, *, client_factory: ClientFactory | None = None) -> None:
@@ -204,10 +150,6 @@ class KazooBackend:
             except Exception:
                 log.exception("session listener raised")
 
-    def _check(self) -> None:
-        if self.client.state != KazooState.CONNECTED:
-            raise StoreUnavailableError(f"ZooKeeper session is {str(self.client.state).lower()}")
-
     # -- ACLs and watches ---------------------------------------------------------------------------
 
     def _kazoo_acls(self, path: str) -> list[Any]:
@@ -220,42 +162,9 @@ class KazooBackend:
             cached = self._acl_cache[triples] = serialize_acls(triples)
         return cached
 
-    def _wrap(self, watch: RawWatch | None) -> Callable[[Any], None] | None:
-        """One stable kazoo watcher per raw watch, so kazoo's watcher sets de-duplicate."""
-        if watch is None:
-            return None
-        with self._wrappers_lock:
-            wrapper = self._wrappers.get(watch)
-            if wrapper is None:
-
-                def wrapper(event: Any, watch: RawWatch = watch) -> None:
-                    watch(str(event.type), event.path)
-
-                self._wrappers[watch] = wrapper
-            return wrapper
-
-    # -- requests ------------------------------------------------------------------------------------
-
-    def _submit(self, request: Any) -> Any:
-        result = self.client.handler.async_result()
-        self.client._call(request, result)
-        return result
-
-    def _wait(self, result: Any, what: str) -> Any:
-        try:
-            return result.get(timeout=self._timeout)
-        except Exception as e:
-            raise translate(e, what) from None
-
-    def _pipeline(self, requests: Sequence[Any], what: str) -> Iterator[Any]:
-        """``requests`` kept ``max_in_flight`` deep, replies in order as they settle, each round
-        trip to ``on_request_latency_ms`` when set (a metric)."""
-        wait = functools.partial(self._wait, what=what)
-        return pipelined(requests, self._submit, wait, self.config.max_in_flight, self.on_request_latency_ms)
-
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
         self._check()
-        _check_paths([op[1] for ops in multis for op in ops])
+        check_paths([op[1] for ops in multis for op in ops])
         chroot, acl = self._chroot, self._acl_bytes
         replies = self._pipeline([FastMulti(ops, chroot, acl) for ops in multis], "multi")
         out = []
@@ -264,78 +173,18 @@ class KazooBackend:
             out.append(MultiOutcome(reply) if failure is None else MultiOutcome(None, *failure))
         return out
 
-    def get_data_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[DataRead]:
-        return self._read_many(GET_DATA, paths, watch)
-
-    def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:
-        return self._read_many(GET_CHILDREN, paths, watch)
-
-    def iter_data_many(self, paths: Sequence[str]) -> Iterator[list[DataRead]]:
-        return self._read_chunks(GET_DATA, paths, None)
-
-    def _read_many(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> list[Any]:
-        return [r for chunk in self._read_chunks(op_type, paths, watch) for r in chunk]
-
-    def _read_chunks(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> Iterator[list[Any]]:
-        """Replies in order, a multi-read's at a time (watched reads: kazoo's, as one chunk)."""
-        self._check()
-        _check_paths(paths)
-        if not paths:
-            return
-        wrapper = self._wrap(watch)
-        if self._multi_read and wrapper is None:
-            n = self.config.read_chunk
-            requests = [MultiRead(op_type, paths[i : i + n], self._chroot) for i in range(0, len(paths), n)]
-            replied = False
-            try:
-                for reply in self._pipeline(requests, "multi-read"):
-                    replied = True
-                    yield reply
-                return
-            except MetadataStoreError as e:
-                unsupported = e.code in ("UNIMPLEMENTED", "MARSHALLINGERROR")
-                if replied or self.config.multi_read is not None or not unsupported:
-                    raise
-                log.warning("server rejected multi-read (%s): falling back to pipelined reads", e.code)
-                self._multi_read = False
-        yield self._read_pipelined(op_type, paths, wrapper)
-
-    def _read_pipelined(self, op_type: int, paths: Sequence[str], wrapper: Any) -> list[Any]:
-        """One kazoo async read per path, all in flight: the fallback, and how watches are armed."""
-        client = self.client
-        call = client.get_async if op_type == GET_DATA else client.get_children_async
-        futures = [call(p, watch=wrapper) for p in paths]
-        out: list[Any] = []
-        for path, future in zip(paths, futures, strict=True):
-            try:
-                value = future.get(timeout=self._timeout)
-            except ZookeeperError as e:
-                code = int(getattr(e, "code", CONNECTIONLOSS))
-                if code != NONODE:
-                    raise translate(e, path) from None
-                out.append((NONODE, None, None) if op_type == GET_DATA else (NONODE, None))
-                continue
-            except Exception as e:
-                raise translate(e, path) from None
-            out.append((OK, value[0], _stat(value[1])) if op_type == GET_DATA else (OK, list(value)))
-        return out
-
-    @property
-    def uses_multi_read(self) -> bool:
-        return self._multi_read
-
     def exists(self, path: str, watch: RawWatch | None = None) -> Stat | None:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
             stat = self.client.exists(path, watch=self._wrap(watch))
         except Exception as e:
             raise translate(e, path) from None
-        return None if stat is None else _stat(stat)
+        return None if stat is None else stat_of(stat)
 
     def create(self, path: str, data: bytes | None, mode: int = 0) -> tuple[str, Stat]:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
             created, stat = self.client.create(
                 path,
@@ -347,19 +196,19 @@ class KazooBackend:
             )
         except Exception as e:
             raise translate(e, path) from None
-        return created, _stat(stat)
+        return created, stat_of(stat)
 
     def set_data(self, path: str, data: bytes | None, version: int = -1) -> Stat:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
-            return _stat(self.client.set(path, data if data is not None else b"", version))
+            return stat_of(self.client.set(path, data if data is not None else b"", version))
         except Exception as e:
             raise translate(e, path) from None
 
     def delete(self, path: str, version: int = -1) -> None:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
             self.client.delete(path, version)
         except Exception as e:

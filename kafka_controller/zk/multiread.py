@@ -10,8 +10,26 @@
   uses (created path, new data version). Failed ops come back as ``MultiError(code)``.
 
 A multi-read cannot arm watches: the server rebuilds each read op without its watch flag
-(``Op.getData(path)``), so the flag is always sent false and watched reads go through kazoo's own
-pipelined getData/getChildren (as Kafka's do). No kazoo import here.
+(``Op.getData(path)``), so the flag is always sent false. A watched read of many znodes is a
+``WatchedMultiRead`` followed by ``SetWatches``:
+
+* ``SetWatches`` (opcode 101): ``relativeZxid:long`` then three ``vector<string>`` (data, exist,
+  child watches); the reply is a bare header. It is the request ZooKeeper's Java client sends on
+  every reconnection to re-arm its watches, so Kafka already relies on what it does: for each
+  data (child) watch path, atomically with the registration, the server fires ``NodeDeleted`` if
+  the znode is gone, ``NodeDataChanged`` (``NodeChildrenChanged``) if its ``mzxid`` (``pzxid``) is
+  past ``relativeZxid``, and otherwise arms the watch.
+
+With ``relativeZxid`` the zxid the multi-read was served at, that is a watch armed atomically with
+the read: no change after the read is lost (it fires at once, or arms a watch it will fire), and
+no change the read saw fires it. The zxid is exact because the server serves a read request whole
+while no write is applied (ZooKeeper's ``CommitProcessor``: "no read requests processed in
+parallel with write requests"; standalone servers run one request at a time) and stamps its reply
+with the last applied zxid, read before the ops run (``FinalRequestProcessor``). A reconnection
+to another server in between is safe too: zxids are global and the session only moves to a
+server at least as current. The one visible difference from a getData watch: a znode deleted
+*and* recreated between the read and ``SetWatches`` fires ``NodeDataChanged`` where the getData
+watch would have fired ``NodeDeleted``; both tell the handler to re-read. No kazoo import here.
 """
 
 from __future__ import annotations
@@ -26,6 +44,8 @@ GET_DATA = 4
 GET_CHILDREN = 8
 
 _int = struct.Struct("!i")
+_long = struct.Struct("!q")
+_REPLY_ZXID_BACK = 12  # the reply header ``xid:int, zxid:long, err:int`` ends where the body starts
 _header = struct.Struct("!iBi")
 _stat = struct.Struct("!qqqqiiiqiiq")
 _STAT_VERSION_OFFSET = 32  # czxid, mzxid, ctime, mtime (4 longs) precede ``version``
@@ -127,6 +147,61 @@ class MultiRead:
         if len(out) != len(self.paths):
             raise ValueError(f"multi-read returned {len(out)} results for {len(self.paths)} paths")
         return out
+
+
+class WatchedMultiRead(MultiRead):
+    """A ``MultiRead`` that keeps the zxid its reply was served at (``zxid``), for ``SetWatches``.
+
+    kazoo hands ``deserialize`` the whole reply with ``offset`` just past its header."""
+
+    def __init__(self, op_type: int, paths: Sequence[str], chroot: str) -> None:
+        super().__init__(op_type, paths, chroot)
+        self.zxid = -1
+
+    def deserialize(self, buf: bytes, offset: int) -> list[Any]:
+        if offset < _REPLY_ZXID_BACK:
+            raise ValueError("multi-read reply without its header")
+        self.zxid = _long.unpack_from(buf, offset - _REPLY_ZXID_BACK)[0]
+        return super().deserialize(buf, offset)
+
+
+class SetWatches:
+    """Opcode 101 (module docs): arm data or child watches on ``paths`` relative to
+    ``relative_zxid``. ``register`` runs on the connection thread as the request is serialized,
+    before it reaches the socket, so the client knows the watchers before any event the request
+    triggers can arrive."""
+
+    type = 101
+
+    def __init__(
+        self,
+        relative_zxid: int,
+        op_type: int,
+        paths: Sequence[str],
+        chroot: str,
+        register: Callable[[], None],
+    ) -> None:
+        self.relative_zxid = relative_zxid
+        self.op_type = op_type
+        self.paths = paths
+        self.chroot = chroot
+        self.register = register
+
+    def __repr__(self) -> str:
+        return f"SetWatches(zxid={self.relative_zxid}, type={self.op_type}, n={len(self.paths)})"
+
+    def serialize(self) -> bytes:
+        self.register()
+        chroot = self.chroot
+        watched = _int.pack(len(self.paths)) + b"".join(
+            _string(chroot + path if chroot else path) for path in self.paths
+        )
+        empty = _int.pack(0)
+        data, child = (watched, empty) if self.op_type == GET_DATA else (empty, watched)
+        return _long.pack(self.relative_zxid) + data + empty + child
+
+    def deserialize(self, buf: bytes, offset: int) -> None:
+        return None
 
 
 class FastMulti:

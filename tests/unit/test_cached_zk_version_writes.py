@@ -15,15 +15,17 @@ from typing import Any
 
 import pytest
 
+from kafka_controller.domain.audit_records import OUTCOME_FAILED, PartitionTransition
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
 from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
-from kafka_controller.testing.recording import ScriptedPartitionStateStore
+from kafka_controller.testing.recording import RecordingAuditSink, ScriptedPartitionStateStore
 from kafka_controller.zk.paths import topic_partition_state_path
 
 BROKERS = [1, 2, 3, 4, 5]
 DEFAULTS = {UNCLEAN_LEADER_ELECTION_ENABLE: "false"}
 Step = Callable[[CoreHarness], Any]
+_NO_LEADER = "StateChangeFailedError: Failed to elect leader for partition"
 
 
 def _foreign_isr(tp: TopicPartition, pick: int) -> Step:
@@ -180,3 +182,34 @@ def test_off_by_default_in_the_state_machines() -> None:
     ctx, store = ControllerContext(), ScriptedPartitionStateStore()
     assert not ReplicaStateMachine(1, ctx, store, RecordingRequestBatch()).write_on_cached_zk_version
     assert not PartitionStateMachine(1, ctx, store, RecordingRequestBatch()).write_on_cached_zk_version
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_no_online_replica_reads_its_topic_config_once(cached: bool) -> None:
+    """Partitions whose replicas are all dead get no leader from the cache whatever their topic's
+    config says: the config is read once, by Kafka's read round, and the failures audited are
+    Kafka's (its message, the state read as ``before``)."""
+    configs: list[set[str]] = []
+    audit = RecordingAuditSink()
+    h = CoreHarness(BROKERS, broker_config=DEFAULTS, write_on_cached_zk_version=cached, audit=audit)
+    solo = h.create_topic("solo", [[1], [1]])
+    h.create_topic("t", [[2, 3]])
+    real = h.store.get_log_configs
+
+    def recording(topics: Any, defaults: Any) -> Any:
+        configs.append(set(topics))
+        return real(topics, defaults)
+
+    h.store.get_log_configs = recording  # type: ignore[method-assign, assignment]
+    h.fail_brokers([1])
+    assert [c for c in configs if c] == [{"solo"}]
+    failed = [r for r in audit.records if isinstance(r, PartitionTransition) and r.outcome == OUTCOME_FAILED]
+    assert [(r.topic, r.partition, r.leader_before, r.error) for r in failed] == [
+        (
+            tp.topic,
+            tp.partition,
+            1,
+            f"{_NO_LEADER} {tp} under strategy OfflinePartitionLeaderElectionStrategy(false)",
+        )
+        for tp in solo
+    ]

@@ -3,6 +3,7 @@ creation, digest ACLs, connection failures, and error translation."""
 
 from __future__ import annotations
 
+import queue
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -24,8 +25,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.zk import multiread
-from kafka_controller.zk.backend import NONODE, OK
+from kafka_controller.zk import kazoo_reads, multiread
+from kafka_controller.zk.backend import CREATE, NONODE, OK, PERSISTENT
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore, translate
 from kafka_controller.zk.multiread import MultiError, first_failure
 from kafka_controller.zk.security import ZkClientConfig
@@ -123,6 +124,66 @@ def test_chunked_reads_come_in_multi_read_chunks_in_order(
     reads = store.get_partition_states([*tps, TP("t", 40)])
     assert list(reads) == [*tps, TP("t", 40)] and reads[TP("t", 40)] is None
     assert [r.leader_and_isr.leader_epoch for r in list(reads.values())[:40]] == list(range(40))  # type: ignore[union-attr]
+
+
+@pytest.mark.zk
+def test_many_watched_reads_arm_their_watches_as_of_the_read(
+    zk_connect: str, stores: list[KazooMetadataStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watched read of many znodes is multi-reads + SetWatches: a change made after the read but
+    before the watches are armed still fires (at once), a deletion fires DELETED, an unchanged
+    znode stays silent until it changes, and a missing znode is not watched."""
+    store = open_store(stores, config(zk_connect))
+    admin = open_store(stores, config(zk_connect))
+    store.backend.create("/w", b"")
+    paths = [f"/w/n{i}" for i in range(20)]
+    admin.batcher.run([(CREATE, p, b"0", PERSISTENT) for p in paths], -1)
+    made = []
+
+    def set_watches(*args: Any) -> multiread.SetWatches:
+        admin.backend.set_data(paths[3], b"changed between the read and the arming")
+        admin.backend.delete(paths[5])
+        made.append(multiread.SetWatches(*args))
+        return made[-1]
+
+    monkeypatch.setattr(kazoo_reads, "SetWatches", set_watches)
+    events: queue.Queue[tuple[str, str]] = queue.Queue()
+    reads = store.backend.get_data_many([*paths, "/w/missing"], lambda kind, path: events.put((kind, path)))
+    assert len(made) == 1 and made[0].paths == paths  # one SetWatches, on the znodes found
+    assert [r[1] for r in reads] == [b"0"] * 20 + [None] and reads[20][0] == NONODE
+    admin.backend.create("/w/missing", b"")  # unwatched: would fire before the change below
+    admin.backend.set_data(paths[7], b"changed after the arming")
+    fired = [events.get(timeout=10) for _ in range(3)]
+    assert sorted(fired) == [("CHANGED", paths[3]), ("CHANGED", paths[7]), ("DELETED", paths[5])]
+    assert fired[-1] == ("CHANGED", paths[7])  # the events the arming fired came first, and no others
+    assert events.empty()
+
+
+@pytest.mark.zk
+def test_many_watched_children_reads_arm_their_watches_as_of_the_read(
+    zk_connect: str, stores: list[KazooMetadataStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for child watches (compared on ``pzxid``): a child added between the read and the
+    arming fires CHILD at once, one added after fires when it comes, the others stay silent."""
+    store = open_store(stores, config(zk_connect))
+    admin = open_store(stores, config(zk_connect))
+    store.backend.create("/c", b"")
+    paths = [f"/c/p{i}" for i in range(20)]
+    admin.batcher.run([(CREATE, p, b"", PERSISTENT) for p in paths], -1)
+    made = []
+
+    def set_watches(*args: Any) -> multiread.SetWatches:
+        admin.backend.create(f"{paths[3]}/between", b"")
+        made.append(multiread.SetWatches(*args))
+        return made[-1]
+
+    monkeypatch.setattr(kazoo_reads, "SetWatches", set_watches)
+    events: queue.Queue[tuple[str, str]] = queue.Queue()
+    reads = store.backend.get_children_many(paths, lambda kind, path: events.put((kind, path)))
+    assert len(made) == 1 and reads == [(OK, [])] * 20
+    admin.backend.create(f"{paths[7]}/after", b"")
+    assert [events.get(timeout=10) for _ in range(2)] == [("CHILD", paths[3]), ("CHILD", paths[7])]
+    assert events.empty()
 
 
 @pytest.mark.zk
