@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState, KeeperState
@@ -30,7 +30,7 @@ from kazoo.exceptions import (
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
-from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError, brief
+from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError
 from kafka_controller.ports import Clock, MetadataStore
 from kafka_controller.zk.backend import (
     CONNECTIONLOSS,
@@ -55,6 +55,7 @@ from kafka_controller.zk.multiread import (
     GET_DATA,
     FastMulti,
     MultiRead,
+    check_paths,
     first_failure,
     serialize_acls,
 )
@@ -79,22 +80,6 @@ def translate(e: BaseException, path: str | None = None) -> MetadataStoreError:
     if isinstance(e, KazooException) or "Timeout" in type(e).__name__:
         return StoreUnavailableError(f"ZooKeeper unavailable ({type(e).__name__}: {e})", path=path)
     return MetadataStoreError(f"{type(e).__name__}: {e}", path=path)
-
-
-def _check_paths(paths: Sequence[str]) -> None:
-    """A path that is not valid UTF-8 (a lone surrogate from an undecodable argument or a JSON
-    escape) would fail inside kazoo's connection thread and drop the connection for every caller;
-    refuse it here instead, as ZooKeeper refuses a bad path (BADARGUMENTS)."""
-    try:
-        "".join(paths).encode("utf-8")
-    except UnicodeEncodeError:
-        for path in paths:
-            try:
-                path.encode("utf-8")
-            except UnicodeEncodeError:
-                raise MetadataStoreError(
-                    f"znode path {brief(path)} is not valid UTF-8", code="BADARGUMENTS", path=path
-                ) from None
 
 
 def _stat(s: Any) -> Stat:
@@ -247,22 +232,22 @@ class KazooBackend:
         except Exception as e:
             raise translate(e, what) from None
 
-    def _pipeline(self, requests: Sequence[Any], what: str) -> Iterator[Any]:
+    def _pipeline(self, requests: Iterable[Any], what: str) -> Iterator[Any]:
         """``requests`` kept ``max_in_flight`` deep, replies in order as they settle, each round
         trip to ``on_request_latency_ms`` when set (a metric)."""
         wait = functools.partial(self._wait, what=what)
         return pipelined(requests, self._submit, wait, self.config.max_in_flight, self.on_request_latency_ms)
 
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
+        return list(self.iter_multi(multis))
+
+    def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        """Each multi's paths are checked as it is taken (``FastMulti``): a bad one ends the call there."""
         self._check()
-        _check_paths([op[1] for ops in multis for op in ops])
         chroot, acl = self._chroot, self._acl_bytes
-        replies = self._pipeline([FastMulti(ops, chroot, acl) for ops in multis], "multi")
-        out = []
-        for reply in replies:
+        for reply in self._pipeline((FastMulti(ops, chroot, acl) for ops in multis), "multi"):
             failure = first_failure(reply)
-            out.append(MultiOutcome(reply) if failure is None else MultiOutcome(None, *failure))
-        return out
+            yield MultiOutcome(reply) if failure is None else MultiOutcome(None, *failure)
 
     def get_data_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[DataRead]:
         return self._read_many(GET_DATA, paths, watch)
@@ -279,7 +264,7 @@ class KazooBackend:
     def _read_chunks(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> Iterator[list[Any]]:
         """Replies in order, a multi-read's at a time (watched reads: kazoo's, as one chunk)."""
         self._check()
-        _check_paths(paths)
+        check_paths(paths)
         if not paths:
             return
         wrapper = self._wrap(watch)
@@ -326,7 +311,7 @@ class KazooBackend:
 
     def exists(self, path: str, watch: RawWatch | None = None) -> Stat | None:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
             stat = self.client.exists(path, watch=self._wrap(watch))
         except Exception as e:
@@ -335,7 +320,7 @@ class KazooBackend:
 
     def create(self, path: str, data: bytes | None, mode: int = 0) -> tuple[str, Stat]:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
             created, stat = self.client.create(
                 path,
@@ -351,7 +336,7 @@ class KazooBackend:
 
     def set_data(self, path: str, data: bytes | None, version: int = -1) -> Stat:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
             return _stat(self.client.set(path, data if data is not None else b"", version))
         except Exception as e:
@@ -359,7 +344,7 @@ class KazooBackend:
 
     def delete(self, path: str, version: int = -1) -> None:
         self._check()
-        _check_paths([path])
+        check_paths([path])
         try:
             self.client.delete(path, version)
         except Exception as e:
