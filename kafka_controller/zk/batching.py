@@ -16,6 +16,11 @@ Batch size is capped by estimated encoded bytes (default 512 KiB: half of ZooKee
 has been seen failing with ConnectionLoss near 930 KB) and by op count (default 1,000, so that a
 20,000-op call is ~20 multis kept several in flight by the backend, and one failure rolls back at
 most 1,000 ops).
+
+Streaming: the ops may be an iterator, taken a batch at a time as the backend's window of multis in
+flight frees up (``ZkBackend.iter_multi``), resubmissions first; a batch is let go once its multi
+settles. A failover's 60,000 ISR writes then exist as encoded ops a window at a time, not all at
+once, and they are encoded while earlier multis are in flight.
 """
 
 from __future__ import annotations
