@@ -229,6 +229,12 @@ class ControllerContext(ContextStates, ContextBrokers):
             assignment = (
                 EMPTY_ASSIGNMENT if per_topic is None else per_topic.get(tp.partition, EMPTY_ASSIGNMENT)
             )
+            if (
+                old is not None
+                and old.leader_and_isr.leader == leadership.leader_and_isr.leader
+                and not assignment.adding_replicas
+            ):
+                continue  # same leader, no replica being added: ``has_preferred_leader`` says the same
             if old is not None and not has_preferred_leader(assignment, old):
                 delta -= 1
             if not has_preferred_leader(assignment, leadership):

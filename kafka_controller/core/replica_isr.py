@@ -20,7 +20,7 @@ re-reads of a 100,000-partition RF-3 failover with one broker dead become one wr
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from kafka_controller.core.replica_records import ReplicaTransitionLog
 from kafka_controller.core.state_reads import read_partition_states
@@ -37,6 +37,7 @@ from kafka_controller.domain.values import (
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     TopicPartition,
+    build_leader_and_isr,
     build_leader_isr_and_controller_epoch,
 )
 from kafka_controller.ports import PartitionStateStore
@@ -91,9 +92,15 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         cached, unread = self.controller_context.cached_leaderships(partitions, with_isr_replica=replica_id)
         if not cached:
             return unread
+        shrink = _isr_remover(replica_id)
         round_failures: dict[TopicPartition, Exception] = {}
-        to_retry = self._do_remove_replicas_from_isr(
-            replica_id, list(cached), results, round_failures, cached
+        to_retry = self._write_removals(  # the shrunk states held by the callee alone (it drops them)
+            {tp: shrink(info.leader_and_isr) for tp, info in cached.items()},
+            [],
+            [],
+            replica_id,
+            results,
+            round_failures,
         )
         for tp, error in round_failures.items():
             if isinstance(error, NoNodeError):
@@ -108,12 +115,10 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         partitions: list[TopicPartition],
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
         failures: dict[TopicPartition, Exception],
-        cached: dict[TopicPartition, LeaderIsrAndControllerEpoch] | None = None,
     ) -> list[TopicPartition]:
-        """One round: read (or take ``cached``), shrink the ISRs, write; returns the BADVERSION ones."""
-        ctx = self.controller_context
-        epoch = ctx.epoch
-        reads = read_partition_states(self._store, partitions, cached)
+        """One of Kafka's rounds: read, shrink the ISRs, write; returns the BADVERSION ones."""
+        epoch = self.controller_context.epoch
+        reads = read_partition_states(self._store, partitions, None)
         if isinstance(reads, Exception):  # a failed read is final for every partition: nothing is retried
             failures.update(dict.fromkeys(partitions, reads))
             return []
@@ -121,7 +126,7 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         adjusted: dict[TopicPartition, LeaderAndIsr] = {}
         kept: list[tuple[TopicPartition, LeaderAndIsr]] = []  # read, replica not in the ISR
         missing: list[TopicPartition] = []
-        shrunk: dict[tuple[int, ...], tuple[int, ...]] = {}  # ISR -> ISR without the replica
+        shrink = _isr_remover(replica_id)
         for tp in partitions:
             read = reads.get(tp, _NO_RESPONSE)
             if isinstance(read, LeaderIsrAndControllerEpoch):
@@ -134,15 +139,8 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
                     )
                     continue
                 lai = read.leader_and_isr
-                isr = lai.isr
-                if replica_id in isr:
-                    new_leader = NO_LEADER if lai.leader == replica_id else lai.leader
-                    new_isr = shrunk.get(isr)
-                    if new_isr is None:
-                        # KAFKA-5083: the last ISR member stays, even when it is this replica.
-                        new_isr = isr if len(isr) == 1 else tuple(b for b in isr if b != replica_id)
-                        shrunk[isr] = new_isr
-                    adjusted[tp] = lai.new_leader_and_isr(new_leader, new_isr)
+                if replica_id in lai.isr:
+                    adjusted[tp] = shrink(lai)
                 else:
                     kept.append((tp, lai))
             elif read is None or isinstance(read, NoNodeError):
@@ -151,24 +149,37 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
                 failures[tp] = read
             else:
                 failures[tp] = IllegalControllerStateError(f"the store returned no state read for {tp}")
+        return self._write_removals(adjusted, kept, missing, replica_id, results, failures)
 
+    def _write_removals(
+        self,
+        adjusted: dict[TopicPartition, LeaderAndIsr],
+        kept: list[tuple[TopicPartition, LeaderAndIsr]],
+        missing: list[TopicPartition],
+        replica_id: int,
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
+        failures: dict[TopicPartition, Exception],
+    ) -> list[TopicPartition]:
+        """Write the ``adjusted`` states, fail the ``missing`` ones and cache what was written and
+        ``kept``; returns the partitions whose write hit BADVERSION."""
+        ctx = self.controller_context
+        epoch = ctx.epoch
         to_retry: list[TopicPartition] = []
-        written: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        finished: Mapping[TopicPartition, LeaderAndIsr | Exception] = {}
         if adjusted:
             try:
                 result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
             except ControllerMovedError:
                 raise
             except Exception as e:
-                for tp in adjusted:
-                    failures[tp] = e
+                failures.update(dict.fromkeys(adjusted, e))
             else:
-                for tp, outcome in result.finished.items():
-                    if isinstance(outcome, LeaderAndIsr):
-                        written.append((tp, outcome))
-                    else:
+                finished = result.finished
+                for tp, outcome in finished.items():
+                    if not isinstance(outcome, LeaderAndIsr):
                         failures[tp] = outcome
                 to_retry = [tp for tp in result.to_retry if tp in adjusted]
+        del adjusted  # the written states are in ``finished``: let the pre-write ones go first
 
         for tp in missing:
             if tp.topic not in ctx.topics_to_be_deleted:
@@ -178,15 +189,36 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
                 )
 
         # Partitions whose ISR lacks the replica are not written, yet the cache is refreshed from
-        # what was read and stamped with this controller's epoch (spec §11 item 13).
-        cached_now: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]] = []
-        for updates in (kept, written):
-            for tp, lai in updates:
-                info = build_leader_isr_and_controller_epoch(lai, epoch)
-                cached_now.append((tp, info))
-                results[tp] = info
-        ctx.put_partition_leadership_infos(cached_now)
+        # what was read and stamped with this controller's epoch (spec §11 item 13). Streamed into
+        # the cache, without a list of the round's states beside ``results``.
+        def cache_now() -> Iterator[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]:
+            for tp, lai in kept:
+                info = results[tp] = build_leader_isr_and_controller_epoch(lai, epoch)
+                yield tp, info
+            for tp, outcome in finished.items():
+                if isinstance(outcome, LeaderAndIsr):
+                    info = results[tp] = build_leader_isr_and_controller_epoch(outcome, epoch)
+                    yield tp, info
+
+        ctx.put_partition_leadership_infos(cache_now())
         return to_retry
+
+
+def _isr_remover(replica_id: int) -> Callable[[LeaderAndIsr], LeaderAndIsr]:
+    """Kafka's new state without ``replica_id``: no leader if it led, next leader epoch, same zk
+    version; few distinct ISRs exist, so each is shrunk once."""
+    shrunk: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def remove(lai: LeaderAndIsr) -> LeaderAndIsr:
+        isr = lai.isr
+        new_isr = shrunk.get(isr)
+        if new_isr is None:
+            # KAFKA-5083: the last ISR member stays, even when it is this replica.
+            new_isr = shrunk[isr] = isr if len(isr) == 1 else tuple(b for b in isr if b != replica_id)
+        leader = NO_LEADER if lai.leader == replica_id else lai.leader
+        return build_leader_and_isr(leader, lai.leader_epoch + 1, new_isr, lai.zk_version)
+
+    return remove
 
 
 #: Marks a partition the store left out of its answer (a broken store, not a missing znode).

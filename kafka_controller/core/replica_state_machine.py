@@ -350,6 +350,8 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
                 states[replica] = _OFFLINE
                 if tracking:
                     self._succeeded(replica, state, _OFFLINE, before, after)
+            # Queueing the requests is the failover's memory peak: let the ISR removal's maps go first.
+            del led, updated, failures
             self._batch.add_leader_and_isr_requests(requests, False)
 
         if leaderless:

@@ -4,7 +4,7 @@ store runs over, with the controls tests use (disconnect, reconnect, expire, clo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_controller.domain.errors import StoreUnavailableError
@@ -103,13 +103,15 @@ class InMemorySession:
             raise StoreUnavailableError(f"ZooKeeper session is {self._state.lower()}")
 
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
+        return list(self.iter_multi(multis))
+
+    def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
         self._check()
-        out = []
         for ops in multis:
             events: list[_Event] = []
-            out.append(self._tree._multi(ops, self._sid, events))
+            outcome = self._tree._multi(ops, self._sid, events)
             _deliver(events)
-        return out
+            yield outcome
 
     def get_data_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[DataRead]:
         self._check()

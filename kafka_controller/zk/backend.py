@@ -11,7 +11,7 @@ create. Error codes are ZooKeeper's integers (``KeeperException.Code``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -147,6 +147,11 @@ class ZkBackend(Protocol):
 
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
         """Run each multi atomically, several in flight, outcomes in order."""
+        ...
+
+    def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        """``multi`` over a stream: each multi is taken as the window frees up and its outcome
+        yielded as it settles, so the caller builds the next multis while earlier ones are in flight."""
         ...
 
     def get_data_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[DataRead]:

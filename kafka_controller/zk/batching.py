@@ -16,11 +16,17 @@ Batch size is capped by estimated encoded bytes (default 512 KiB: half of ZooKee
 has been seen failing with ConnectionLoss near 930 KB) and by op count (default 1,000, so that a
 20,000-op call is ~20 multis kept several in flight by the backend, and one failure rolls back at
 most 1,000 ops).
+
+Streaming: the ops may be an iterator, taken a batch at a time as the backend's window of multis in
+flight frees up (``ZkBackend.iter_multi``), resubmissions first; a batch is let go once its multi
+settles. A failover's 60,000 ISR writes then exist as encoded ops a window at a time, not all at
+once, and they are encoded while earlier multis are in flight.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from kafka_controller.domain.errors import ControllerMovedError, InvalidArgumentError, MetadataStoreError
@@ -96,51 +102,102 @@ class Batcher:
         self.max_batch_ops = max_batch_ops
         self.multis_sent = 0  # cumulative, for tests and metrics
 
-    def run(self, ops: Sequence[Op], expected_controller_epoch_zk_version: int) -> BatchResult:
+    def run(self, ops: Iterable[Op], expected_controller_epoch_zk_version: int) -> BatchResult:
         """Apply ``ops``; fenced unless the expected version is ``MATCH_ANY_VERSION`` (-1).
+
+        ``ops`` may be a stream: it is taken a batch at a time as the backend's window frees up, and
+        an op is let go once its multi settles, so a 60,000-write call never holds its encoded ops
+        all at once. Resubmitted batches go out before fresh ones; the result is in input order.
 
         Raises ``ControllerMovedError`` when the epoch check fails with BADVERSION (the failing
         multi wrote nothing; multis that completed earlier in the call stay written, exactly as
         Kafka's pipelined per-op multis), the check's own error for any other check failure, and
-        ``StoreUnavailableError`` if the session is lost mid-call.
+        ``StoreUnavailableError`` if the session is lost mid-call. Either way no further multi is sent.
         """
         zkv = expected_controller_epoch_zk_version
         if zkv < MATCH_ANY_VERSION:
             raise InvalidArgumentError(f"expected controller epoch zk version {zkv} is invalid")
-        result = BatchResult(len(ops))
-        if not ops:
-            return result
+        result = BatchResult(0)
         fenced = zkv >= 0
         head: list[Op] = [(CHECK, CONTROLLER_EPOCH_PATH, None, zkv)] if fenced else []
         off = len(head)
-        sizes = [op_size(op) for op in ops]
         budget = self.max_batch_bytes - (64 if fenced else 0)
-        pending = split_batches(sizes, range(len(ops)), budget, self.max_batch_ops - off)
+        fresh = _stream_batches(ops, result, budget, self.max_batch_ops - off)
+        first = next(fresh, None)
+        if first is None:
+            return result  # no ops: no call to the backend at all
+        retry: deque[_Batch] = deque([first])
+        sent: deque[_Batch] = deque()
+
+        def multis() -> Iterator[list[Op]]:
+            """Resubmissions first, then the next fresh batch; ends when both run dry (for now)."""
+            while True:
+                batch = retry.popleft() if retry else next(fresh, None)
+                if batch is None:
+                    return
+                sent.append(batch)
+                yield head + batch[1]
+
         codes, values = result.codes, result.values
-        while pending:
-            outcomes = self._backend.multi([head + [ops[i] for i in batch] for batch in pending])
-            result.multis += len(pending)
-            self.multis_sent += len(pending)
-            retry: list[list[int]] = []
-            for batch, outcome in zip(pending, outcomes, strict=True):
+        while True:
+            for outcome in self._backend.iter_multi(multis()):
+                start, batch_ops = sent.popleft()
+                result.multis += 1
+                self.multis_sent += 1
                 if outcome.failed_index < 0:
                     vals = outcome.values or ()
-                    for j, i in enumerate(batch):
-                        values[i] = vals[j + off]
+                    if len(vals) != off + len(batch_ops):
+                        raise MetadataStoreError(
+                            f"a multi of {off + len(batch_ops)} ops had {len(vals)} results"
+                        )
+                    values[start : start + len(batch_ops)] = vals[off:]
                     continue
                 k = outcome.failed_index - off
                 if k < 0:
                     if outcome.error_code == BADVERSION:
                         raise ControllerMovedError("Controller epoch zkVersion check fails")
                     raise error_for_code(outcome.error_code, CONTROLLER_EPOCH_PATH)
-                codes[batch[k]] = outcome.error_code
-                if k > 0:
-                    retry.append(batch[:k])
-                after = batch[k + 1 :]
-                if len(after) > 1:
-                    half = (len(after) + 1) // 2
-                    retry.extend((after[:half], after[half:]))
-                elif after:
-                    retry.append(after)
-            pending = retry
-        return result
+                codes[start + k] = outcome.error_code
+                _resubmit(start, batch_ops, k, retry)
+            if not retry:  # the fresh batches ran out with nothing left to resubmit
+                return result
+
+
+#: A batch: the index of its first op in the call's input, and its ops (always a contiguous run).
+_Batch = tuple[int, list[Op]]
+
+
+def _stream_batches(ops: Iterable[Op], result: BatchResult, max_bytes: int, max_ops: int) -> Iterator[_Batch]:
+    """``split_batches`` over a stream, growing ``result`` by a slot per op as each batch is let go."""
+    codes, values = result.codes, result.values
+    start = 0
+    cur: list[Op] = []
+    cur_bytes = 0
+    for op in ops:
+        s = op_size(op)
+        if cur and (cur_bytes + s > max_bytes or len(cur) >= max_ops):
+            codes += [OK] * len(cur)
+            values += [None] * len(cur)
+            yield start, cur
+            start += len(cur)
+            cur, cur_bytes = [], 0
+        cur.append(op)
+        cur_bytes += s
+    if cur:
+        codes += [OK] * len(cur)
+        values += [None] * len(cur)
+        yield start, cur
+
+
+def _resubmit(start: int, ops: list[Op], k: int, retry: deque[_Batch]) -> None:
+    """The ops before the failed one ``k`` were valid: one batch; those after it were never
+    evaluated: two halves (module docs)."""
+    if k > 0:
+        retry.append((start, ops[:k]))
+    after = start + k + 1
+    rest = ops[k + 1 :]
+    if len(rest) > 1:
+        half = (len(rest) + 1) // 2
+        retry.extend(((after, rest[:half]), (after + half, rest[half:])))
+    elif rest:
+        retry.append((after, rest))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState, KeeperState
@@ -36,8 +36,15 @@ from kafka_controller.zk.backend import (
     ZkBackend,
 )
 from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BATCH_OPS
-from kafka_controller.zk.kazoo_reads import KazooReads, check_paths, stat_of, translate
-from kafka_controller.zk.multiread import GET_DATA, FastMulti, MultiRead, first_failure, serialize_acls
+from kafka_controller.zk.kazoo_reads import KazooReads, stat_of, translate
+from kafka_controller.zk.multiread import (
+    GET_DATA,
+    FastMulti,
+    MultiRead,
+    check_paths,
+    first_failure,
+    serialize_acls,
+)
 from kafka_controller.zk.poll_handler import PollingHandler
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.store import ZkMetadataStore
@@ -163,15 +170,15 @@ class KazooBackend(KazooReads):
         return cached
 
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
+        return list(self.iter_multi(multis))
+
+    def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        """Each multi's paths are checked as it is taken (``FastMulti``): a bad one ends the call there."""
         self._check()
-        check_paths([op[1] for ops in multis for op in ops])
         chroot, acl = self._chroot, self._acl_bytes
-        replies = self._pipeline([FastMulti(ops, chroot, acl) for ops in multis], "multi")
-        out = []
-        for reply in replies:
+        for reply in self._pipeline((FastMulti(ops, chroot, acl) for ops in multis), "multi"):
             failure = first_failure(reply)
-            out.append(MultiOutcome(reply) if failure is None else MultiOutcome(None, *failure))
-        return out
+            yield MultiOutcome(reply) if failure is None else MultiOutcome(None, *failure)
 
     def exists(self, path: str, watch: RawWatch | None = None) -> Stat | None:
         self._check()

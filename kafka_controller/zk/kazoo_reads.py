@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kazoo.client import KazooState
@@ -26,7 +26,7 @@ from kazoo.exceptions import (
     ZookeeperError,
 )
 
-from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError, brief
+from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError
 from kafka_controller.zk.backend import (
     CONNECTIONLOSS,
     NONODE,
@@ -37,7 +37,14 @@ from kafka_controller.zk.backend import (
     Stat,
     error_for_code,
 )
-from kafka_controller.zk.multiread import GET_CHILDREN, GET_DATA, MultiRead, SetWatches, WatchedMultiRead
+from kafka_controller.zk.multiread import (
+    GET_CHILDREN,
+    GET_DATA,
+    MultiRead,
+    SetWatches,
+    WatchedMultiRead,
+    check_paths,
+)
 from kafka_controller.zk.pipeline import pipelined
 from kafka_controller.zk.security import ZkClientConfig
 
@@ -60,22 +67,6 @@ def translate(e: BaseException, path: str | None = None) -> MetadataStoreError:
     if isinstance(e, KazooException) or "Timeout" in type(e).__name__:
         return StoreUnavailableError(f"ZooKeeper unavailable ({type(e).__name__}: {e})", path=path)
     return MetadataStoreError(f"{type(e).__name__}: {e}", path=path)
-
-
-def check_paths(paths: Sequence[str]) -> None:
-    """A path that is not valid UTF-8 (a lone surrogate from an undecodable argument or a JSON
-    escape) would fail inside kazoo's connection thread and drop the connection for every caller;
-    refuse it here instead, as ZooKeeper refuses a bad path (BADARGUMENTS)."""
-    try:
-        "".join(paths).encode("utf-8")
-    except UnicodeEncodeError:
-        for path in paths:
-            try:
-                path.encode("utf-8")
-            except UnicodeEncodeError:
-                raise MetadataStoreError(
-                    f"znode path {brief(path)} is not valid UTF-8", code="BADARGUMENTS", path=path
-                ) from None
 
 
 def stat_of(s: Any) -> Stat:
@@ -125,7 +116,7 @@ class KazooReads:
         except Exception as e:
             raise translate(e, what) from None
 
-    def _pipeline(self, requests: Sequence[Any], what: str) -> Iterator[Any]:
+    def _pipeline(self, requests: Iterable[Any], what: str) -> Iterator[Any]:
         """``requests`` kept ``max_in_flight`` deep, replies in order as they settle, each round
         trip to ``on_request_latency_ms`` when set (a metric)."""
         wait = functools.partial(self._wait, what=what)

@@ -38,6 +38,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kafka_controller.domain.errors import MetadataStoreError, brief
 from kafka_controller.zk.backend import CHECK, CREATE, DELETE, OK, RUNTIMEINCONSISTENCY, SET_DATA, Op, Stat
 
 GET_DATA = 4
@@ -52,6 +53,22 @@ _STAT_VERSION_OFFSET = 32  # czxid, mzxid, ctime, mtime (4 longs) precede ``vers
 _END = _header.pack(-1, 1, -1)
 _STAT_SIZE = _stat.size
 _NULL = _int.pack(-1)
+
+
+def check_paths(paths: Sequence[str]) -> None:
+    """A path that is not valid UTF-8 (a lone surrogate from an undecodable argument or a JSON
+    escape) would fail inside kazoo's connection thread and drop the connection for every caller;
+    refuse it here instead, as ZooKeeper refuses a bad path (BADARGUMENTS)."""
+    try:
+        "".join(paths).encode("utf-8")
+    except UnicodeEncodeError:
+        for path in paths:
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:
+                raise MetadataStoreError(
+                    f"znode path {brief(path)} is not valid UTF-8", code="BADARGUMENTS", path=path
+                ) from None
 
 
 class MultiError:
@@ -205,12 +222,14 @@ class SetWatches:
 
 
 class FastMulti:
-    """Opcode 14 over pre-built op tuples; ``deserialize`` returns per op the created path
-    (create), the new data version (set), None (delete/check) or a ``MultiError``."""
+    """Opcode 14 over pre-built op tuples (their paths checked at once); ``deserialize`` returns
+    per op the created path (create), the new data version (set), None (delete/check) or a
+    ``MultiError``."""
 
     type = 14
 
     def __init__(self, ops: Sequence[Op], chroot: str, acl_bytes: Callable[[str], bytes]) -> None:
+        check_paths([op[1] for op in ops])
         self.ops = ops
         self.chroot = chroot
         self.acl_bytes = acl_bytes

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 
 def pipelined(
-    requests: Sequence[Any],
+    requests: Iterable[Any],
     submit: Callable[[Any], Any],
     wait: Callable[[Any], Any],
     window: int,
@@ -17,8 +17,9 @@ def pipelined(
 ) -> Iterator[Any]:
     """Keep at most ``window`` of ``requests`` outstanding (``submit`` returns a result handle,
     ``wait`` its reply) and yield the replies in order. The next request goes out before a reply
-    is yielded, so the window stays full while the caller works on it. ``observe`` gets each
-    round trip (submit to reply) in milliseconds."""
+    is yielded, so the window stays full while the caller works on it; ``requests`` may be a stream,
+    taken one request at a time as the window frees up. ``observe`` gets each round trip (submit to
+    reply) in milliseconds."""
     queued = iter(requests)
     pending: deque[tuple[Any, float]] = deque()
     for request in queued:

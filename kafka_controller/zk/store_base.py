@@ -7,7 +7,7 @@ over this core so that each module stays small; ``store.ZkMetadataStore`` puts t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from kafka_controller.domain.errors import MetadataStoreError, ZNodeDecodeError
@@ -87,7 +87,7 @@ class StoreCore:
     def batcher(self) -> Batcher:
         return self._batcher
 
-    def _run(self, ops: Sequence[Op], expected_controller_epoch_zk_version: int) -> BatchResult:
+    def _run(self, ops: Iterable[Op], expected_controller_epoch_zk_version: int) -> BatchResult:
         return self._batcher.run(ops, expected_controller_epoch_zk_version)
 
     def _run_one(self, op: Op, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> object:

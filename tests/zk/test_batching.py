@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import pytest
 
@@ -33,6 +33,11 @@ class Recording:
     def multi(self, multis: Sequence[Sequence[Op]]) -> list[MultiOutcome]:
         self.multis.extend(list(m) for m in multis)
         return self.inner.multi(multis)
+
+    def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        for m in multis:
+            self.multis.append(list(m))
+            yield from self.inner.iter_multi([m])
 
 
 @pytest.fixture
@@ -151,3 +156,135 @@ def test_create_and_delete_results(tree: InMemoryZooKeeper) -> None:
     err = result.error(2, "/n/1")
     assert err is not None and err.code == "NODEEXISTS" and "/n/1" in str(err)
     assert tree.get("/n/0") is None and tree.get("/n/new") is not None
+
+
+# -- streamed ops --------------------------------------------------------------------------------
+
+
+class Pulls:
+    """A stream of ops that counts how many were taken."""
+
+    def __init__(self, ops: list[Op]) -> None:
+        self.ops = ops
+        self.taken = 0
+
+    def __iter__(self) -> Iterator[Op]:
+        for op in self.ops:
+            self.taken += 1
+            yield op
+
+
+class TakenAtEachMulti(Recording):
+    """Records, as each multi goes out, how many ops the stream had given by then."""
+
+    def __init__(self, inner: InMemorySession, stream: Pulls) -> None:
+        super().__init__(inner)
+        self.stream = stream
+        self.taken: list[int] = []
+
+    def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        for m in multis:
+            self.taken.append(self.stream.taken)
+            self.multis.append(list(m))
+            yield from self.inner.iter_multi([m])
+
+
+def test_a_stream_is_taken_a_batch_at_a_time_and_answered_in_input_order(tree: InMemoryZooKeeper) -> None:
+    stream = Pulls(sets(50))
+    rec = TakenAtEachMulti(tree.open_session(), stream)
+    result = Batcher(rec, max_batch_ops=11).run(stream, 1)  # type: ignore[arg-type]
+    assert result.codes == [OK] * 50 and result.values == [1] * 50
+    assert [m[1:] for m in rec.multis] == [sets(50)[i : i + 10] for i in range(0, 50, 10)]
+    # Each multi went out once its batch was full (one op more taken to know it), not after all 50.
+    assert rec.taken == [11, 21, 31, 41, 50]
+
+
+def test_an_empty_stream_calls_no_backend() -> None:
+    class NoBackend:
+        def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+            raise AssertionError("called")
+
+    result = Batcher(NoBackend()).run(iter(()), 1)  # type: ignore[arg-type]
+    assert result.codes == [] and result.multis == 0
+
+
+def test_failures_mid_stream_are_resubmitted_before_fresh_batches(tree: InMemoryZooKeeper) -> None:
+    s = tree.open_session()
+    s.set_data("/n/13", b"other")  # version 1: our version-0 write of /n/13 conflicts
+    stream = Pulls(sets(40))
+    rec = TakenAtEachMulti(tree.open_session(), stream)
+    result = Batcher(rec, max_batch_ops=11).run(stream, 1)  # type: ignore[arg-type]
+    assert [i for i, c in enumerate(result.codes) if c != OK] == [13]
+    assert result.codes[13] == BADVERSION
+    assert all(result.values[i] == 1 for i in range(40) if i != 13)
+    paths = [[op[1] for op in m[1:]] for m in rec.multis]
+    # The second batch (/n/10../n/19) fails at /n/13: /n/10../n/12 go back as one batch and
+    # /n/14../n/19 in two halves, all before the third fresh batch (/n/20...).
+    assert paths[2:5] == [
+        ["/n/10", "/n/11", "/n/12"],
+        ["/n/14", "/n/15", "/n/16"],
+        ["/n/17", "/n/18", "/n/19"],
+    ]
+    assert paths[5][0] == "/n/20" and len(rec.multis) == 7
+    for i in range(40):
+        read = tree.get(f"/n/{i}")
+        assert read is not None and read[0] == (b"other" if i == 13 else b"y")
+
+
+def test_controller_moved_mid_stream_stops_the_stream_and_keeps_earlier_writes(
+    tree: InMemoryZooKeeper,
+) -> None:
+    admin = tree.open_session()
+    stream = Pulls(sets(50))
+
+    def moving() -> Iterator[Op]:
+        for i, op in enumerate(stream):
+            if i == 25:  # another controller bumps the epoch while the third batch is being built
+                admin.set_data("/controller_epoch", b"3")
+            yield op
+
+    rec = Recording(tree.open_session())
+    with pytest.raises(ControllerMovedError):
+        Batcher(rec, max_batch_ops=11).run(moving(), 1)  # type: ignore[arg-type]
+    assert len(rec.multis) == 3  # two written, the third fenced off: nothing after it is sent
+    assert stream.taken == 31  # the third batch and the op that closed it, no further
+    for i in range(50):
+        read = tree.get(f"/n/{i}")
+        assert read is not None and read[0] == (b"y" if i < 20 else b"x")
+
+
+def test_update_leader_and_isr_encodes_each_write_as_its_batch_goes_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failover's 60,000 ISR writes are never all encoded at once: the store streams them."""
+    from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+    from kafka_controller.testing.memory_store import InMemoryMetadataStore
+    from kafka_controller.zk import store as store_module
+    from kafka_controller.zk.codecs import encode_leader_and_isr as encode
+
+    store = InMemoryMetadataStore(max_batch_ops=11)
+    store.session.create("/brokers/topics/t", b"{}")
+    tps = [TopicPartition("t", p) for p in range(50)]
+    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2), 0), 1) for tp in tps}
+    assert set(store.create_partition_states(states, -1).values()) == {None}
+    encoded: list[int] = []
+
+    def counting(lai: LeaderAndIsr, controller_epoch: int) -> bytes:
+        encoded.append(1)
+        return encode(lai, controller_epoch)
+
+    taken_at_multi: list[int] = []
+    inner = store.session.iter_multi
+
+    def recording(multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        for m in multis:
+            taken_at_multi.append(len(encoded))
+            yield from inner([m])
+
+    monkeypatch.setattr(store_module, "encode_leader_and_isr", counting)
+    monkeypatch.setattr(store.session, "iter_multi", recording)
+    lais = {tp: LeaderAndIsr(2, 1, (2,), 0) for tp in tps}
+    result = store.update_leader_and_isr(lais, 1, -1)
+    assert taken_at_multi == [12, 23, 34, 45, 50]  # 11 a multi (unfenced), one more to close it
+    assert list(result.finished) == tps and result.to_retry == []
+    assert all(lai == LeaderAndIsr(2, 1, (2,), 1) for lai in result.finished.values())
