@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from itertools import repeat
+from operator import itemgetter
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -134,9 +136,9 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         self._debug = False
         self._failure_lines = LogBudget()
         self._isr_lines = LogBudget()
-        # OnlineReplica's LeaderAndIsr entries of the call in progress, as (recipients, partitions)
-        # per replica id, queued on the batch in one call (``_queue_online_requests``).
-        self._online_requests: list[tuple[tuple[int, ...], list[TopicPartition]]] = []
+        # OnlineReplica's LeaderAndIsr entries of the call in progress, as (replica id, partitions)
+        # per replica id group, queued on the batch in one call (``_queue_online_requests``).
+        self._online_requests: list[tuple[int, list[TopicPartition]]] = []
 
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
         """Spec §4.2: one batch for the whole call, grouped by replica id.
@@ -187,6 +189,8 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
     ) -> None:
         states = self.controller_context.replica_states
         allowed = target.valid_previous_states
+        if target is _ONLINE and not self._tracking and self._all_online_again(replica_id, replicas):
+            return
         valid: _Valid = []
         for replica in replicas:
             state = states.get(replica)
@@ -250,50 +254,60 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         """Queue the OnlineReplica entries gathered so far, in their order, in one batch call.
 
         Kafka queues each replica's entry as it moves it; gathering the entries of every replica
-        id first lets the batch build each partition's UpdateMetadata state once rather than once
-        per replica (three times at RF 3). The requests come out the same: entries keep their
-        order, and they are queued before anything that changes what they are built from (an
-        assignment fix-up below, the end of the call)."""
+        id first lets the batch build each partition's states once rather than once per replica
+        (three times at RF 3). The requests come out the same: entries keep their order, and they
+        are queued before anything that changes what they are built from (an assignment fix-up
+        below, the end of the call)."""
         if self._online_requests:
             groups, self._online_requests = self._online_requests, []
             ctx = self.controller_context
-            leadership = ctx.partitions_leadership_info
-            full_assignment = ctx.partition_full_replica_assignment
-            # Built as the batch takes them: 240,000 four-tuples at RF 3 would all exist at once.
-            entries: Iterator[LeaderAndIsrEntry] = (
-                (broker_ids, tp, leadership[tp], full_assignment(tp))
-                for broker_ids, tps in groups
-                for tp in tps
+            self._batch.add_leader_and_isr_requests_by_broker(
+                groups, ctx.partitions_leadership_info, ctx.partition_full_replica_assignment, False
             )
-            self._batch.add_leader_and_isr_requests(entries, False)
+
+    def _all_online_again(self, replica_id: int, replicas: list[PartitionAndReplica]) -> bool:
+        """``_to_online`` for a group in which every replica has a state from which OnlineReplica
+        is valid and none is NewReplica (a failover's 240,000 live replicas at RF 3), in bulk:
+        each replica with a leader queued for its broker and every state set. False, with
+        nothing done, for any other group. Only when nothing is logged or audited per replica."""
+        ctx = self.controller_context
+        states = ctx.replica_states
+        previous = set(map(states.get, replicas))
+        if _NEW in previous or not previous <= _ONLINE.valid_previous_states:
+            return False
+        leadership = ctx.partitions_leadership_info
+        tps = map(itemgetter(0), replicas)
+        self._online_requests.append((replica_id, list(filter(leadership.__contains__, tps))))
+        states.update(zip(replicas, repeat(_ONLINE)))
+        return True
 
     def _to_online(self, replica_id: int, valid: _Valid) -> None:
         ctx = self.controller_context
+        states = ctx.replica_states
         leadership = ctx.partitions_leadership_info
         full_assignment = ctx.partition_full_replica_assignment
-        broker_ids = (replica_id,)
         tracking = self._tracking
         requests: list[TopicPartition] = []
-        self._online_requests.append((broker_ids, requests))
+        self._online_requests.append((replica_id, requests))
         for replica, state in valid:
             tp = replica.topic_partition
-            info = leadership.get(tp)
             if state is _NEW:
                 # New -> Online only fixes up the assignment: the replica already got its request.
                 a = full_assignment(tp)
                 if replica_id not in a.replicas:
                     self._queue_online_requests()
                     requests = []
-                    self._online_requests.append((broker_ids, requests))
+                    self._online_requests.append((replica_id, requests))
                     _LOG.error("Adding replica (%s) that is not part of the assignment %s", replica_id, a)
                     fixed = ReplicaAssignment(
                         (*a.replicas, replica_id), a.adding_replicas, a.removing_replicas
                     )
                     ctx.update_partition_full_replica_assignment(tp, fixed)
-            elif info is not None:
+            elif tp in leadership:
                 requests.append(tp)
-            ctx.replica_states[replica] = _ONLINE
+            states[replica] = _ONLINE
             if tracking:
+                info = leadership.get(tp)
                 self._succeeded(replica, state, _ONLINE, info, info)
 
     def _to_offline(self, replica_id: int, valid: _Valid) -> None:
