@@ -131,9 +131,21 @@ def _kafka_online_requests(ctx: ControllerContext, replicas: list[PartitionAndRe
     return _sent(channel)
 
 
-@pytest.mark.parametrize("audited", [False, True])
+class _RowSink(RecordingAuditSink):
+    """Takes no bulk records: the state machine then records each replica on its own."""
+
+    accepts_bulk_records = False
+
+
+def _online_replica_run(ctx: ControllerContext, replicas: list[PartitionAndReplica], audit: Any) -> Any:
+    batch, channel = _batch(ctx)
+    machine = ReplicaStateMachine(0, ctx, ScriptedPartitionStateStore(), batch, audit=audit)
+    machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
+    return _sent(channel), batch.bulk_calls, dict(ctx.replica_states)
+
+
 @pytest.mark.parametrize("seed", range(30))
-def test_online_replica_requests_as_kafkas(seed: int, audited: bool) -> None:
+def test_online_replica_requests_states_and_records_as_kafkas(seed: int) -> None:
     rng = random.Random(seed)
     ctx = _random_context(rng)
     replicas = [PartitionAndReplica(tp, r) for tp, a in ctx.iter_assignments() for r in a.replicas]
@@ -146,11 +158,16 @@ def test_online_replica_requests_as_kafkas(seed: int, audited: bool) -> None:
     rng.shuffle(replicas)
     replicas += replicas[:2]  # a replica twice
     expected = _kafka_online_requests(ctx, replicas)
-    batch, channel = _batch(ctx)
-    audit = RecordingAuditSink() if audited else None
-    machine = ReplicaStateMachine(0, ctx, ScriptedPartitionStateStore(), batch, audit=audit)
+    before = dict(ctx.replica_states)
+    sinks = [RecordingAuditSink(), _RowSink()]
+    runs = []
+    for audit in (None, *sinks):
+        ctx.replica_states.clear()
+        ctx.replica_states.update(before)
+        runs.append(_online_replica_run(ctx, replicas, audit))
 
-    machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
-
-    assert _sent(channel) == expected
-    assert batch.bulk_calls == 1  # every entry queued in one call
+    for sent, bulk_calls, states in runs:
+        assert sent == expected
+        assert bulk_calls == 1  # every entry queued in one call
+        assert states == runs[0][2]
+    assert sinks[0].records == sinks[1].records  # bulk records as the per-replica ones
