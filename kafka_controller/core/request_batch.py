@@ -28,6 +28,7 @@ from kafka_controller.core.request_batch_send import (
     RequestBatchSender,
     summarize_requests,
 )
+from kafka_controller.core.request_batch_states import leader_and_isr_state, update_metadata_states_like
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
@@ -190,9 +191,14 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         if not groups:
             return
         partitions = dict.fromkeys(chain.from_iterable(tps for _, tps in groups))
-        states = {
-            tp: _leader_and_isr_state(tp, leadership[tp], full_assignment(tp), is_new) for tp in partitions
-        }
+        states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
+        for tp in partitions:
+            (leader, leader_epoch, isr, zk_version), controller_epoch = leadership[tp]
+            a = full_assignment(tp)
+            states[tp] = build_leader_and_isr_partition_state(
+                tp[0], tp[1], controller_epoch, leader, leader_epoch, isr, zk_version,
+                a.replicas, a.adding_replicas, a.removing_replicas, is_new,
+            )  # fmt: skip
         state_of = states.__getitem__
         requests = self._lai
         for broker_id, tps in groups:
@@ -207,12 +213,18 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                 for tp in tps:
                     previous = per_broker.get(tp)
                     if previous is not None and previous.is_new:
-                        per_broker[tp] = _leader_and_isr_state(tp, leadership[tp], full_assignment(tp), True)
+                        per_broker[tp] = leader_and_isr_state(tp, leadership[tp], full_assignment(tp), True)
                     else:
                         per_broker[tp] = states[tp]
-        del states, state_of
         self._um_to_all_live = True
-        self._queue_update_metadata_states(partitions)
+        ctx = self._context
+        if (
+            leadership is ctx.partitions_leadership_info
+            and full_assignment == ctx.partition_full_replica_assignment
+        ):
+            update_metadata_states_like(self._context, states, self._um_partitions)
+        else:
+            self._queue_update_metadata_states(partitions)
 
     def _queue_leader_and_isr_states(
         self, entries: Iterable[LeaderAndIsrEntry], is_new: bool, memo: LeaderAndIsrMemo | None
@@ -234,7 +246,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                     per_broker = requests[broker_id] = {}
                 previous = per_broker.get(tp)
                 if previous is not None and previous.is_new and not is_new:
-                    per_broker[tp] = _leader_and_isr_state(tp, info, assignment, True)
+                    per_broker[tp] = leader_and_isr_state(tp, info, assignment, True)
                     continue
                 if state is None:
                     shared = shares.get(tp)
@@ -246,7 +258,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                     ):
                         state = shared[3]
                     else:
-                        state = _leader_and_isr_state(tp, info, assignment, is_new)
+                        state = leader_and_isr_state(tp, info, assignment, is_new)
                         shares[tp] = (info, assignment, is_new, state)
                 per_broker[tp] = state
         del shares
@@ -349,26 +361,3 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         self._um_brokers.update(b for b in broker_ids if b >= 0)
         if partitions:
             self._queue_update_metadata_states(partitions)
-
-
-def _leader_and_isr_state(
-    tp: TopicPartition,
-    leader_isr_and_controller_epoch: LeaderIsrAndControllerEpoch,
-    assignment: ReplicaAssignment,
-    is_new: bool,
-) -> LeaderAndIsrPartitionState:
-    topic, partition = tp
-    (leader, leader_epoch, isr, zk_version), controller_epoch = leader_isr_and_controller_epoch
-    return build_leader_and_isr_partition_state(
-        topic,
-        partition,
-        controller_epoch,
-        leader,
-        leader_epoch,
-        isr,
-        zk_version,
-        assignment.replicas,
-        assignment.adding_replicas,
-        assignment.removing_replicas,
-        is_new,
-    )

@@ -39,7 +39,7 @@ STATES = (
 
 def _random_context(rng: random.Random) -> ControllerContext:
     """Brokers 1-4 live (5 dead), topics of 1-8 partitions at RF 1-3, some reassigning, some
-    leaderless, one queued for deletion."""
+    leaderless, one queued for deletion, sometimes replicas on an offline log dir."""
     ctx = ControllerContext()
     ctx.epoch = CONTROLLER_EPOCH
     ctx.set_live_brokers({Broker(b, (EndPoint("localhost", 9900 + b),)): 1 for b in BROKERS[:-1]})
@@ -56,6 +56,8 @@ def _random_context(rng: random.Random) -> ControllerContext:
                 leadership = LeaderAndIsr(isr[0], rng.randint(0, 9), isr, rng.randint(0, 9))
                 ctx.put_partition_leadership_info(tp, LeaderIsrAndControllerEpoch(leadership, 3))
     ctx.topics_to_be_deleted.add(topics[0])
+    if rng.random() < 0.5:
+        ctx.replicas_on_offline_dirs[3] = set(rng.sample(ctx.all_partitions, 2))
     return ctx
 
 
