@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 from kafka_controller.core.context_brokers import ContextBrokers
 from kafka_controller.core.context_states import ContextStates
@@ -27,7 +26,6 @@ from kafka_controller.domain.values import (
 )
 
 _OFFLINE = PartitionState.OFFLINE_PARTITION
-_PARTITION = itemgetter(1)  # TopicPartition.partition, at C speed
 _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
 
 
@@ -106,13 +104,11 @@ class ControllerContext(ContextStates, ContextBrokers):
     def load_topic_assignment(
         self, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
     ) -> None:
-        """A failover's bulk fill of ``topic``'s assignment, before any leadership is cached (the
-        imbalance count is untouched). The partitions, ``topic``'s all, become the shared ones
-        (see ``_topic_partitions``) unless the topic has some already: 100,000 fewer built."""
-        partitions = list(map(_PARTITION, assignment))
+        """A failover's fill of ``topic``'s assignment, no leadership cached yet (imbalance count
+        untouched); its partitions become the shared ones (``_topic_partitions``) if it has none."""
+        partitions = [p for _, p in assignment]
         self.partition_assignments[topic] = dict(zip(partitions, assignment.values(), strict=True))
-        if topic not in self._topic_partitions:
-            self._topic_partitions[topic] = dict(zip(partitions, assignment, strict=True))
+        self._topic_partitions.setdefault(topic, dict(zip(partitions, assignment, strict=True)))
 
     def partition_replica_assignment_for_topic(self, topic: str) -> dict[TopicPartition, tuple[int, ...]]:
         per_topic = self.partition_assignments.get(topic, {})
