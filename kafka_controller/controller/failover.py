@@ -210,8 +210,7 @@ class ControllerFailover(ControllerBase):
         ctx.clear_partition_leadership_info()
         being_reassigned = ctx.partitions_being_reassigned
         for a in assignments:
-            # Bulk fill: no leadership is cached yet, so the imbalance count is untouched.
-            ctx.partition_assignments[a.topic] = {tp.partition: ra for tp, ra in a.assignment.items()}
+            ctx.load_topic_assignment(a.topic, a.assignment)
             being_reassigned.update(tp for tp, ra in a.assignment.items() if ra.is_being_reassigned)
         ctx.shutting_down_broker_ids.clear()
         self.register_broker_modifications_handlers(ctx.live_or_shutting_down_broker_ids)

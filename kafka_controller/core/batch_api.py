@@ -6,7 +6,7 @@ Kafka's EasyMock expectations use ``kafka_controller.testing.RecordingRequestBat
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
@@ -39,6 +39,19 @@ class RequestBatch(Protocol):
     ) -> None:
         """``add_leader_and_isr_request_for_brokers(*entry, is_new)`` for each entry, in order: the
         bulk form the state machines use (the real batch reads the context once for all)."""
+        ...
+
+    def add_leader_and_isr_requests_by_broker(
+        self,
+        groups: Iterable[tuple[int, Sequence[TopicPartition]]],
+        leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+        is_new: bool,
+    ) -> None:
+        """``add_leader_and_isr_request_for_brokers((broker_id,), tp, leadership[tp],
+        full_assignment(tp), is_new)`` for each ``(broker_id, partitions)`` and each of its
+        partitions, in order: the replica state machine's form (one broker per entry, the
+        leadership and assignment looked up by the batch, once per partition for the real one)."""
         ...
 
     def add_stop_replica_request_for_brokers(

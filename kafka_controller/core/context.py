@@ -101,6 +101,15 @@ class ControllerContext(ContextStates, ContextBrokers):
         leadership = self._partition_leadership_info.get(tp)
         self._update_preferred_replica_imbalance_metric(tp, old, leadership, new_assignment, leadership)
 
+    def load_topic_assignment(
+        self, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
+    ) -> None:
+        """A failover's fill of ``topic``'s assignment, no leadership cached yet (imbalance count
+        untouched); its partitions become the shared ones (``_topic_partitions``) if it has none."""
+        partitions = [p for _, p in assignment]
+        self.partition_assignments[topic] = dict(zip(partitions, assignment.values(), strict=True))
+        self._topic_partitions.setdefault(topic, dict(zip(partitions, assignment, strict=True)))
+
     def partition_replica_assignment_for_topic(self, topic: str) -> dict[TopicPartition, tuple[int, ...]]:
         per_topic = self.partition_assignments.get(topic, {})
         return {TopicPartition(topic, p): a.replicas for p, a in per_topic.items()}

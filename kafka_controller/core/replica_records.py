@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from operator import itemgetter
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
@@ -26,6 +27,7 @@ from kafka_controller.domain.states import ReplicaState
 from kafka_controller.domain.values import (
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
+    TopicPartition,
 )
 
 __all__ = ["ReplicaTransitionLog"]
@@ -82,6 +84,36 @@ class ReplicaTransitionLog:
             )
         if self._records is not None:
             self._audit_record(replica, state, target, OUTCOME_OK, before, after)
+
+    def _record_unchanged(
+        self,
+        replica_id: int,
+        partitions: Sequence[TopicPartition],
+        states: Sequence[ReplicaState],
+        target: ReplicaState,
+    ) -> None:
+        """``_audit_record`` of a success with the partition's cached leadership before and after
+        (``after is before``), for replica ``replica_id`` of each partition, from each state, in
+        order: in bulk, for a sink that accepts bulk records (the caller checked ``_bulk``)."""
+        records = self._records
+        if records is None or not partitions:
+            return
+        to_state = _KAFKA_NAME[target]
+        bulk = records[-1] if records else None
+        if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
+            bulk = ReplicaTransitions.unchanged(to_state)
+            records.append(bulk)
+        leadership = self.controller_context.partitions_leadership_info
+        infos = [i.leader_and_isr if i is not None else None for i in map(leadership.get, partitions)]
+        bulk.extend_unchanged(
+            list(map(itemgetter(0), partitions)),
+            list(map(itemgetter(1), partitions)),
+            [replica_id] * len(partitions),
+            list(map(_KAFKA_NAME.__getitem__, states)),
+            [None if i is None else i.leader for i in infos],
+            [None if i is None else i.isr for i in infos],
+            [None if i is None else i.leader_epoch for i in infos],
+        )
 
     def _invalid_transition(
         self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState

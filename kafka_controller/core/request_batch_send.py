@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import NoReturn
 
 from kafka_controller.core.context import ControllerContext
@@ -39,6 +40,9 @@ __all__ = ["ZERO_UUID", "RequestBatchSender", "summarize_requests"]
 
 #: Kafka's ``Uuid.ZERO_UUID`` in its base64 spelling: "no topic id".
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+_LEADER = attrgetter("leader")
+_TOPIC = attrgetter("topic")
 
 #: Per-partition memo of the last LeaderAndIsr state built by a one-entry call and its inputs.
 LeaderAndIsrMemo = dict[
@@ -112,7 +116,8 @@ class RequestBatchSender:
             if broker_epoch is None:
                 continue
             values = tuple(states.values())
-            leader_ids = {s.leader for s in values}
+            leaders_of = list(map(_LEADER, values))  # C-speed passes: 60,000 states per broker
+            leader_ids = set(leaders_of)
             if debug_enabled:
                 for s in values:
                     kind = "become-leader" if s.leader == broker_id else "become-follower"
@@ -125,7 +130,7 @@ class RequestBatchSender:
                         s.partition,
                     )
             if info_enabled:
-                leaders = sum(1 for s in values if s.leader == broker_id)
+                leaders = leaders_of.count(broker_id)
                 state_change_log.info(
                     "Sending LeaderAndIsr request to broker %d with %d become-leader and %d "
                     "become-follower partitions",
@@ -142,9 +147,9 @@ class RequestBatchSender:
                     live_leaders.append(node)
             ids: dict[str, str]
             if version >= 5:
-                ids = {t: topic_ids.get(t, ZERO_UUID) for t in {s.topic for s in values}}
+                ids = {t: topic_ids.get(t, ZERO_UUID) for t in set(map(_TOPIC, values))}
             elif version >= 2:  # topics are grouped on the wire, but the id field does not exist yet
-                ids = dict.fromkeys({s.topic for s in values}, ZERO_UUID)
+                ids = dict.fromkeys(set(map(_TOPIC, values)), ZERO_UUID)
             else:
                 ids = {}
             request = LeaderAndIsrRequest(
@@ -185,7 +190,7 @@ class RequestBatchSender:
         topic_ids: dict[str, str] = {}
         if version >= 7:
             known = ctx.topic_ids
-            topic_ids = {t: known[t] for t in {s.topic for s in states} if t in known}
+            topic_ids = {t: known[t] for t in set(map(_TOPIC, states)) if t in known}
         for broker_id in sorted(self._um_brokers):
             broker_epoch = epochs.get(broker_id)
             if broker_epoch is None:

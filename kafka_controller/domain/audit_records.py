@@ -173,6 +173,29 @@ class ReplicaTransitions:
         self.isr_before.append(isr)
         self.leader_epoch_before.append(leader_epoch)
 
+    def extend_unchanged(
+        self,
+        topics: Sequence[str],
+        partitions: Sequence[int],
+        replicas: Sequence[int],
+        from_states: Sequence[str],
+        leaders: Sequence[int | None],
+        isrs: Sequence[tuple[int, ...] | None],
+        leader_epochs: Sequence[int | None],
+    ) -> None:
+        """``add_unchanged`` for each row of these columns (all of one length), in order."""
+        self.topic.extend(topics)
+        self.partition.extend(partitions)
+        self.replica.extend(replicas)
+        self.from_state.extend(from_states)
+        if self.leader_after is not self.leader_before:
+            self.leader_after.extend(leaders)
+            self.isr_after.extend(isrs)
+            self.leader_epoch_after.extend(leader_epochs)
+        self.leader_before.extend(leaders)
+        self.isr_before.extend(isrs)
+        self.leader_epoch_before.extend(leader_epochs)
+
     def add(
         self,
         topic: str,

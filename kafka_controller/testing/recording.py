@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +69,20 @@ class RecordingRequestBatch:
         """Recorded as the per-entry calls it stands for, so call lists match Kafka's either way."""
         for broker_ids, tp, leadership, assignment in entries:
             self.add_leader_and_isr_request_for_brokers(broker_ids, tp, leadership, assignment, is_new)
+
+    def add_leader_and_isr_requests_by_broker(
+        self,
+        groups: Iterable[tuple[int, Sequence[TopicPartition]]],
+        leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+        is_new: bool,
+    ) -> None:
+        """Recorded as the per-entry calls it stands for."""
+        for broker_id, partitions in groups:
+            for tp in partitions:
+                self.add_leader_and_isr_request_for_brokers(
+                    (broker_id,), tp, leadership[tp], full_assignment(tp), is_new
+                )
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool

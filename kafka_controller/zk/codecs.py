@@ -13,6 +13,7 @@ import base64
 import os
 import re
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -27,6 +28,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
     build_leader_and_isr,
     build_leader_isr_and_controller_epoch,
+    topic_partitions,
 )
 
 _loads = orjson.loads
@@ -253,17 +255,19 @@ def decode_topic(
         raise ZNodeDecodeError(path, f"topic_id {brief(topic_id)} is not a valid Kafka Uuid")
     adding = _replica_map(path, obj.get("adding_replicas"), "adding_replicas")
     removing = _replica_map(path, obj.get("removing_replicas"), "removing_replicas")
-    out: dict[TopicPartition, ReplicaAssignment] = {}
+    partitions = _replica_map(path, obj.get("partitions"), "partitions")
+    assignments: list[ReplicaAssignment] = []
     shared: dict[tuple[int, ...], ReplicaAssignment] = {}
-    for key, replicas in _replica_map(path, obj.get("partitions"), "partitions").items():
+    for key, replicas in partitions.items():
         if key in adding or key in removing:
             assignment = ReplicaAssignment(replicas, adding.get(key, ()), removing.get(key, ()))
         else:
             assignment = shared.get(replicas)  # type: ignore[assignment]
             if assignment is None:
                 assignment = shared[replicas] = ReplicaAssignment(replicas)
-        out[TopicPartition(topic, key)] = assignment
-    return topic_id, out
+        assignments.append(assignment)
+    keys = topic_partitions(repeat(topic, len(partitions)), partitions)
+    return topic_id, dict(zip(keys, assignments, strict=True))
 
 
 _PARTITION_KEY = re.compile(r"-?[0-9]+")
