@@ -182,13 +182,20 @@ class Partition:
         controller_epoch: int,
         now_ms: int,
     ) -> bool:
-        """Take a newer LeaderAndIsr; True if this broker became leader or stayed leader."""
+        """Take a newer LeaderAndIsr; True if this broker became leader or stayed leader.
+
+        Called for every partition of a failover's LeaderAndIsr (100,000 and more): the checks
+        that usually find nothing (a follower's fetch session, the fetcher's clock) are made
+        here, not in a call each."""
         for follower in self.followers.values():
-            follower.detach(self)  # the sessions answer this partition one by one again
-        self.detach_from_leader()
-        becomes_leader = state_leader == self.broker_id
+            if follower.session is not None:
+                follower.detach(self)  # the sessions answer this partition one by one again
+        if self._clock is not None:
+            self.detach_from_leader()
+        me = self.broker_id
+        becomes_leader = state_leader == me
         if becomes_leader and not self.is_leader:
-            self._base_leo = self.log_end_offset(now_ms)
+            # Not leader and no fetcher clock (detached above): the log end is ``_base_leo``.
             self._base_ms = now_ms
             self.leader_epoch_start_offset = self._base_leo
             self.followers = {}
@@ -206,15 +213,17 @@ class Partition:
         self.pending_isr = None
         if becomes_leader:
             known = self.followers
-            self.followers = {
-                r: known.get(r) or FollowerState(now_ms if r in isr else 0)
-                for r in replicas
-                if r != self.broker_id
-            }
-            for r in isr:  # Kafka resets the ISR members' caught-up time on every leader change
-                f = self.followers.get(r)
-                if f is not None:
-                    f.last_caught_up_ms = max(f.last_caught_up_ms, now_ms)
+            followers = self.followers = {}
+            for r in replicas:
+                if r == me:
+                    continue
+                f = known.get(r)
+                if f is None:
+                    f = FollowerState(now_ms if r in isr else 0)
+                elif r in isr and f.last_caught_up_ms < now_ms:
+                    # Kafka resets the ISR members' caught-up time on every leader change
+                    f.last_caught_up_ms = now_ms
+                followers[r] = f
         return becomes_leader
 
     def apply_isr_update(self, new: LeaderAndIsr) -> bool:
