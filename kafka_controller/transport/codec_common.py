@@ -100,16 +100,22 @@ def _encode_states(
     cols: dict[str, Json] = {"topic": topics.encode_runs(map(attrgetter("topic"), states))}
     for name in _STATE_INTS:
         cols[name] = list(map(attrgetter(name), states))
+    previous: tuple[list[tuple[int, ...]], list[int]] | None = None
     for name in list_fields:
-        cols[name] = replica_sets.encode(map(attrgetter(name), states))
-    for name in optional_lists:
         values = list(map(attrgetter(name), states))
-        if any(values):
+        if previous is not None and values == previous[0]:
+            # Equal to the column before (a full ISR is the replicas): the same indexes, without
+            # hashing every tuple again. One C-level comparison, stopping at the first difference.
+            cols[name] = previous[1].copy()
+        else:
             cols[name] = replica_sets.encode(values)
+            previous = values, cols[name]
+    for name in optional_lists:
+        if any(map(attrgetter(name), states)):
+            cols[name] = replica_sets.encode(map(attrgetter(name), states))
     for name in optional_bools:
-        flags = list(map(attrgetter(name), states))
-        if any(flags):
-            cols[name] = flags
+        if any(map(attrgetter(name), states)):
+            cols[name] = list(map(attrgetter(name), states))
     return {"topics": topics.values(), "replica_sets": replica_sets.values(), "partitions": cols}
 
 

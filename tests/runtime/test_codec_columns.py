@@ -6,7 +6,9 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_controller.domain.requests import UpdateMetadataPartitionState
 from kafka_controller.transport.codec import DEFAULT_APIS, LEADER_AND_ISR, UPDATE_METADATA
+from kafka_controller.transport.codec_common import _encode_states
 from kafka_controller.transport.columns import Dictionary
 from tests.runtime.builders import leader_and_isr, update_metadata
 
@@ -37,3 +39,28 @@ def test_decoded_topic_names_are_one_object_per_name() -> None:
     ]
     names = [s.topic for request in decoded for s in request.partition_states]
     assert len({id(name) for name in names}) == len(set(names)) == 4
+
+
+class _CountingTuple(tuple[int, ...]):
+    hashes = 0
+
+    def __hash__(self) -> int:
+        _CountingTuple.hashes += 1
+        return super().__hash__()
+
+
+def test_a_replicas_column_equal_to_the_isr_column_reuses_its_indexes() -> None:
+    """A full ISR is the replicas: the second column is compared, not hashed tuple by tuple."""
+    sets = [_CountingTuple((i % 3, (i + 1) % 3)) for i in range(6)]
+    states = [
+        UpdateMetadataPartitionState("t", i, 1, s[0], 1, s, 0, _CountingTuple(s), ())
+        for i, s in enumerate(sets)
+    ]
+    _CountingTuple.hashes = 0
+    encoded = _encode_states(states, ("isr", "replicas", "offline_replicas"))
+    assert _CountingTuple.hashes == len(states)  # the ISR column's only
+    columns = encoded["partitions"]
+    assert columns["isr"] == columns["replicas"] == [0, 1, 2, 0, 1, 2]
+    assert columns["isr"] is not columns["replicas"]
+    assert columns["offline_replicas"] == [3] * 6
+    assert encoded["replica_sets"] == [(0, 1), (1, 2), (2, 0), ()]
