@@ -1,7 +1,7 @@
 """The CPU a failover's control requests cost outside the controller's event thread, in one process.
 
 ``bench/failover.py --rf 3`` kills the controller of 5 brokers; the new one (broker 0 here) sends
-the 4 live brokers their LeaderAndIsr and UpdateMetadata requests (12 and 16 of them at 100,000
+the 4 live brokers their LeaderAndIsr and UpdateMetadata requests (10 and 16 of them at 100,000
 partitions) and the followers then fetch from their new leaders. This replays that failover without
 ZooKeeper or sockets, on the process CPU clock, in three parts:
 
