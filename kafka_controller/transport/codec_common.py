@@ -148,7 +148,7 @@ def _read_state_columns(body: dict[str, Json]) -> tuple[Columns, list[str], list
 
 
 def read_topics(body: dict[str, Json]) -> list[str]:
-    """The topic table, names interned: a broker keys its partitions by the names of the request
-    that first sent them, and finds them by the names of each later one. One object per name makes
-    each of a failover's 100,000+ lookups an identity match that reads no string."""
+    """The topic table, names interned: a broker keys its partitions and metadata by the names of
+    the request that first sent them and looks them up by the names of each later one; with one
+    object per name those compare by identity, and what it keeps holds one copy of each name."""
     return read_table(body, "topics", sys.intern, STR)
