@@ -23,6 +23,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any, cast
 
 from kafka_controller.broker import apis as A
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 _NONE = str(Errors.NONE)
 _NOT_LEADER = A.NOT_LEADER_OR_FOLLOWER
 _FENCED = str(Errors.FENCED_LEADER_EPOCH)
+_tp = attrgetter("tp")
 
 
 class DataPlane:
@@ -113,7 +115,7 @@ class DataPlane:
 
     # -- ReplicaListener (called under the replica manager's lock) -------------------------------------
     def on_become_leaders(self, partitions: list[Partition]) -> None:
-        self._remove(p.tp for p in partitions)
+        self._remove(map(_tp, partitions))
 
     def on_become_followers(self, by_leader: dict[int, list[Partition]], leaders: dict[int, Broker]) -> None:
         for leader_id, parts in by_leader.items():
@@ -137,14 +139,16 @@ class DataPlane:
                 self._remove(p.tp for p in parts)
                 continue
             index = self._fetched_from
+            followed = fetcher.partitions
             moved_from: set[int] = set()
             for p in parts:
-                previous = index.get(p.tp)
+                tp = p.tp
+                previous = index.get(tp)
                 if previous is not None and previous != leader_id:
-                    self.fetchers[previous].partitions.pop(p.tp, None)
+                    self.fetchers[previous].partitions.pop(tp, None)
                     moved_from.add(previous)
-                fetcher.partitions[p.tp] = p
-                index[p.tp] = leader_id
+                followed[tp] = p
+                index[tp] = leader_id
             for previous in moved_from:
                 self.fetchers[previous].mark_changed()
             fetcher.mark_changed()

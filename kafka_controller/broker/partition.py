@@ -144,24 +144,32 @@ class Partition:
     def high_watermark(self, now_ms: int) -> int:
         """The leader recomputes it (monotonic); a follower reports what its leader last said."""
         if self.is_leader:
-            hw = self.log_end_offset(now_ms)
-            for r in self.maximal_isr():
-                if r != self.broker_id:
-                    follower = self.followers.get(r)
-                    if follower is None:
-                        continue
-                    follower.refresh(self)
-                    if follower.log_end_offset < hw:
-                        hw = follower.log_end_offset
-            if hw > self._hw:
-                self._hw = hw
-            return self._hw
+            return self._leader_high_watermark(self.log_end_offset(now_ms))
         clock = self._clock
         if clock is not None:
             leo = self._leader_log_end(clock.leader_now_ms)
             if clock.hw_ms < 0:
                 return min(self._hw, leo)
             return min(max(self._hw, self._leader_log_end(min(clock.hw_ms, clock.leader_now_ms))), leo)
+        return self._hw
+
+    def _leader_high_watermark(self, log_end_offset: int) -> int:
+        """``high_watermark`` on the leader, its log end given: the smallest log end over the
+        maximal ISR, never going down. Computed at every partition of a full fetch."""
+        hw = log_end_offset
+        me = self.broker_id
+        followers = self.followers
+        for r in self.isr if self.pending_isr is None else self.maximal_isr():
+            if r != me:
+                follower = followers.get(r)
+                if follower is None:
+                    continue
+                if follower.session is not None:
+                    follower.refresh(self)
+                if follower.log_end_offset < hw:
+                    hw = follower.log_end_offset
+        if hw > self._hw:
+            self._hw = hw
         return self._hw
 
     def maximal_isr(self) -> tuple[int, ...]:
@@ -182,13 +190,20 @@ class Partition:
         controller_epoch: int,
         now_ms: int,
     ) -> bool:
-        """Take a newer LeaderAndIsr; True if this broker became leader or stayed leader."""
+        """Take a newer LeaderAndIsr; True if this broker became leader or stayed leader.
+
+        Called for every partition of a failover's LeaderAndIsr (100,000 and more): the checks
+        that usually find nothing (a follower's fetch session, the fetcher's clock) are made
+        here, not in a call each."""
         for follower in self.followers.values():
-            follower.detach(self)  # the sessions answer this partition one by one again
-        self.detach_from_leader()
-        becomes_leader = state_leader == self.broker_id
+            if follower.session is not None:
+                follower.detach(self)  # the sessions answer this partition one by one again
+        if self._clock is not None:
+            self.detach_from_leader()
+        me = self.broker_id
+        becomes_leader = state_leader == me
         if becomes_leader and not self.is_leader:
-            self._base_leo = self.log_end_offset(now_ms)
+            # Not leader and no fetcher clock (detached above): the log end is ``_base_leo``.
             self._base_ms = now_ms
             self.leader_epoch_start_offset = self._base_leo
             self.followers = {}
@@ -206,15 +221,17 @@ class Partition:
         self.pending_isr = None
         if becomes_leader:
             known = self.followers
-            self.followers = {
-                r: known.get(r) or FollowerState(now_ms if r in isr else 0)
-                for r in replicas
-                if r != self.broker_id
-            }
-            for r in isr:  # Kafka resets the ISR members' caught-up time on every leader change
-                f = self.followers.get(r)
-                if f is not None:
-                    f.last_caught_up_ms = max(f.last_caught_up_ms, now_ms)
+            followers = self.followers = {}
+            for r in replicas:
+                if r == me:
+                    continue
+                f = known.get(r)
+                if f is None:
+                    f = FollowerState(now_ms if r in isr else 0)
+                elif r in isr and f.last_caught_up_ms < now_ms:
+                    # Kafka resets the ISR members' caught-up time on every leader change
+                    f.last_caught_up_ms = now_ms
+                followers[r] = f
         return becomes_leader
 
     def apply_isr_update(self, new: LeaderAndIsr) -> bool:
@@ -236,8 +253,9 @@ class Partition:
         f = self.followers.get(replica)
         if f is None:
             f = self.followers[replica] = FollowerState(0)
-        f.refresh(self)
-        offset = min(fetch_offset, leo)
+        elif f.session is not None:
+            f.refresh(self)
+        offset = fetch_offset if fetch_offset < leo else leo
         if fetch_offset >= leo:
             f.last_caught_up_ms = now_ms
         elif fetch_offset >= f.last_fetch_leader_leo >= 0:
@@ -245,7 +263,8 @@ class Partition:
         f.log_end_offset = offset
         f.last_fetch_leader_leo = leo
         f.last_fetch_ms = now_ms
-        previous_hw, hw = f.last_fetch_hw, self.high_watermark(now_ms)
+        previous_hw = f.last_fetch_hw
+        hw = self._leader_high_watermark(leo) if self.is_leader else self.high_watermark(now_ms)
         f.last_fetch_hw = hw
         may_join = (
             self.pending_isr is None
@@ -290,6 +309,28 @@ class Partition:
         """From now on take the leader's log end at each of the fetcher's answers (``clock``)."""
         if self.is_leader:
             return
+        self._leader_base_leo, self._leader_base_ms = base_offset, base_ms
+        self._leader_rate_per_ms = rate_per_ms
+        self._clock = clock
+
+    def follow_from_full_fetch(
+        self,
+        clock: FetcherClock,
+        leader_log_end_offset: int,
+        leader_high_watermark: int,
+        base_offset: int,
+        base_ms: int,
+        rate_per_ms: float,
+    ) -> None:
+        """A full fetch's answer in one call, for each of its partitions: ``detach_from_leader``,
+        ``on_fetch_response`` and ``follow_leader_log`` (what the detach would keep, the answer
+        replaces)."""
+        if self.is_leader:
+            self.detach_from_leader()
+            return
+        leo, hw = leader_log_end_offset, leader_high_watermark
+        self._base_leo = leo
+        self._hw = hw if hw < leo else leo
         self._leader_base_leo, self._leader_base_ms = base_offset, base_ms
         self._leader_rate_per_ms = rate_per_ms
         self._clock = clock

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kafka_controller.broker import apis as A
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 #: ``client_factory(host, port, timeout_s)`` -> something with ``request(api, body)`` and ``close()``.
 ClientFactory = Callable[[str, int, float], Any]
 _NONE = str(Errors.NONE)
+_tp = attrgetter("tp")
+_leader_epoch = attrgetter("leader_epoch")
+_topic = itemgetter(0)  # of a TopicPartition
+_partition = itemgetter(1)
 
 
 def transport_client(host: str, port: int, timeout_s: float) -> Any:
@@ -107,12 +112,13 @@ class ReplicaFetcher:
                 if not parts:
                     return 0
                 self.needs_full = False
-                request = A.FetchRequest(
+                tps = list(map(_tp, parts))  # columns by C-level maps: a failover's full
+                request = A.FetchRequest(  # fetches list tens of thousands of partitions
                     rm.broker_id,
-                    tuple(p.tp.topic for p in parts),
-                    tuple(p.tp.partition for p in parts),
-                    tuple(p.log_end_offset(now) for p in parts),
-                    tuple(p.leader_epoch for p in parts),
+                    tuple(map(_topic, tps)),
+                    tuple(map(_partition, tps)),
+                    tuple([p.log_end_offset(now) for p in parts]),
+                    tuple(map(_leader_epoch, parts)),
                 )
             else:
                 request = A.FetchRequest(rm.broker_id, (), (), (), (), self.session_id, self.session_epoch)
@@ -149,9 +155,7 @@ class ReplicaFetcher:
             strict=True,
         ):
             if error == _NONE and p.leader_epoch == epoch and not p.is_leader:  # unchanged meanwhile
-                p.detach_from_leader()
-                p.on_fetch_response(leo, hw)
-                p.follow_leader_log(clock, base, base_ms, rate)
+                p.follow_from_full_fetch(clock, leo, hw, base, base_ms, rate)
                 advanced += 1
         # A partition refused (the leader has not taken its LeaderAndIsr yet, say) is in no session:
         # only a full fetch names it again, as every fetch did before sessions.

@@ -25,6 +25,7 @@ import gc
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from operator import countOf
 from typing import Protocol
 
 from kafka_controller.broker.partition import Partition
@@ -188,7 +189,7 @@ class ReplicaManager:
                 len(request.partition_states),
                 len(leaders),
                 sum(map(len, followers.values())),
-                sum(1 for e in errors.values() if e is not _NONE),
+                len(errors) - countOf(errors.values(), _NONE),  # C-level: 100,000+ entries
             )
             return LeaderAndIsrResponse(_NONE, errors)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
 from kafka_controller.domain.errors import InvalidArgumentError
@@ -44,6 +44,7 @@ from kafka_controller.transport.codec_common import (
     _read_header,
     _read_state_columns,
     _read_topic_ids,
+    read_topics,
 )
 from kafka_controller.transport.codec_common import decode_broker as decode_broker  # re-exported
 from kafka_controller.transport.codec_common import encode_broker as encode_broker  # re-exported
@@ -59,6 +60,8 @@ from kafka_controller.transport.errors import ProtocolError
 
 _S = TypeVar("_S", bound=tuple[Any, ...])
 _new_tuple = tuple.__new__
+_topic = itemgetter(0)  # of a TopicPartition
+_partition = itemgetter(1)
 
 
 def _build_states(kind: type[_S], rows: Iterable[tuple[Any, ...]]) -> tuple[_S, ...]:
@@ -113,16 +116,16 @@ def _encode_partition_errors(errors: dict[TopicPartition, Errors]) -> Json:
     topics: Dictionary[str] = Dictionary()
     names: Dictionary[Errors] = Dictionary()
     cols = {
-        "topic": topics.encode(tp.topic for tp in errors),
-        "partition": [tp.partition for tp in errors],
-        "error": names.encode(errors.values()),
+        "topic": topics.encode_runs(map(_topic, errors)),
+        "partition": list(map(_partition, errors)),
+        "error": names.encode_runs(errors.values()),
     }
     return {"topics": topics.values(), "errors": names.values(), "partitions": cols}
 
 
 def _decode_partition_errors(body: Json) -> dict[TopicPartition, Errors]:
     cols = Columns(body)
-    topics = read_table(body, "topics", str, STR)
+    topics = read_topics(body)
     names = read_table(body, "errors", _error, STR)
     tps = topic_partitions(cols.lookup("topic", topics), cols.ints("partition"))
     with gc_paused(cols.n):
@@ -196,8 +199,8 @@ def encode_stop_replica_request(r: StopReplicaRequest) -> Json:
     topics: Dictionary[str] = Dictionary()
     states = r.partition_states.values()
     cols = {
-        "topic": topics.encode(tp.topic for tp in r.partition_states),
-        "partition": [tp.partition for tp in r.partition_states],
+        "topic": topics.encode_runs(map(_topic, r.partition_states)),
+        "partition": list(map(_partition, r.partition_states)),
         "leader_epoch": list(map(attrgetter("leader_epoch"), states)),
         "delete_partition": list(map(attrgetter("delete_partition"), states)),
     }
@@ -211,7 +214,7 @@ def encode_stop_replica_request(r: StopReplicaRequest) -> Json:
 
 def decode_stop_replica_request(body: Json) -> StopReplicaRequest:
     cols = Columns(body)
-    topics = read_table(body, "topics", str, STR)
+    topics = read_topics(body)
     parts = cols.ints("partition")
     tps = topic_partitions(cols.lookup("topic", topics), parts)
     states = map(

@@ -3,6 +3,7 @@ states as dictionary-encoded columns (see ``transport.codec`` for the layout).""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable
 from itertools import chain
@@ -96,19 +97,25 @@ def _encode_states(
     states = tuple(states)
     topics: Dictionary[str] = Dictionary()
     replica_sets: Dictionary[tuple[int, ...]] = Dictionary()
-    cols: dict[str, Json] = {"topic": topics.encode(map(attrgetter("topic"), states))}
+    cols: dict[str, Json] = {"topic": topics.encode_runs(map(attrgetter("topic"), states))}
     for name in _STATE_INTS:
         cols[name] = list(map(attrgetter(name), states))
+    previous: tuple[list[tuple[int, ...]], list[int]] | None = None
     for name in list_fields:
-        cols[name] = replica_sets.encode(map(attrgetter(name), states))
-    for name in optional_lists:
         values = list(map(attrgetter(name), states))
-        if any(values):
+        if previous is not None and values == previous[0]:
+            # Equal to the column before (a full ISR is the replicas): the same indexes, without
+            # hashing every tuple again. One C-level comparison, stopping at the first difference.
+            cols[name] = previous[1].copy()
+        else:
             cols[name] = replica_sets.encode(values)
+            previous = values, cols[name]
+    for name in optional_lists:
+        if any(map(attrgetter(name), states)):
+            cols[name] = replica_sets.encode(map(attrgetter(name), states))
     for name in optional_bools:
-        flags = list(map(attrgetter(name), states))
-        if any(flags):
-            cols[name] = flags
+        if any(map(attrgetter(name), states)):
+            cols[name] = list(map(attrgetter(name), states))
     return {"topics": topics.values(), "replica_sets": replica_sets.values(), "partitions": cols}
 
 
@@ -137,4 +144,11 @@ def _encode_shared_states(states: tuple[UpdateMetadataPartitionState, ...]) -> d
 
 
 def _read_state_columns(body: dict[str, Json]) -> tuple[Columns, list[str], list[tuple[int, ...]]]:
-    return Columns(body), read_table(body, "topics", str, STR), read_int_lists(body, "replica_sets")
+    return Columns(body), read_topics(body), read_int_lists(body, "replica_sets")
+
+
+def read_topics(body: dict[str, Json]) -> list[str]:
+    """The topic table, names interned: a broker keys its partitions and metadata by the names of
+    the request that first sent them and looks them up by the names of each later one; with one
+    object per name those compare by identity, and what it keeps holds one copy of each name."""
+    return read_table(body, "topics", sys.intern, STR)

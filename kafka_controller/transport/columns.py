@@ -14,7 +14,8 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
-from itertools import chain, repeat
+from itertools import chain, groupby, repeat
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from kafka_controller.heap import end_bulk
@@ -62,6 +63,16 @@ class Dictionary(Generic[H]):
     def encode(self, values: Iterable[H]) -> list[int]:
         index = self._index
         return [index.setdefault(v, len(index)) for v in values]
+
+    def encode_runs(self, values: Iterable[H]) -> list[int]:
+        """``encode`` for columns that come in runs of one value (a request's topic names, a
+        response's error names): one hash per run, not per row (an ``Errors`` member's hash is
+        Python code), and no Python code per row. Same indexes as ``encode``."""
+        index = self._index
+        codes: list[int] = []
+        for value, run in groupby(values):
+            codes += repeat(index.setdefault(value, len(index)), len(list(run)))
+        return codes
 
     def values(self) -> list[H]:
         return list(self._index)  # insertion order is index order
@@ -117,6 +128,14 @@ class Columns:
         if default is not None and name not in self._cols:
             return repeat(default, self.n)
         col = self._get(name, INT)
-        if col and (min(col) < 0 or max(col) >= len(table)):
-            raise ProtocolError(f"column {self._key}.{name} has indexes outside its table of {len(table)}")
-        return map(table.__getitem__, col)
+        if not col:
+            return ()
+        try:
+            if min(col) < 0:  # a negative index would pick from the end of the table
+                raise IndexError
+            picked = itemgetter(*col)(table)  # one C call for the column, not one per value
+        except IndexError:
+            raise ProtocolError(
+                f"column {self._key}.{name} has indexes outside its table of {len(table)}"
+            ) from None
+        return picked if len(col) > 1 else (picked,)

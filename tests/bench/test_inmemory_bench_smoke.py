@@ -43,3 +43,11 @@ def test_audit_rss_bench_writes_every_transition_of_the_failover(tmp_path: Path)
     assert result["rows_written"] >= 3_200 and result["note"] == "smoke"
     assert result["max_rss_mb"] >= result["max_rss_mb_before_failover"] > 0
     assert result["event_thread_cpu_seconds"] is not None  # the event thread was found
+
+
+def test_failover_requests_bench_replays_every_part(tmp_path: Path) -> None:
+    result = run_bench(tmp_path, "failover_requests.py", "--scale", "0.01", "--reps", "1")
+    assert (result["partitions"], result["reps"]) == (20 * 50, 1)
+    assert result["requests"] > 0 and result["partition_states_sent"] > result["partitions"]
+    for key in ("encode_cpu_s", "decode_answers_cpu_s", "brokers_cpu_s", "fetch_cpu_s"):
+        assert result[key] > 0, key
