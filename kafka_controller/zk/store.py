@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from kafka_controller.domain.errors import ControllerMovedError, MetadataStoreError, ZNodeDecodeError
+from kafka_controller.domain.errors import (
+    ControllerMovedError,
+    MetadataStoreError,
+    StoreUnavailableError,
+    ZNodeDecodeError,
+)
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult, WatchHandler
 from kafka_controller.zk import paths as P
@@ -145,11 +150,15 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         children (sorted). A missing path returns [] and fires CHILDREN_CHANGED when created."""
         w = self._watches
         w.set_handler(path, CHILDREN, handler)
-        code, children = self._backend.get_children_many([path], w.children_dispatch)[0]
-        if code == NONODE:
-            if self._backend.exists(path, w.children_exists_dispatch) is None:
-                return []
+        try:
             code, children = self._backend.get_children_many([path], w.children_dispatch)[0]
+            if code == NONODE:
+                if self._backend.exists(path, w.children_exists_dispatch) is None:
+                    return []
+                code, children = self._backend.get_children_many([path], w.children_dispatch)[0]
+        except StoreUnavailableError:
+            w.arm_failed([path], CHILDREN)
+            raise
         if code != OK or children is None:
             raise error_for_code(code, path)
         return sorted(children)
@@ -159,7 +168,11 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         data change); returns whether the znode exists now."""
         w = self._watches
         w.set_handler(path, NODE, handler)
-        stat = self._backend.exists(path, w.node_dispatch)
+        try:
+            stat = self._backend.exists(path, w.node_dispatch)
+        except StoreUnavailableError:
+            w.arm_failed([path], NODE)
+            raise
         w.remember(path, stat)
         return stat is not None
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError, NodeExistsError
+from kafka_controller.domain.errors import (
+    InvalidArgumentError,
+    MetadataStoreError,
+    NodeExistsError,
+    StoreUnavailableError,
+)
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
 from kafka_controller.ports import TopicIdReplicaAssignment, WatchHandler
 from kafka_controller.zk import paths as P
@@ -54,7 +59,12 @@ class TopicZNodes(StoreCore):
         if watch_handler is not None:
             for path in paths:
                 w.set_handler(path, NODE, watch_handler)
-        reads = self._backend.get_data_many(paths, w.node_dispatch if watch_handler else None)
+        try:
+            reads = self._backend.get_data_many(paths, w.node_dispatch if watch_handler else None)
+        except StoreUnavailableError:
+            if watch_handler is not None:
+                w.arm_failed(paths, NODE)
+            raise
         out: dict[str, TopicIdReplicaAssignment | MetadataStoreError] = {}
         for topic, path, (code, data, stat) in zip(names, paths, reads, strict=True):
             if watch_handler is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from kafka_controller.domain.errors import KafkaControllerError
@@ -58,6 +58,19 @@ class WatchRegistry:
         with self._lock:
             self._handlers[(path, kind)] = handler
             self._armed.add((path, kind))
+
+    def arm_failed(self, paths: Iterable[str], kind: str) -> None:
+        """The read that was to arm these watches failed with the connection down: count them
+        dropped, so that they are re-armed, and fired for what changed, once it is back. Kafka's
+        read would have waited for the connection; without this, a handler whose re-arming read
+        failed (a BrokerChange during a ZooKeeper leader's loss) would never fire again. A re-arm
+        is asked for now too, in case the connection came back before this call; one that fails
+        keeps them for the next reconnection."""
+        with self._lock:
+            for path in paths:
+                self._armed.discard((path, kind))
+                self._lost.add((path, kind))
+        self._request_resync()
 
     def remember(self, path: str, stat: Stat | None) -> None:
         with self._lock:
@@ -108,13 +121,18 @@ class WatchRegistry:
                 self._lost.clear()
                 self._armed.clear()
         elif event is SessionEvent.CONNECTED:
-            with self._lock:
-                if not self._lost:
-                    return
-                if self._resync is None:
-                    self._resync = queue.SimpleQueue()
-                    threading.Thread(target=self._resync_loop, name="zk-watch-resync", daemon=True).start()
-            self._resync.put(True)
+            self._request_resync()
+
+    def _request_resync(self) -> None:
+        """Have the worker re-arm what is dropped (started on first need)."""
+        with self._lock:
+            if not self._lost:
+                return
+            if self._resync is None:
+                self._resync = queue.SimpleQueue()
+                threading.Thread(target=self._resync_loop, name="zk-watch-resync", daemon=True).start()
+            resync = self._resync
+        resync.put(True)
 
     def close(self) -> None:
         if self._resync is not None:

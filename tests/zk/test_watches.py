@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import queue
 
+import pytest
+
+from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.ports import SessionEvent, ZNodeEvent, ZNodeEventType
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.memory_zk import InMemoryZooKeeper
@@ -69,3 +72,49 @@ def test_expiry_forgets_dropped_watches() -> None:
     tree.open_session().create("/y", b"1")
     assert fired.next() == ZNodeEvent(ZNodeEventType.CREATED, "/y")
     assert fired.q.empty()
+
+
+def test_a_watch_whose_arming_read_failed_is_armed_and_fired_once_reconnected() -> None:
+    """A BrokerChange handled while the connection is down fails in the read that re-arms the
+    child watch; without the registry counting that watch dropped, no later registration would
+    ever fire (seen in a fault trial: a broker restarted during a ZooKeeper leader's loss was
+    never seen by the controller)."""
+    tree = InMemoryZooKeeper()
+    store, other = InMemoryMetadataStore(tree), InMemoryMetadataStore(tree)
+    tree.open_session().create("/n", b"1")
+    kids, node = Q(), Q()
+    sessions: queue.Queue[SessionEvent] = queue.Queue()
+    store.add_session_listener(sessions.put)
+    assert store.watch_node("/n", node) is True
+
+    store.disconnect()
+    assert sessions.get(timeout=10) is SessionEvent.SUSPENDED
+    with pytest.raises(StoreUnavailableError):
+        store.watch_topics(kids)
+    with pytest.raises(StoreUnavailableError):
+        store.watch_node("/n", node)  # the handler's own re-arming read, failed
+    other.create_topic("t", {0: [1]})  # type: ignore[dict-item]
+    tree.open_session().set_data("/n", b"2")
+    store.reconnect()
+    assert sessions.get(timeout=10) is SessionEvent.CONNECTED
+
+    assert kids.next() == ZNodeEvent(ZNodeEventType.CHILDREN_CHANGED, "/brokers/topics")
+    assert node.next() == ZNodeEvent(ZNodeEventType.DATA_CHANGED, "/n")
+    other.create_topic("u", {0: [1]})  # type: ignore[dict-item]
+    assert kids.next() == ZNodeEvent(ZNodeEventType.CHILDREN_CHANGED, "/brokers/topics")  # armed for real
+
+
+def test_a_failed_arming_noticed_after_the_reconnection_is_still_armed() -> None:
+    """The connection may come back between the failed read and the registry hearing of it: the
+    registry then re-arms at once rather than waiting for a reconnection that already happened."""
+    tree = InMemoryZooKeeper()
+    store, other = InMemoryMetadataStore(tree), InMemoryMetadataStore(tree)
+    kids = Q()
+    store.watch_topics(kids)
+    other.create_topic("t", {0: [1]})  # type: ignore[dict-item]
+    # fired, so not armed now
+    assert kids.next() == ZNodeEvent(ZNodeEventType.CHILDREN_CHANGED, "/brokers/topics")
+    store._watches.arm_failed(["/brokers/topics"], "children")  # the failure, heard while connected
+    assert kids.next() == ZNodeEvent(ZNodeEventType.CHILDREN_CHANGED, "/brokers/topics")
+    other.create_topic("u", {0: [1]})  # type: ignore[dict-item]
+    assert kids.next() == ZNodeEvent(ZNodeEventType.CHILDREN_CHANGED, "/brokers/topics")
