@@ -28,7 +28,11 @@ from kafka_controller.core.request_batch_send import (
     RequestBatchSender,
     summarize_requests,
 )
-from kafka_controller.core.request_batch_states import leader_and_isr_state, update_metadata_states_like
+from kafka_controller.core.request_batch_states import (
+    OfflineReplicas,
+    leader_and_isr_state,
+    update_metadata_states_like,
+)
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
@@ -273,13 +277,11 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         kept, it would cost ~13 MB at 100,000 partitions and a failover never queues a partition
         twice with the same inputs)."""
         ctx = self._context
-        live = ctx.live_broker_ids
-        offline_dirs = ctx.replicas_on_offline_dirs
         deleting = ctx.topics_to_be_deleted
         leadership = ctx.partitions_leadership_info
         assignments = ctx.partition_assignments
         queued = self._um_partitions
-        offline_of: dict[tuple[int, ...], tuple[int, ...]] = {}
+        offline_replicas = OfflineReplicas(ctx)
         # Partitions come topic by topic: the topic's assignments and deletion flag looked up once.
         last_topic: str | None = None
         per_topic: Mapping[int, ReplicaAssignment] = {}
@@ -295,13 +297,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                 per_topic = assignments.get(topic) or {}
                 topic_deleted = topic in deleting
             replicas = per_topic.get(partition, EMPTY_ASSIGNMENT).replicas
-            if offline_dirs:
-                offline = tuple([r for r in replicas if r not in live or tp in offline_dirs.get(r, ())])
-            else:
-                cached = offline_of.get(replicas)
-                if cached is None:
-                    cached = offline_of[replicas] = tuple([r for r in replicas if r not in live])
-                offline = cached
+            offline = offline_replicas(tp, replicas)
             (leader, leader_epoch, isr, zk_version), controller_epoch = current
             if topic_deleted:  # LeaderAndIsr.duringDelete(isr): leader -2, epoch 0, version 0, ISR kept
                 leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0

@@ -23,7 +23,27 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 
-__all__ = ["leader_and_isr_state", "update_metadata_states_like"]
+__all__ = ["OfflineReplicas", "leader_and_isr_state", "update_metadata_states_like"]
+
+
+class OfflineReplicas:
+    """A partition's offline replicas (dead broker, or its log dir offline) for UpdateMetadata,
+    from ``ctx`` as it is now: with no offline log dir, computed once per distinct replica list
+    (a few at 100,000 partitions), since the partition then does not matter."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self._live = ctx.live_broker_ids
+        self._offline_dirs = ctx.replicas_on_offline_dirs
+        self._by_replicas: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def __call__(self, tp: TopicPartition, replicas: tuple[int, ...]) -> tuple[int, ...]:
+        live, offline_dirs = self._live, self._offline_dirs
+        if offline_dirs:
+            return tuple([r for r in replicas if r not in live or tp in offline_dirs.get(r, ())])
+        cached = self._by_replicas.get(replicas)
+        if cached is None:
+            cached = self._by_replicas[replicas] = tuple([r for r in replicas if r not in live])
+        return cached
 
 
 def leader_and_isr_state(
@@ -58,19 +78,11 @@ def update_metadata_states_like(
     were just built from ``ctx``'s leadership and assignment, as the batch builds them from
     ``ctx``: the first eight fields (topic to replicas) are the same, so only the offline
     replicas and the deletion marker are left to find."""
-    live = ctx.live_broker_ids
-    offline_dirs = ctx.replicas_on_offline_dirs
     deleting = ctx.topics_to_be_deleted
-    offline_of: dict[tuple[int, ...], tuple[int, ...]] = {}
+    offline_replicas = OfflineReplicas(ctx)
     for tp, state in states.items():
         replicas = state.replicas
-        if offline_dirs:
-            offline = tuple([r for r in replicas if r not in live or tp in offline_dirs.get(r, ())])
-        else:
-            cached = offline_of.get(replicas)
-            if cached is None:
-                cached = offline_of[replicas] = tuple([r for r in replicas if r not in live])
-            offline = cached
+        offline = offline_replicas(tp, replicas)
         if state.topic in deleting:  # LeaderAndIsr.duringDelete(isr): leader -2, epoch 0, version 0
             topic, partition, controller_epoch, _, _, isr, _, _ = state[:8]
             queued[tp] = build_update_metadata_partition_state(
