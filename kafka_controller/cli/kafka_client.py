@@ -43,7 +43,7 @@ def add_connection_options(p: argparse.ArgumentParser) -> None:
 def bootstrap_servers(args: argparse.Namespace) -> list[str]:
     if args.bootstrap_server:
         servers = [s.strip() for s in args.bootstrap_server.split(",") if s.strip()]
-        if not servers or any(":" not in s for s in servers):
+        if not servers or not all(map(_host_and_port, servers)):
             raise common.UsageError(
                 f"bad --bootstrap-server {args.bootstrap_server!r}: expected HOST:PORT[,HOST:PORT]"
             )
@@ -56,6 +56,13 @@ def bootstrap_servers(args: argparse.Namespace) -> list[str]:
     if not servers:
         raise common.CommandFailedError(f"no broker is registered at {args.zookeeper}: nothing to connect to")
     return servers
+
+
+def _host_and_port(server: str) -> bool:
+    """``HOST:PORT`` with a host and a port in 1-65535 (``[::1]:9092`` for IPv6): kafka-python
+    raises a bare ValueError for an empty or non-numeric port."""
+    host, _, port = server.rpartition(":")
+    return bool(host.strip("[]")) and port.isascii() and port.isdigit() and 0 < int(port) <= 65535
 
 
 @contextmanager
