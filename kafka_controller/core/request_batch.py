@@ -38,7 +38,6 @@ from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
     StopReplicaPartitionState,
     UpdateMetadataPartitionState,
-    build_leader_and_isr_partition_state,
     build_update_metadata_partition_state,
 )
 from kafka_controller.domain.values import (
@@ -197,12 +196,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         partitions = dict.fromkeys(chain.from_iterable(tps for _, tps in groups))
         states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
         for tp in partitions:
-            (leader, leader_epoch, isr, zk_version), controller_epoch = leadership[tp]
-            a = full_assignment(tp)
-            states[tp] = build_leader_and_isr_partition_state(
-                tp[0], tp[1], controller_epoch, leader, leader_epoch, isr, zk_version,
-                a.replicas, a.adding_replicas, a.removing_replicas, is_new,
-            )  # fmt: skip
+            states[tp] = leader_and_isr_state(tp, leadership[tp], full_assignment(tp), is_new)
         state_of = states.__getitem__
         requests = self._lai
         for broker_id, tps in groups:
