@@ -271,6 +271,8 @@ def decode_topic(
 
 
 _PARTITION_KEY = re.compile(r"-?[0-9]+")
+#: The element types a replica list may have: ``int`` exactly (not ``bool``), checked at C speed.
+_INT_ONLY = frozenset((int,))
 
 
 def _replica_map(path: str, value: Any, what: str) -> dict[int, tuple[int, ...]]:
@@ -286,7 +288,7 @@ def _replica_map(path: str, value: Any, what: str) -> dict[int, tuple[int, ...]]
             partition = int(key)
         except ValueError:  # more digits than int() takes from a string
             raise ZNodeDecodeError(path, f"{what} key {key[:20]!r}... is not a partition number") from None
-        if type(replicas) is list and all(type(r) is int for r in replicas):
+        if type(replicas) is list and _INT_ONLY.issuperset(map(type, replicas)):  # all exactly int
             out[partition] = tuple(replicas)
         else:  # ``as_int_list`` raises, with its message (built only here: the key is formatted lazily)
             out[partition] = as_int_list(path, replicas, f"{what}[{key}]")

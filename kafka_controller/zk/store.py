@@ -30,6 +30,8 @@ from kafka_controller.zk.store_topics import TopicZNodes
 from kafka_controller.zk.watches import CHILDREN, NODE
 
 _state_path = P.topic_partition_state_path
+#: The bound of ``get_partition_states``' memo of decoded states.
+_DECODED_STATES_MAX = 4096
 
 
 class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
@@ -49,16 +51,29 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         paths = [_state_path(tp) for tp in partitions]
         out: dict[TopicPartition, PartitionStateRead] = {}
         wanted = zip(partitions, paths, strict=True)
+        # A settled cluster's states repeat: at 100,000 partitions a few dozen distinct (data, zk
+        # version) pairs. Each is decoded once per call and its (immutable) value shared by every
+        # partition that has it: equal to decoding each, without the JSON parse, the checks and
+        # the two tuples per partition. Failures are not kept (each is reported with its path).
+        decoded: dict[tuple[bytes | None, int], LeaderIsrAndControllerEpoch | None] = {}
         # Chunk by chunk as the replies arrive: a failover's 100,000 states are decoded while the
         # rest are still being read, and the raw replies never all exist at once. (``chunk`` first
         # in the zip: it stops there without taking the next partition from ``wanted``.)
         for chunk in self._backend.iter_data_many(paths):
             for (code, data, stat), (tp, path) in zip(chunk, wanted, strict=False):
                 if code == OK and stat is not None:
-                    try:
-                        out[tp] = decode_partition_state(data, stat.version, path)
-                    except ZNodeDecodeError as e:
-                        out[tp] = e
+                    key = (data, stat.version)
+                    state = decoded.get(key)
+                    if state is None:  # not decoded yet (or empty data: decoded again, at no cost)
+                        try:
+                            state = decode_partition_state(data, stat.version, path)
+                        except ZNodeDecodeError as e:
+                            out[tp] = e
+                            continue
+                        if len(decoded) >= _DECODED_STATES_MAX:
+                            decoded.clear()  # states that do not repeat: keep no raw replies alive
+                        decoded[key] = state
+                    out[tp] = state
                 elif code == NONODE:
                     out[tp] = None
                 else:
