@@ -106,3 +106,97 @@ def test_topic_replica_lists_accept_exactly_lists_of_ints(partitions: dict[int, 
     else:
         with pytest.raises(ZNodeDecodeError):
             decode_topic("t", data)
+
+
+# -- the request batch's bulk path for entries of distinct partitions -------------------------------
+
+
+def _batch_fixture(seed: int) -> tuple[object, list[TopicPartition]]:
+    import random
+
+    from kafka_controller.core.context import ControllerContext
+    from kafka_controller.domain.values import Broker, EndPoint, ReplicaAssignment
+
+    rng = random.Random(seed)
+    ctx = ControllerContext()
+    ctx.set_live_brokers({Broker(b, (EndPoint("h", b),)): b for b in (1, 2, 3, 4) if rng.random() < 0.8})
+    tps = [TopicPartition(f"t{t}", p) for t in range(3) for p in range(6)]
+    for tp in tps:
+        replicas = tuple(rng.sample([1, 2, 3, 4, 5], rng.randint(1, 3)))
+        ctx.partition_assignments.setdefault(tp.topic, {})[tp.partition] = ReplicaAssignment(replicas)
+        if rng.random() < 0.85:
+            isr = replicas[: rng.randint(1, len(replicas))]
+            ctx.put_partition_leadership_info(
+                tp, LeaderIsrAndControllerEpoch(LeaderAndIsr(isr[0], rng.randint(0, 3), isr, 0), 1)
+            )
+    if rng.random() < 0.3:
+        ctx.topics_to_be_deleted.add("t1")
+    return ctx, tps
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_bulk_queueing_of_distinct_partitions_is_the_per_entry_queueing_in_the_same_order(
+    seed: int,
+) -> None:
+    """Several calls (``is_new`` sticky across them), each with distinct partitions in a random
+    order, some entries with a -1 recipient or none: the same per-broker maps, in the same order,
+    and the same UpdateMetadata map, in the same order, as Kafka's one call per entry."""
+    import random
+
+    from kafka_controller.core.context import ControllerContext
+    from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+
+    ctx, tps = _batch_fixture(seed)
+    assert isinstance(ctx, ControllerContext)
+    rng = random.Random(seed + 1000)
+    bulk = ControllerBrokerRequestBatch(1, ctx, RecordingBrokerChannel(), lambda _e: None)
+    one_by_one = ControllerBrokerRequestBatch(1, ctx, RecordingBrokerChannel(), lambda _e: None)
+    for _ in range(3):
+        is_new = rng.random() < 0.4
+        entries = []
+        for tp in rng.sample(tps, rng.randint(1, len(tps))):
+            info = ctx.partition_leadership_info(tp) or LeaderIsrAndControllerEpoch(
+                LeaderAndIsr(1, 0, (1,), 0), 1
+            )
+            recipients = tuple(rng.sample([-1, 1, 2, 3, 4, 5], rng.randint(0, 3)))
+            entries.append((recipients, tp, info, ctx.partition_full_replica_assignment(tp)))
+        bulk.add_leader_and_isr_requests(iter(entries), is_new)
+        for entry in entries:
+            one_by_one.add_leader_and_isr_request_for_brokers(*entry, is_new)
+
+    def ordered(batch: ControllerBrokerRequestBatch) -> object:
+        return (
+            [(b, list(m.items())) for b, m in batch.leader_and_isr_request_map.items()],
+            list(batch.update_metadata_request_partition_info_map.items()),
+            sorted(batch.update_metadata_request_broker_set),
+        )
+
+    assert ordered(bulk) == ordered(one_by_one)
+
+
+def test_distinct_partitions_take_the_bulk_path_and_a_repeated_one_the_entry_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kafka_controller.core.context import ControllerContext
+    from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+
+    ctx, tps = _batch_fixture(7)
+    assert isinstance(ctx, ControllerContext)
+    batch = ControllerBrokerRequestBatch(1, ctx, RecordingBrokerChannel(), lambda _e: None)
+    entry_loop_calls: list[int] = []
+    original = ControllerBrokerRequestBatch._queue_leader_and_isr_states
+
+    def counting(self: ControllerBrokerRequestBatch, entries: object, is_new: bool, memo: object) -> None:
+        entry_loop_calls.append(1)
+        original(self, entries, is_new, memo)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ControllerBrokerRequestBatch, "_queue_leader_and_isr_states", counting)
+    info = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1,), 0), 1)
+    entries = [((1, 2), tp, info, ctx.partition_full_replica_assignment(tp)) for tp in tps]
+    batch.add_leader_and_isr_requests(entries, False)
+    assert entry_loop_calls == []
+    assert list(batch.leader_and_isr_request_map[1]) == tps
+    batch.add_leader_and_isr_requests([*entries[:2], entries[0]], False)
+    assert entry_loop_calls == [1]
