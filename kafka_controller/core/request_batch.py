@@ -320,6 +320,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         assignments = ctx.partition_assignments
         queued = self._um_partitions
         offline_replicas = OfflineReplicas(ctx)
+        of_replicas = offline_replicas.of_replicas
         # Partitions come topic by topic: the topic's assignments and deletion flag looked up once.
         last_topic: str | None = None
         per_topic: Mapping[int, ReplicaAssignment] = {}
@@ -335,7 +336,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                 per_topic = assignments.get(topic) or {}
                 topic_deleted = topic in deleting
             replicas = per_topic.get(partition, EMPTY_ASSIGNMENT).replicas
-            offline = offline_replicas(tp, replicas)
+            offline = offline_replicas(tp, replicas) if of_replicas is None else of_replicas(replicas)
             (leader, leader_epoch, isr, zk_version), controller_epoch = current
             if topic_deleted:  # LeaderAndIsr.duringDelete(isr): leader -2, epoch 0, version 0, ISR kept
                 leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0

@@ -7,7 +7,7 @@ leadership tuples rather than reading their fields one by one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.domain.requests import (
@@ -29,21 +29,36 @@ __all__ = ["OfflineReplicas", "leader_and_isr_state", "update_metadata_states_li
 class OfflineReplicas:
     """A partition's offline replicas (dead broker, or its log dir offline) for UpdateMetadata,
     from ``ctx`` as it is now: with no offline log dir, computed once per distinct replica list
-    (a few at 100,000 partitions), since the partition then does not matter."""
+    (a few at 100,000 partitions), since the partition then does not matter.
+
+    ``of_replicas`` is that case's lookup, a dict's own ``__getitem__`` (None when a log dir is
+    offline): the loops over 100,000 partitions call it without a Python frame per partition."""
 
     def __init__(self, ctx: ControllerContext) -> None:
         self._live = ctx.live_broker_ids
         self._offline_dirs = ctx.replicas_on_offline_dirs
-        self._by_replicas: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._by_replicas = _OfflineByReplicas(self._live)
+        self.of_replicas: Callable[[tuple[int, ...]], tuple[int, ...]] | None = (
+            None if self._offline_dirs else self._by_replicas.__getitem__
+        )
 
     def __call__(self, tp: TopicPartition, replicas: tuple[int, ...]) -> tuple[int, ...]:
         live, offline_dirs = self._live, self._offline_dirs
         if offline_dirs:
             return tuple([r for r in replicas if r not in live or tp in offline_dirs.get(r, ())])
-        cached = self._by_replicas.get(replicas)
-        if cached is None:
-            cached = self._by_replicas[replicas] = tuple([r for r in replicas if r not in live])
-        return cached
+        return self._by_replicas[replicas]
+
+
+class _OfflineByReplicas(dict[tuple[int, ...], tuple[int, ...]]):
+    """Replica list -> its replicas on dead brokers, each computed on first lookup."""
+
+    def __init__(self, live: Collection[int]) -> None:
+        super().__init__()
+        self._live = live
+
+    def __missing__(self, replicas: tuple[int, ...]) -> tuple[int, ...]:
+        offline = self[replicas] = tuple([r for r in replicas if r not in self._live])
+        return offline
 
 
 def leader_and_isr_state(
@@ -80,9 +95,10 @@ def update_metadata_states_like(
     replicas and the deletion marker are left to find."""
     deleting = ctx.topics_to_be_deleted
     offline_replicas = OfflineReplicas(ctx)
+    of_replicas = offline_replicas.of_replicas
     for tp, state in states.items():
         replicas = state.replicas
-        offline = offline_replicas(tp, replicas)
+        offline = offline_replicas(tp, replicas) if of_replicas is None else of_replicas(replicas)
         if state.topic in deleting:  # LeaderAndIsr.duringDelete(isr): leader -2, epoch 0, version 0
             topic, partition, controller_epoch, _, _, isr, _, _ = state[:8]
             queued[tp] = build_update_metadata_partition_state(

@@ -200,3 +200,26 @@ def test_distinct_partitions_take_the_bulk_path_and_a_repeated_one_the_entry_loo
     assert list(batch.leader_and_isr_request_map[1]) == tps
     batch.add_leader_and_isr_requests([*entries[:2], entries[0]], False)
     assert entry_loop_calls == [1]
+
+
+def test_offline_replicas_lookup_by_replica_list_only_while_no_log_dir_is_offline() -> None:
+    from kafka_controller.core.context import ControllerContext
+    from kafka_controller.core.request_batch_states import OfflineReplicas
+    from kafka_controller.domain.values import Broker, EndPoint
+
+    ctx = ControllerContext()
+    ctx.set_live_brokers({Broker(b, (EndPoint("h", b),)): b for b in (1, 3)})
+    offline = OfflineReplicas(ctx)
+    assert offline.of_replicas is not None
+    tp = TopicPartition("t", 0)
+    for replicas in [(1, 2, 3), (2, 4), (3, 1), (), (1, 2, 3)]:
+        assert (
+            offline.of_replicas(replicas)
+            == offline(tp, replicas)
+            == tuple(r for r in replicas if r != 1 and r != 3)
+        )
+    ctx.replicas_on_offline_dirs[1] = {tp}
+    with_dirs = OfflineReplicas(ctx)
+    assert with_dirs.of_replicas is None  # the partition matters then
+    assert with_dirs(tp, (1, 2, 3)) == (1, 2)
+    assert with_dirs(TopicPartition("t", 1), (1, 2, 3)) == (2,)
