@@ -38,7 +38,6 @@ from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
     StopReplicaPartitionState,
     UpdateMetadataPartitionState,
-    build_update_metadata_partition_state,
 )
 from kafka_controller.domain.values import (
     EMPTY_ASSIGNMENT,
@@ -56,6 +55,7 @@ __all__ = ["ZERO_UUID", "ControllerBrokerRequestBatch"]
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("kafka_controller.state_change")
 
+_new_tuple = tuple.__new__
 _DEBUG = logging.DEBUG
 _INFO = logging.INFO
 
@@ -340,8 +340,20 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
             (leader, leader_epoch, isr, zk_version), controller_epoch = current
             if topic_deleted:  # LeaderAndIsr.duringDelete(isr): leader -2, epoch 0, version 0, ISR kept
                 leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0
-            queued[tp] = build_update_metadata_partition_state(
-                topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas, offline
+            # build_update_metadata_partition_state's tuple, without its call
+            queued[tp] = _new_tuple(
+                UpdateMetadataPartitionState,
+                (
+                    topic,
+                    partition,
+                    controller_epoch,
+                    leader,
+                    leader_epoch,
+                    isr,
+                    zk_version,
+                    replicas,
+                    offline,
+                ),
             )
 
     def add_stop_replica_request_for_brokers(

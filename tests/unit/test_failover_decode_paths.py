@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_controller.domain.errors import ZNodeDecodeError
+from kafka_controller.domain.requests import LeaderAndIsrPartitionState, UpdateMetadataPartitionState
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.zk import paths as P
@@ -21,7 +22,7 @@ from kafka_controller.zk.codecs import decode_partition_state, decode_topic, enc
 
 def _store_with_states(states: dict[TopicPartition, bytes]) -> InMemoryMetadataStore:
     store = InMemoryMetadataStore()
-    ops = []
+    ops: list[tuple[int, str, bytes | None, int]] = []
     for topic in dict.fromkeys(tp.topic for tp in states):
         ops.append((CREATE, f"/brokers/topics/{topic}", b"{}", PERSISTENT))
         ops.append((CREATE, P.topic_partitions_path(topic), None, PERSISTENT))
@@ -173,6 +174,11 @@ def test_bulk_queueing_of_distinct_partitions_is_the_per_entry_queueing_in_the_s
         )
 
     assert ordered(bulk) == ordered(one_by_one)
+    for batch in (bulk, one_by_one):  # the states are the request classes, not bare tuples
+        for m in batch.leader_and_isr_request_map.values():
+            assert all(type(state) is LeaderAndIsrPartitionState for state in m.values())
+        states = batch.update_metadata_request_partition_info_map.values()
+        assert all(type(state) is UpdateMetadataPartitionState for state in states)
 
 
 def test_distinct_partitions_take_the_bulk_path_and_a_repeated_one_the_entry_loop(
@@ -223,3 +229,46 @@ def test_offline_replicas_lookup_by_replica_list_only_while_no_log_dir_is_offlin
     assert with_dirs.of_replicas is None  # the partition matters then
     assert with_dirs(tp, (1, 2, 3)) == (1, 2)
     assert with_dirs(TopicPartition("t", 1), (1, 2, 3)) == (2,)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_initial_replica_states_are_set_in_assignment_order_as_one_at_a_time(seed: int) -> None:
+    """``initialize_replica_state`` against Kafka's loop: online (live broker, log dir online) ->
+    OnlineReplica, any other -> ReplicaDeletionIneligible, the states set and both lists made in
+    the assignments' order, over states already there (they keep their place)."""
+    import random
+
+    from kafka_controller.core.context import ControllerContext
+    from kafka_controller.core.replica_state_machine import ReplicaStateMachine
+    from kafka_controller.domain.states import ReplicaState
+    from kafka_controller.domain.values import Broker, EndPoint, PartitionAndReplica, ReplicaAssignment
+
+    rng = random.Random(seed)
+    ctx = ControllerContext()
+    ctx.set_live_brokers({Broker(b, (EndPoint("h", b),)): b for b in (1, 2, 3, 4) if rng.random() < 0.7})
+    tps = [TopicPartition(f"t{t}", p) for t in range(4) for p in range(5)]
+    for tp in rng.sample(tps, len(tps)):
+        replicas = tuple(rng.sample([1, 2, 3, 4, 5], rng.randint(0, 3)))
+        ctx.partition_assignments.setdefault(tp.topic, {})[tp.partition] = ReplicaAssignment(replicas)
+    if seed % 2:
+        ctx.replicas_on_offline_dirs[rng.choice([1, 2, 3])] = set(rng.sample(tps, 5))
+    earlier = PartitionAndReplica(tps[0], 5)
+    ctx.replica_states[earlier] = ReplicaState.OFFLINE_REPLICA
+    want_states = dict(ctx.replica_states)
+    want_online, want_offline = [], []
+    for topic, parts in ctx.partition_assignments.items():
+        for p, a in parts.items():
+            tp = TopicPartition(topic, p)
+            for r in a.replicas:
+                replica = PartitionAndReplica(tp, r)
+                if ctx.is_replica_online(r, tp):
+                    want_states[replica] = ReplicaState.ONLINE_REPLICA
+                    want_online.append(replica)
+                else:
+                    want_states[replica] = ReplicaState.REPLICA_DELETION_INELIGIBLE
+                    want_offline.append(replica)
+    rsm = ReplicaStateMachine(1, ctx, None, None)  # type: ignore[arg-type]  # only the context is used
+    online, offline = rsm.initialize_replica_state()
+    assert (online, offline) == (want_online, want_offline)
+    assert list(ctx.replica_states.items()) == list(want_states.items())
+    assert all(type(r) is PartitionAndReplica for r in online + offline)
