@@ -31,6 +31,7 @@ from kafka_controller.core.request_batch_send import (
 from kafka_controller.core.request_batch_states import (
     OfflineReplicas,
     leader_and_isr_state,
+    queue_distinct_partitions,
     update_metadata_states_like,
 )
 from kafka_controller.domain.errors import IllegalControllerStateError
@@ -174,50 +175,12 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         offline subset once.
         """
         entries = entries if isinstance(entries, list) else list(entries)
-        if not self._queue_distinct_partitions(entries, is_new):
+        states = queue_distinct_partitions(self._lai, entries, is_new)
+        if states is None:  # a partition repeats
             self._queue_leader_and_isr_states(entries, is_new, None)
-
-    def _queue_distinct_partitions(self, entries: list[LeaderAndIsrEntry], is_new: bool) -> bool:
-        """``add_leader_and_isr_requests`` when no partition has two entries (the ISR removal's
-        60,000 and the election's 20,000 of a failover): each state built once, with no memo,
-        then each broker's map filled in one pass at C speed, in entry order, as the entry loop
-        fills it. False, with nothing queued, when a partition repeats."""
-        states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
-        for _, tp, info, assignment in entries:
-            if tp in states:
-                return False
-            states[tp] = leader_and_isr_state(tp, info, assignment, is_new)
-        if not states:
-            return True
-        by_broker: dict[int, list[TopicPartition]] = {}
-        for broker_ids, tp, _, _ in entries:
-            for broker_id in broker_ids:
-                tps = by_broker.get(broker_id)
-                if tps is None:
-                    by_broker[broker_id] = [tp]
-                else:
-                    tps.append(tp)
-        requests = self._lai
-        state_of = states.__getitem__
-        for broker_id, tps in by_broker.items():
-            if broker_id < 0:
-                continue
-            per_broker = requests.get(broker_id)
-            if per_broker is None:
-                requests[broker_id] = dict(zip(tps, map(state_of, tps), strict=True))
-            elif is_new:
-                per_broker.update(zip(tps, map(state_of, tps), strict=True))
-            else:  # ``is_new`` is sticky: a partition queued as new stays new
-                for tp in tps:
-                    previous = per_broker.get(tp)
-                    state = states[tp]
-                    per_broker[tp] = (
-                        state._replace(is_new=True) if previous is not None and previous.is_new else state
-                    )
-        del by_broker
-        self._um_to_all_live = True
-        self._queue_update_metadata_states(states)
-        return True
+        elif states:
+            self._um_to_all_live = True
+            self._queue_update_metadata_states(states)
 
     def add_leader_and_isr_requests_by_broker(
         self,
