@@ -31,6 +31,7 @@ from kafka_controller.core.request_batch_send import (
 from kafka_controller.core.request_batch_states import (
     OfflineReplicas,
     leader_and_isr_state,
+    leader_and_isr_states,
     queue_distinct_partitions,
     update_metadata_states_like,
 )
@@ -201,9 +202,15 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         if not groups:
             return
         partitions = dict.fromkeys(chain.from_iterable(tps for _, tps in groups))
-        states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
-        for tp in partitions:
-            states[tp] = leader_and_isr_state(tp, leadership[tp], full_assignment(tp), is_new)
+        ctx = self._context
+        from_context = full_assignment == ctx.partition_full_replica_assignment
+        states: dict[TopicPartition, LeaderAndIsrPartitionState]
+        if from_context:
+            states = leader_and_isr_states(partitions, leadership, ctx.partition_assignments, is_new)
+        else:
+            states = {}
+            for tp in partitions:
+                states[tp] = leader_and_isr_state(tp, leadership[tp], full_assignment(tp), is_new)
         state_of = states.__getitem__
         requests = self._lai
         for broker_id, tps in groups:
@@ -222,11 +229,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                     else:
                         per_broker[tp] = states[tp]
         self._um_to_all_live = True
-        ctx = self._context
-        if (
-            leadership is ctx.partitions_leadership_info
-            and full_assignment == ctx.partition_full_replica_assignment
-        ):
+        if from_context and leadership is ctx.partitions_leadership_info:
             update_metadata_states_like(self._context, states, self._um_partitions)
         else:
             self._queue_update_metadata_states(partitions)

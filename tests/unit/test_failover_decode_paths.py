@@ -272,3 +272,31 @@ def test_initial_replica_states_are_set_in_assignment_order_as_one_at_a_time(see
     assert (online, offline) == (want_online, want_offline)
     assert list(ctx.replica_states.items()) == list(want_states.items())
     assert all(type(r) is PartitionAndReplica for r in online + offline)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bulk_leader_and_isr_states_are_leader_and_isr_state_per_partition(seed: int) -> None:
+    """The OnlineReplica phase's one-loop build: each partition's state is ``leader_and_isr_state``
+    with the assignment ``partition_full_replica_assignment`` gives (none: the empty one), in the
+    partitions' order, topics interleaved or not."""
+    import random
+
+    from kafka_controller.core.context import ControllerContext
+    from kafka_controller.core.request_batch_states import leader_and_isr_state, leader_and_isr_states
+
+    ctx, tps = _batch_fixture(seed)
+    assert isinstance(ctx, ControllerContext)
+    rng = random.Random(seed)
+    ctx.partition_assignments["t2"] = {}  # a topic without assignments
+    led = [tp for tp in tps if ctx.partition_leadership_info(tp) is not None]
+    order = rng.sample(led, len(led)) if seed % 2 else led
+    for is_new in (False, True):
+        got = leader_and_isr_states(order, ctx.partitions_leadership_info, ctx.partition_assignments, is_new)
+        want = {
+            tp: leader_and_isr_state(
+                tp, ctx.partitions_leadership_info[tp], ctx.partition_full_replica_assignment(tp), is_new
+            )
+            for tp in order
+        }
+        assert list(got.items()) == list(want.items())
+        assert all(type(s) is LeaderAndIsrPartitionState for s in got.values())
