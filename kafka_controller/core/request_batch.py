@@ -173,7 +173,9 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         topics being deleted) cannot change while these entries are queued, so a partition's
         UpdateMetadata state comes out the same for each of its entries: it is built once per
         distinct partition, after the LeaderAndIsr states, and each distinct replica list's
-        offline subset once.
+        offline subset once. When no partition repeats (the ISR removal's and the election's
+        entries), there is nothing to share: no memo, each broker's map filled at C speed
+        (``queue_distinct_partitions``).
         """
         entries = entries if isinstance(entries, list) else list(entries)
         states = queue_distinct_partitions(self._lai, entries, is_new)
