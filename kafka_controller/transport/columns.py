@@ -15,7 +15,7 @@ import gc
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, groupby, repeat
-from operator import itemgetter
+from operator import countOf, itemgetter
 from typing import Any, Generic, TypeVar
 
 from kafka_controller.heap import end_bulk
@@ -106,22 +106,24 @@ class Columns:
         self._key = key
         self.n = len(cols["partition"])
 
-    def _get(self, name: str, types: frozenset[type]) -> list[Any]:
+    def _get(self, name: str, kind: type) -> list[Any]:
         col = self._cols[name]
         if type(col) is not list or len(col) != self.n:
             raise ProtocolError(f"column {self._key}.{name} must be a list of {self.n} values")
-        if self.n and not set(map(type, col)) <= types:
+        # Every value exactly of ``kind`` (a bool is not an int here): counting by identity, in
+        # C, is about a third cheaper than collecting the set of types.
+        if countOf(map(type, col), kind) != self.n:
             raise ProtocolError(f"column {self._key}.{name} holds values of the wrong type")
         return col
 
     def ints(self, name: str) -> list[int]:
-        return self._get(name, INT)
+        return self._get(name, int)
 
     def bools(self, name: str, default: bool | None = None) -> Iterable[bool]:
         """A boolean column; absent means ``default`` everywhere when a default is given."""
         if default is not None and name not in self._cols:
             return repeat(default, self.n)
-        return self._get(name, BOOL)
+        return self._get(name, bool)
 
     def lookup(self, name: str, table: list[T], default: T | None = None) -> Iterable[T]:
         """A dictionary-encoded column; absent means ``default`` when one is given.
