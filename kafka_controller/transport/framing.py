@@ -63,8 +63,27 @@ def write_frame(sock: socket.socket, payload: bytes) -> None:
     sock.sendall(_HEADER.pack(len(payload)) + payload)
 
 
+class EncodedObject(dict[str, Any]):
+    """A JSON object whose bytes are already written (``json``): a body holding one as a top-level
+    value is framed with those bytes, not serialized again. The UpdateMetadata columns after a
+    failover (100,000 partitions) go to every live broker: written once, framed per broker. Still
+    a ``dict`` for readers and for a plain ``orjson.dumps``; never mutated once written."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        super().__init__(value)
+        self.json: bytes = orjson.dumps(value)
+
+
+def _spliced(body: Any) -> Any:
+    if type(body) is dict and EncodedObject in map(type, body.values()):
+        return {k: orjson.Fragment(v.json) if type(v) is EncodedObject else v for k, v in body.items()}
+    return body
+
+
 def encode_request(api: str, cid: int, body: Any) -> bytes:
-    return orjson.dumps({"api": api, "v": WIRE_VERSION, "cid": cid, "body": body})
+    return orjson.dumps({"api": api, "v": WIRE_VERSION, "cid": cid, "body": _spliced(body)})
 
 
 def encode_response(cid: int, body: Any) -> bytes:

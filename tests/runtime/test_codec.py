@@ -237,3 +237,21 @@ def test_gc_pause_is_scoped_and_restores_the_collector() -> None:
         gc.enable()
     wire(LEADER_AND_ISR, leader_and_isr(10, GC_PAUSE_MIN_ROWS // 10))
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("bad", [1.0, "1", None, [1], {"a": 1}])
+def test_an_index_column_refuses_what_is_not_an_integer_by_its_use(bad: Any) -> None:
+    for column in ("isr", "topic"):
+        body = _lai_body()
+        body["partitions"][column][1] = bad
+        with pytest.raises(ProtocolError, match=f"column partitions.{column} holds values of the wrong type"):
+            DEFAULT_APIS.decode_request(LEADER_AND_ISR, body)
+
+
+def test_a_boolean_index_picks_the_table_entry_it_equals() -> None:
+    """Index columns are not type-scanned first: a boolean is the integer it equals, and the value
+    decoded is a table entry, of the table's checked type (``Columns.lookup``)."""
+    body = _lai_body()
+    body["partitions"]["isr"] = [bool(i) if i in (0, 1) else i for i in body["partitions"]["isr"]]
+    decoded = DEFAULT_APIS.decode_request(LEADER_AND_ISR, body)
+    assert decoded == DEFAULT_APIS.decode_request(LEADER_AND_ISR, _lai_body())

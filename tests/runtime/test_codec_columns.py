@@ -64,3 +64,24 @@ def test_a_replicas_column_equal_to_the_isr_column_reuses_its_indexes() -> None:
     assert columns["isr"] is not columns["replicas"]
     assert columns["offline_replicas"] == [3] * 6
     assert encoded["replica_sets"] == [(0, 1), (1, 2), (2, 0), ()]
+
+
+class _CountingState(UpdateMetadataPartitionState):
+    """Counts reads of its fields by name (a NamedTuple's fields are descriptors)."""
+
+    reads = 0
+
+    def __getattribute__(self, name: str) -> object:
+        if name in UpdateMetadataPartitionState._fields:
+            _CountingState.reads += 1
+        return super().__getattribute__(name)
+
+
+def test_states_are_encoded_by_field_position_not_by_name() -> None:
+    """100,000 states a column: a tuple slot is read without the descriptor call a name costs."""
+    plain = [UpdateMetadataPartitionState("t", i, 1, i % 2, 1, (0, 1), 0, (0, 1), ()) for i in range(4)]
+    counting = [_CountingState(*s) for s in plain]
+    _CountingState.reads = 0
+    encoded = _encode_states(counting, ("isr", "replicas", "offline_replicas"))
+    assert _CountingState.reads == 0
+    assert encoded == _encode_states(plain, ("isr", "replicas", "offline_replicas"))

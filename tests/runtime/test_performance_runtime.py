@@ -13,7 +13,7 @@ from kafka_controller.controller.event_manager import ControllerEventManager
 from kafka_controller.domain.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
 from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.ports import SystemClock
-from kafka_controller.transport import codec
+from kafka_controller.transport import codec, framing
 from tests.runtime.fakes import DEADLINE_S, Ev, RecordingProcessor
 
 
@@ -99,3 +99,28 @@ def test_audit_records_of_an_event_reach_the_sink_in_one_call_when_it_ends() -> 
     assert held[1].timestamp_ms - held[0].timestamp_ms == 1000  # stamped when recorded
     audit.record([PartitionTransition("t", 2, "OnlinePartition", "OfflinePartition")])
     assert len(calls) == 2 and calls[1][0].event is None  # outside an event: at once
+
+
+def test_shared_update_metadata_columns_are_written_once_and_framed_as_plain_json() -> None:
+    """Each broker's frame splices the columns' JSON written at encoding, and equals the frame a
+    plain body gives (the bytes on the wire are unchanged)."""
+    states = tuple(
+        UpdateMetadataPartitionState(f"t{i % 2}", i, 3, 1, 2, (1, 2), 5, (1, 2), ()) for i in range(8)
+    )
+    first = codec.encode_update_metadata_request(_request(states, 100))
+    second = codec.encode_update_metadata_request(_request(states, 200))
+    columns = first["partitions"]
+    assert type(columns) is framing.EncodedObject
+    assert columns.json == orjson.dumps(dict(columns))
+    for cid, body in ((1, first), (2, second)):
+        plain = {k: dict(v) if isinstance(v, dict) else v for k, v in body.items()}
+        assert framing.encode_request(codec.UPDATE_METADATA, cid, body) == orjson.dumps(
+            {"api": codec.UPDATE_METADATA, "v": framing.WIRE_VERSION, "cid": cid, "body": plain}
+        )
+
+
+def test_a_frame_uses_the_bytes_an_encoded_object_was_written_with() -> None:
+    encoded = framing.EncodedObject({"leader": [1, 2]})
+    dict.__setitem__(encoded, "leader", [9])  # not done in the code: shows what is framed
+    _, _, body = framing.decode_request(framing.encode_request("X", 1, {"partitions": encoded}))
+    assert body == {"partitions": {"leader": [1, 2]}}
