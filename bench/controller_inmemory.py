@@ -33,6 +33,7 @@ import platform
 import sys
 import threading
 import time
+from itertools import count, repeat
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +76,14 @@ class Cluster:
             self.epochs[b] = store.register_broker(Broker(b, (EndPoint("localhost", 9092 + b),)))
             self.stores[b] = store
 
-    def load(self, assignment: dict[str, dict[int, tuple[int, ...]]]) -> list[TopicPartition]:
+    def load(
+        self, assignment: dict[str, dict[int, tuple[int, ...]]], distinct_states: bool = False
+    ) -> list[TopicPartition]:
         """Topic znodes (v3, with ids) and partition states as a running Kafka 2.8 cluster leaves
         them, written in batches (leader = first replica, full ISR, leader epoch 1, controller
-        epoch 1)."""
+        epoch 1). ``distinct_states`` gives each partition its own leader epoch, as a long-lived
+        cluster's states differ: no two state znodes are then equal (the controller shares the
+        decoding of equal ones)."""
         ops = [
             (
                 CREATE,
@@ -89,8 +94,9 @@ class Cluster:
             for t, parts in assignment.items()
         ]
         self.admin.batcher.run(ops, -1)
+        epochs = count(1) if distinct_states else repeat(1)
         states = {
-            TopicPartition(t, p): LeaderIsrAndControllerEpoch(LeaderAndIsr(r[0], 1, r, 0), 1)
+            TopicPartition(t, p): LeaderIsrAndControllerEpoch(LeaderAndIsr(r[0], next(epochs), r, 0), 1)
             for t, parts in assignment.items()
             for p, r in parts.items()
         }
@@ -129,7 +135,9 @@ def read_floor(store: InMemoryMetadataStore, partitions: list[TopicPartition]) -
     return time.perf_counter() - t0
 
 
-def bench_failover(scale: float, audit: bool, rf: int = 1, dead: int = 0) -> dict[str, Any]:
+def bench_failover(
+    scale: float, audit: bool, rf: int = 1, dead: int = 0, distinct_states: bool = False
+) -> dict[str, Any]:
     topics, per_topic = max(1, int(2000 * scale)), 50
     cluster = Cluster()
     assignment = {
@@ -138,7 +146,7 @@ def bench_failover(scale: float, audit: bool, rf: int = 1, dead: int = 0) -> dic
         }
         for t in range(topics)
     }
-    partitions = cluster.load(assignment)
+    partitions = cluster.load(assignment, distinct_states)
     floor = min(read_floor(cluster.admin, partitions) for _ in range(2))
     # The old controller(s): the last ``dead`` brokers, their sessions expired before the election.
     for b in range(BROKERS - dead, BROKERS):
@@ -168,6 +176,7 @@ def bench_failover(scale: float, audit: bool, rf: int = 1, dead: int = 0) -> dic
         "brokers": BROKERS,
         "rf": rf,
         "dead_brokers": dead,
+        "distinct_states": distinct_states,
         "seconds": round(elapsed, 3),
         "cpu_seconds": round(cpu, 3),
         "partitions_per_second": round(len(partitions) / elapsed),
@@ -245,6 +254,11 @@ def main() -> None:
     parser.add_argument("--dead", type=int, default=0, help="brokers dead at the failover (default 0)")
     parser.add_argument("--note", default=None, help="a note stored with the result")
     parser.add_argument("--no-shutdown", action="store_true", help="skip the controlled shutdown case")
+    parser.add_argument(
+        "--distinct-states",
+        action="store_true",
+        help="every partition state znode different (its own leader epoch), as in a long-lived cluster",
+    )
     args = parser.parse_args()
     if not 0 < args.scale <= 10:
         parser.error(f"--scale must be in (0, 10], got {args.scale}")
@@ -258,12 +272,16 @@ def main() -> None:
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "load_1m": round(os.getloadavg()[0], 2),
-        "failover": bench_failover(args.scale, audit=False, rf=args.rf, dead=args.dead),
+        "failover": bench_failover(
+            args.scale, audit=False, rf=args.rf, dead=args.dead, distinct_states=args.distinct_states
+        ),
     }
     if not args.no_shutdown:
         result["controlled_shutdown"] = bench_controlled_shutdown(args.scale)
     if args.audit:
-        result["failover_audited"] = bench_failover(args.scale, audit=True, rf=args.rf, dead=args.dead)
+        result["failover_audited"] = bench_failover(
+            args.scale, audit=True, rf=args.rf, dead=args.dead, distinct_states=args.distinct_states
+        )
     if args.note:
         result["note"] = args.note
     line = json.dumps(result)

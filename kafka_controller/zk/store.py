@@ -55,25 +55,37 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         # version) pairs. Each is decoded once per call and its (immutable) value shared by every
         # partition that has it: equal to decoding each, without the JSON parse, the checks and
         # the two tuples per partition. Failures are not kept (each is reported with its path).
-        decoded: dict[tuple[bytes | None, int], LeaderIsrAndControllerEpoch | None] = {}
+        # A long-lived cluster's states may all differ (each partition its own leader epoch): once
+        # the memo is full with fewer hits than entries, the rest is decoded directly, so the memo
+        # costs such a cluster little (``memo`` None from then on).
+        memo: dict[tuple[bytes | None, int], LeaderIsrAndControllerEpoch | None] | None = {}
+        hits = 0
         # Chunk by chunk as the replies arrive: a failover's 100,000 states are decoded while the
         # rest are still being read, and the raw replies never all exist at once. (``chunk`` first
         # in the zip: it stops there without taking the next partition from ``wanted``.)
         for chunk in self._backend.iter_data_many(paths):
             for (code, data, stat), (tp, path) in zip(chunk, wanted, strict=False):
                 if code == OK and stat is not None:
-                    key = (data, stat.version)
-                    state = decoded.get(key)
-                    if state is None:  # not decoded yet (or empty data: decoded again, at no cost)
-                        try:
-                            state = decode_partition_state(data, stat.version, path)
-                        except ZNodeDecodeError as e:
-                            out[tp] = e
+                    if memo is not None:
+                        key = (data, stat.version)
+                        state = memo.get(key)
+                        if state is not None:
+                            hits += 1
+                            out[tp] = state
                             continue
-                        if len(decoded) >= _DECODED_STATES_MAX:
-                            decoded.clear()  # states that do not repeat: keep no raw replies alive
-                        decoded[key] = state
+                    try:
+                        state = decode_partition_state(data, stat.version, path)
+                    except ZNodeDecodeError as e:
+                        out[tp] = e
+                        continue
                     out[tp] = state
+                    if memo is not None and state is not None:
+                        if len(memo) >= _DECODED_STATES_MAX:
+                            # Keep no raw replies alive; stop sharing if the states seldom repeat.
+                            memo = {} if hits >= _DECODED_STATES_MAX else None
+                            hits = 0
+                        if memo is not None:
+                            memo[key] = state
                 elif code == NONODE:
                     out[tp] = None
                 else:

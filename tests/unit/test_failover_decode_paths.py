@@ -50,6 +50,34 @@ def test_equal_state_znodes_are_decoded_once_and_share_their_value() -> None:
     assert all(reads[tp] is first for tp in tps)  # one decoded value for the 40 equal znodes
 
 
+def test_states_that_seldom_repeat_stop_the_sharing_and_still_decode_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long-lived cluster's states may all differ: once the memo is full with fewer hits than
+    entries, the rest is decoded on its own (not shared), to the same values."""
+    monkeypatch.setattr("kafka_controller.zk.store._DECODED_STATES_MAX", 4)
+    distinct = [TopicPartition("t", p) for p in range(6)]
+    repeated = [TopicPartition("u", p) for p in range(3)]
+    datas = {tp: _state(1, 10 + tp.partition, (1, 2)) for tp in distinct}
+    datas |= {tp: _state(2, 7, (2, 1)) for tp in repeated}
+    reads = _store_with_states(datas).get_partition_states(distinct + repeated)
+    assert [reads[tp].leader_and_isr.leader_epoch for tp in distinct] == [10, 11, 12, 13, 14, 15]  # type: ignore[union-attr]
+    first, *rest = (reads[tp] for tp in repeated)
+    assert first == LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 7, (2, 1), 0), 1)
+    assert all(r == first and r is not first for r in rest)  # decoded each, no longer shared
+
+
+def test_states_that_repeat_keep_being_shared_past_the_memos_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kafka_controller.zk.store._DECODED_STATES_MAX", 4)
+    tps = [TopicPartition("t", p) for p in range(40)]
+    # four distinct states, each repeated: the memo fills with many hits, is cleared and kept
+    datas = {tp: _state(1, tp.partition % 4, (1, 2)) for tp in tps[:32]}
+    datas |= {tp: _state(2, 99, (2, 1)) for tp in tps[32:]}
+    reads = _store_with_states(datas).get_partition_states(tps)
+    tail = [reads[tp] for tp in tps[32:]]
+    assert all(r is tail[0] for r in tail)  # still shared after the bound was reached
+
+
 def test_shared_decoding_keeps_each_znodes_own_version_data_and_errors() -> None:
     tps = [TopicPartition("t", p) for p in range(6)]
     datas = {
