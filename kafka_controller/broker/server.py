@@ -48,6 +48,8 @@ from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SessionEvent, SystemClock
 
 log = logging.getLogger(__name__)
+#: The cleanup entry of the request listener, which a shutdown stops first (``_stop_processing_requests``).
+_LISTENER = "listener"
 __all__ = ["LEADER_COUNT", "BrokerServer"]
 
 
@@ -176,7 +178,7 @@ class BrokerServer:
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(host, port, self.handler.handle, name=name, raw_handler=kafka)
         self.transport.start()
-        self._cleanup.append(("listener", self.transport.stop))
+        self._cleanup.append((_LISTENER, self.transport.stop))
         advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
         self.broker_info = Broker(self.broker_id, (EndPoint(advertised, self.transport.port),), self.rack)
 
@@ -376,8 +378,24 @@ class BrokerServer:
             self.data_plane.stop_fetching()  # so that no leader adds this broker back to an ISR
             clean = self.controlled_shutdown()
         self.broker_state = M.BROKER_SHUTTING_DOWN
+        self._stop_processing_requests()
         self._stop_all()
         return clean
+
+    def _stop_processing_requests(self) -> None:
+        """Kafka's ``socketServer.stopProcessingRequests()`` and request handler pool shutdown,
+        which ``KafkaServer.shutdown`` runs right after the controlled shutdown, before stopping
+        anything else: the request being handled finishes, the ones queued behind it (the
+        controller's UpdateMetadata and StopReplica for the partitions that just moved, each
+        naming thousands) are never started, and the rest of the shutdown does not wait for them."""
+        for i, (name, undo) in enumerate(self._cleanup):
+            if name == _LISTENER:
+                del self._cleanup[i]
+                try:
+                    undo()
+                except Exception:
+                    log.exception("Broker %d: stopping the %s failed", self.broker_id, name)
+                return
 
     def crash(self) -> None:
         """Stop at once, without controlled shutdown (a hard failure, for tests): the session is
