@@ -48,8 +48,6 @@ from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SessionEvent, SystemClock
 
 log = logging.getLogger(__name__)
-#: The cleanup entry of the request listener, which a shutdown stops first (``_stop_processing_requests``).
-_LISTENER = "listener"
 __all__ = ["LEADER_COUNT", "BrokerServer"]
 
 
@@ -178,7 +176,7 @@ class BrokerServer:
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(host, port, self.handler.handle, name=name, raw_handler=kafka)
         self.transport.start()
-        self._cleanup.append((_LISTENER, self.transport.stop))
+        self._cleanup.append(("listener", self.transport.stop))
         advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
         self.broker_info = Broker(self.broker_id, (EndPoint(advertised, self.transport.port),), self.rack)
 
@@ -378,36 +376,21 @@ class BrokerServer:
             self.data_plane.stop_fetching()  # so that no leader adds this broker back to an ISR
             clean = self.controlled_shutdown()
         self.broker_state = M.BROKER_SHUTTING_DOWN
-        self._stop_processing_requests()
-        self._stop_all()
+        # Kafka's stopProcessingRequests() first: what queues behind the request in hand never starts
+        self._stop_all(first="listener")
         return clean
-
-    def _stop_processing_requests(self) -> None:
-        """Kafka's ``socketServer.stopProcessingRequests()`` and request handler pool shutdown,
-        which ``KafkaServer.shutdown`` runs right after the controlled shutdown, before stopping
-        anything else: the request being handled finishes, the ones queued behind it (the
-        controller's UpdateMetadata and StopReplica for the partitions that just moved, each
-        naming thousands) are never started, and the rest of the shutdown does not wait for them."""
-        for i, (name, undo) in enumerate(self._cleanup):
-            if name == _LISTENER:
-                del self._cleanup[i]
-                try:
-                    undo()
-                except Exception:
-                    log.exception("Broker %d: stopping the %s failed", self.broker_id, name)
-                return
 
     def crash(self) -> None:
         """Stop at once, without controlled shutdown (a hard failure, for tests): the session is
         closed, so the controller sees the broker die as it would after a SIGKILL."""
         self._stop_all()
 
-    def _stop_all(self) -> None:
+    def _stop_all(self, first: str | None = None) -> None:
         self._stopped = True
         self._halted.set()
         if self.store is not None:
             self.store.remove_session_listener(self._on_session_event)
-        for name, undo in reversed(self._cleanup):
+        for name, undo in sorted(reversed(self._cleanup), key=lambda step: step[0] != first):
             try:
                 undo()
             except Exception:

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kafka_controller.core.context_brokers import ContextBrokers
+from kafka_controller.core.context_shutdown import ContextShutdown
 from kafka_controller.core.context_states import ContextStates
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.states import PartitionState, ReplicaState
@@ -50,7 +51,7 @@ def has_preferred_leader(assignment: ReplicaAssignment, leadership: LeaderIsrAnd
 
 
 @dataclass
-class ControllerContext(ContextStates, ContextBrokers):
+class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
     stats: ControllerStats = field(default_factory=ControllerStats)
     offline_partition_count: int = 0
     preferred_replica_imbalance_count: int = 0
@@ -149,37 +150,6 @@ class ControllerContext(ContextStates, ContextBrokers):
 
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp, a in self.iter_assignments() if broker_id in a.replicas]
-
-    def partitions_to_move_off(self, broker_id: int) -> tuple[list[TopicPartition], list[TopicPartition]]:
-        """Kafka's ``partitionsToActOn`` of a controlled shutdown, split into ``(led, followed)``
-        by the broker: its partitions with more than one replica, a cached leadership and a topic
-        not queued for deletion, in assignment order. One pass over the assignments that makes
-        shared ``TopicPartition``s only for the broker's partitions: at 25,000 topics it is a third
-        of ``partitions_on_broker`` and the filter after it."""
-        queued = self.topics_to_be_deleted
-        leadership = self._partition_leadership_info
-        shared_by_topic = self._topic_partitions
-        led: list[TopicPartition] = []
-        followed: list[TopicPartition] = []
-        for topic, parts in self.partition_assignments.items():
-            shared: dict[int, TopicPartition] | None = None
-            for p, assignment in parts.items():
-                replicas = assignment.replicas
-                if broker_id not in replicas or len(replicas) <= 1:
-                    continue
-                if topic in queued:
-                    break
-                if shared is None:
-                    shared = shared_by_topic.get(topic)
-                    if shared is None:
-                        shared = shared_by_topic[topic] = {}
-                tp = shared.get(p)
-                if tp is None:
-                    tp = shared[p] = TopicPartition(topic, p)
-                info = leadership.get(tp)
-                if info is not None:
-                    (led if info.leader_and_isr.leader == broker_id else followed).append(tp)
-        return led, followed
 
     def replicas_on_brokers(self, broker_ids: Collection[int]) -> list[PartitionAndReplica]:
         ids = set(broker_ids)
