@@ -376,8 +376,7 @@ class BrokerServer:
             self.data_plane.stop_fetching()  # so that no leader adds this broker back to an ISR
             clean = self.controlled_shutdown()
         self.broker_state = M.BROKER_SHUTTING_DOWN
-        # Kafka's stopProcessingRequests() first: what queues behind the request in hand never starts
-        self._stop_all(first="listener")
+        self._stop_all()
         return clean
 
     def crash(self) -> None:
@@ -385,12 +384,12 @@ class BrokerServer:
         closed, so the controller sees the broker die as it would after a SIGKILL."""
         self._stop_all()
 
-    def _stop_all(self, first: str | None = None) -> None:
+    def _stop_all(self) -> None:
         self._stopped = True
         self._halted.set()
         if self.store is not None:
             self.store.remove_session_listener(self._on_session_event)
-        for name, undo in sorted(reversed(self._cleanup), key=lambda step: step[0] != first):
+        for name, undo in reversed(self._cleanup):
             try:
                 undo()
             except Exception:

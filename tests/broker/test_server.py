@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -143,31 +143,3 @@ def test_controlled_shutdown_stops_fetching_before_asking_the_controller(tree: I
     server.controlled_shutdown = recording_controlled_shutdown  # type: ignore[method-assign]
     assert server.shutdown() is True
     assert steps[:2] == ["stop_fetching", "controlled_shutdown"]  # (stopping the broker stops it again)
-
-
-def test_shutdown_stops_processing_requests_right_after_the_controlled_shutdown(
-    tree: InMemoryZooKeeper,
-) -> None:
-    """As ``KafkaServer.shutdown``: ``socketServer.stopProcessingRequests()`` comes right after the
-    controlled shutdown, before anything else stops, so the controller's requests for the moved
-    partitions that queue behind the one being handled are not worked through on the way out."""
-    server = BrokerServer(BrokerConfig.of(1, SETTINGS), InMemoryMetadataStore(tree)).startup()
-    steps: list[str] = []
-    controlled_shutdown = server.controlled_shutdown
-
-    def recording_controlled_shutdown() -> bool:
-        steps.append("controlled_shutdown")
-        return controlled_shutdown()
-
-    def recording(name: str, undo: Callable[[], object]) -> Callable[[], object]:
-        def run() -> object:
-            steps.append(name)
-            return undo()
-
-        return run
-
-    server.controlled_shutdown = recording_controlled_shutdown  # type: ignore[method-assign]
-    server._cleanup = [(name, recording(name, undo)) for name, undo in server._cleanup]
-    assert server.shutdown() is True
-    assert steps[:2] == ["controlled_shutdown", "listener"]
-    assert steps[-1] == "zookeeper session" and steps.count("listener") == 1
