@@ -62,27 +62,14 @@ class ControlledShutdownHandling(ControllerBase):
         log.debug("All shutting down brokers: %s", sorted(ctx.shutting_down_broker_ids))
         log.debug("Live brokers: %s", sorted(ctx.live_broker_ids))
 
-        queued = ctx.topics_to_be_deleted
-        leadership = ctx.partitions_leadership_info
-        led: list[TopicPartition] = []
-        followed: list[TopicPartition] = []
-        for tp, assignment in ctx.iter_assignments():
-            replicas = assignment.replicas
-            if broker_id not in replicas or len(replicas) <= 1 or tp.topic in queued:
-                continue
-            info = leadership.get(tp)
-            if info is None:
-                continue
-            (led if info.leader_and_isr.leader == broker_id else followed).append(tp)
-
+        led, followed = ctx.partitions_to_move_off(broker_id)
         self.partition_state_machine.handle_state_changes(
             led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
         )
         batch = self.broker_request_batch
         try:
             batch.new_batch()
-            for tp in followed:
-                batch.add_stop_replica_request_for_brokers((broker_id,), tp, False)
+            batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
             batch.send_requests_to_brokers(ctx.epoch)
         except IllegalControllerStateError as e:
             self.handle_illegal_state(e)

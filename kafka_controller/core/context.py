@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kafka_controller.core.context_brokers import ContextBrokers
+from kafka_controller.core.context_shutdown import ContextShutdown
 from kafka_controller.core.context_states import ContextStates
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.states import PartitionState, ReplicaState
@@ -50,7 +51,7 @@ def has_preferred_leader(assignment: ReplicaAssignment, leadership: LeaderIsrAnd
 
 
 @dataclass
-class ControllerContext(ContextStates, ContextBrokers):
+class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
     stats: ControllerStats = field(default_factory=ControllerStats)
     offline_partition_count: int = 0
     preferred_replica_imbalance_count: int = 0
