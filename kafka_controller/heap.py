@@ -28,7 +28,7 @@ audited, ~45 MB audited, in 2-12 ms; ctypes drops the GIL for the call). A no-op
 to 8 per core. A broker runs a dozen threads (the controller's event thread, a request channel
 per broker, the audit writer, the network and ZooKeeper threads), and a chunk one thread frees
 can only be reused by the threads of its arena: in a 100,000-partition RF 3 failover the
-controller's broker peaked ~35-40 MB higher with an arena per thread than with two shared by all.
+controller's broker peaked ~30-35 MB higher with an arena per thread than with two shared by all.
 Python allocates small objects from its own pools, so the arena lock is taken only for the
 larger blocks; the GIL already serialises most of those. Called by the broker command before it
 starts a thread; ``MALLOC_ARENA_MAX`` in the environment, an operator's choice, wins.
