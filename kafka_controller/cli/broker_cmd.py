@@ -91,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
         _say(f"error: {e}")
         return 2
 
+    from kafka_controller import heap
+
+    heap.limit_malloc_arenas()  # before any thread: the controller's peak memory (``heap``)
     logging.basicConfig(
         level=getattr(logging, args.log_level),
         stream=sys.stderr,
