@@ -49,9 +49,6 @@ __all__ = ["REJECTED_FILE", "AuditWriter", "AuditWriterStats"]
 
 log = logging.getLogger(__name__)
 
-#: Rows per transaction by default: a batch's row tuples and dirty pages are held while it is
-#: written, beside a failing-over controller's peak; 20,000 peaked ~13 MB higher (RF 3, 100,000).
-BATCH_ROWS = 5_000
 TRIM_AFTER_ROWS = 100_000  #: queue empty after this many rows: free C heap back to the OS (``heap``)
 
 
@@ -71,7 +68,7 @@ class AuditWriter(SpoolRecovery):
         url: str,
         *,
         spool_dir: str | Path,
-        batch_size: int = BATCH_ROWS,
+        batch_size: int = 5_000,  # rows a transaction, held while written: a failover's peak memory
         flush_interval: float = 0.2,
         clock: Clock | None = None,
         retry_backoff: tuple[float, float] = (0.25, 5.0),
