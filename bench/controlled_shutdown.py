@@ -54,7 +54,9 @@ from kafka_controller.cluster.watch import LeadershipWatch
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
 from kafka_controller.zk import paths as P
 
-GOAL_S = 1.5
+#: Issue 19, goal 3: 10,000 leaderships, SIGTERM -> exit, checked on the audited run unless
+#: ``--no-audit`` (issue 19 states its goals audited).
+GOAL_S = 0.5
 
 
 def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
@@ -164,7 +166,6 @@ def main() -> None:
         "broker_config": "defaults",
         "audit_off": off,
         "goal_seconds": GOAL_S,
-        "meets_goal": off["seconds"] <= GOAL_S,
         "kafka_seconds": KAFKA["controlled_shutdown_s"],
         "ratio_to_kafka_1_1": ratio(off["seconds"], KAFKA["controlled_shutdown_s"]["kafka_1_1"]),
     }
@@ -172,6 +173,7 @@ def main() -> None:
         on = median_run(lambda: run_once(topics, audit=True), args.reps, "seconds")
         result["audit_on"] = on
         result["audit_on_to_off"] = ratio(on["seconds"], off["seconds"])
+    result["meets_goal"] = result.get("audit_on", off)["seconds"] <= GOAL_S
     if args.light:
         light = median_run(lambda: run_once(topics, audit=False, light=True), args.reps, "seconds")
         result["light_simulation"] = {"broker_config": LIGHT_BROKER_CONFIG, "audit_off": light}
