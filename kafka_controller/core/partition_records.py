@@ -5,6 +5,8 @@ accepts bulk records, successes are gathered as columns instead (``PartitionTran
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
+from typing import Any, cast
 
 from kafka_controller.core.partition_election import ElectionNotes, ElectionOutcome
 from kafka_controller.domain.audit_records import (
@@ -22,6 +24,7 @@ __all__ = [
     "error_text",
     "partition_transition",
     "record_election",
+    "record_elections",
     "record_success",
     "recorded_partitions",
 ]
@@ -127,6 +130,74 @@ def record_election(
     records.append(
         partition_transition(tp, current, _ONLINE, OUTCOME_FAILED, before, None, strategy, error=error)
     )
+
+
+def record_elections(
+    records: PartitionRecords,
+    bulk: bool,
+    tps: list[TopicPartition],
+    outcomes: list[ElectionOutcome],
+    currents: list[PartitionState],
+    strategy: str,
+    notes: ElectionNotes,
+    cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
+) -> None:
+    """``record_election`` of each election, in order; for a bulk sink, each run of successes
+    between failures as columns at C speed (a failover's 20,000 elections at RF 3), not ten
+    appends and a call chain a partition."""
+    if not bulk:
+        for tp, outcome, current in zip(tps, outcomes, currents, strict=True):
+            record_election(records, bulk, tp, current, outcome, strategy, notes, cached)
+        return
+    failed = [i for i, o in enumerate(outcomes) if not isinstance(o, LeaderAndIsr)]
+    start = 0
+    for stop in [*failed, len(tps)]:
+        if start < stop:
+            elected = cast("list[LeaderAndIsr]", outcomes[start:stop])
+            _extend_elected(records, tps[start:stop], elected, currents[start:stop], strategy, notes)
+        if stop < len(tps):
+            record_election(records, bulk, tps[stop], currents[stop], outcomes[stop], strategy, notes, cached)
+        start = stop + 1
+
+
+def _extend_elected(
+    records: PartitionRecords,
+    tps: list[TopicPartition],
+    outcomes: list[LeaderAndIsr],
+    currents: list[PartitionState],
+    strategy: str,
+    notes: ElectionNotes,
+) -> None:
+    """``record_success`` of each of these elections (every outcome a ``LeaderAndIsr``), in bulk."""
+    to_state = _KAFKA_NAME[_ONLINE]
+    last = records[-1] if records else None
+    if (
+        type(last) is not PartitionTransitions
+        or last.to_state != to_state
+        or last.election_strategy != strategy
+    ):
+        last = PartitionTransitions(to_state, OUTCOME_OK, strategy)
+        records.append(last)
+    befores: list[Any] = list(map(notes.before.get, tps))
+    leaders: list[int | None]
+    isrs: list[tuple[int, ...] | None]
+    epochs: list[int | None]
+    if None in befores:  # an election that noted no state before: its before columns are None
+        leaders = [None if b is None else b.leader for b in befores]
+        isrs = [None if b is None else b.isr for b in befores]
+        epochs = [None if b is None else b.leader_epoch for b in befores]
+    else:  # LeaderAndIsr is (leader, leader_epoch, isr, zk_version)
+        leaders, isrs, epochs = (list(map(itemgetter(i), befores)) for i in (0, 2, 1))
+    last.topic.extend(map(itemgetter(0), tps))
+    last.partition.extend(map(itemgetter(1), tps))
+    last.from_state.extend(map(_KAFKA_NAME.__getitem__, currents))
+    last.leader_before.extend(leaders)
+    last.leader_after.extend(map(itemgetter(0), outcomes))
+    last.isr_before.extend(isrs)
+    last.isr_after.extend(map(itemgetter(2), outcomes))
+    last.leader_epoch_before.extend(epochs)
+    last.leader_epoch_after.extend(map(itemgetter(1), outcomes))
+    last.unclean.extend(map(notes.unclean.__contains__, tps))
 
 
 def recorded_partitions(records: PartitionRecords) -> set[tuple[str, int]]:

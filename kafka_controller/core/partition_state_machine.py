@@ -27,7 +27,7 @@ from kafka_controller.core.partition_records import (
     PartitionRecords,
     error_text,
     partition_transition,
-    record_election,
+    record_elections,
     record_success,
     recorded_partitions,
 )
@@ -244,19 +244,23 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
         notes = ElectionNotes() if records is not None else None
         results = self._elect_leader_for_partitions(to_elect, strategy, notes)
         debug = state_change_log.isEnabledFor(logging.DEBUG)
-        elected = 0
-        for tp, outcome in results.items():
-            from_state = states[tp]
-            if isinstance(outcome, LeaderAndIsr):
-                elected += 1
-                if debug:
-                    state_change_log.debug(
-                        "Changed partition %s from %s to %s with state %s", tp, from_state, _ONLINE, outcome
-                    )
-                ctx.put_partition_state(tp, _ONLINE)
+        elected = done = 0
+        from_states = list(map(states.__getitem__, results)) if records is not None else []
+        try:
+            for tp, outcome in results.items():
+                from_state = states[tp]
+                if isinstance(outcome, LeaderAndIsr):
+                    elected += 1
+                    if debug:
+                        msg = "Changed partition %s from %s to %s with state %s"
+                        state_change_log.debug(msg, tp, from_state, _ONLINE, outcome)
+                    ctx.put_partition_state(tp, _ONLINE)
+                done += 1
+        finally:  # recorded in bulk once the states are set: those set so far, should one fail
             if records is not None and notes is not None:
                 lookup = ctx.partition_leadership_info
-                record_election(records, self._bulk, tp, from_state, outcome, str(strategy), notes, lookup)
+                elections = (list(results)[:done], list(results.values())[:done], from_states[:done])
+                record_elections(records, self._bulk, *elections, str(strategy), notes, lookup)
         state_change_log.info(
             "Elected leaders for %d of %d partitions under %s", elected, len(to_elect), strategy
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from operator import itemgetter
+from typing import Any
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
@@ -35,6 +36,8 @@ __all__ = ["ReplicaTransitionLog"]
 _STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
 _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 _Leadership = LeaderIsrAndControllerEpoch | None
+#: A success for ``_record_changed``: the replica, its state, its leadership before and after.
+_Changed = tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch, LeaderIsrAndControllerEpoch]
 _KAFKA_NAME: dict[ReplicaState, str] = {s: s.kafka_name for s in ReplicaState}
 # ``_audit_record`` builds records positionally (one per replica in a failover): refuse to import
 # if ``ReplicaTransition``'s leading fields ever change order.
@@ -65,6 +68,7 @@ class ReplicaTransitionLog:
     _bulk: bool  # the sink accepts ``ReplicaTransitions``
     _debug: bool
     _failure_lines: LogBudget
+    _pending: tuple[list[_Changed] | None, ReplicaState] = (None, ReplicaState.OFFLINE_REPLICA)
 
     def _succeeded(
         self,
@@ -103,17 +107,69 @@ class ReplicaTransitionLog:
         if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
             bulk = ReplicaTransitions.unchanged(to_state)
             records.append(bulk)
-        leadership = self.controller_context.partitions_leadership_info
-        infos = [i.leader_and_isr if i is not None else None for i in map(leadership.get, partitions)]
+        infos: list[Any] = list(map(self.controller_context.partitions_leadership_info.get, partitions))
+        leaders: list[int | None]
+        isrs: list[tuple[int, ...] | None]
+        epochs: list[int | None]
+        if None in infos:  # a partition without a leader: its before and after are None
+            known = [None if i is None else i.leader_and_isr for i in infos]
+            leaders = [None if i is None else i.leader for i in known]
+            isrs = [None if i is None else i.isr for i in known]
+            epochs = [None if i is None else i.leader_epoch for i in known]
+        else:  # the usual case, at C speed: LeaderAndIsr is (leader, leader_epoch, isr, ...)
+            led: list[Any] = list(map(itemgetter(0), infos))
+            leaders, isrs, epochs = (list(map(itemgetter(i), led)) for i in (0, 2, 1))
         bulk.extend_unchanged(
             list(map(itemgetter(0), partitions)),
             list(map(itemgetter(1), partitions)),
             [replica_id] * len(partitions),
             list(map(_KAFKA_NAME.__getitem__, states)),
-            [None if i is None else i.leader for i in infos],
-            [None if i is None else i.isr for i in infos],
-            [None if i is None else i.leader_epoch for i in infos],
+            leaders,
+            isrs,
+            epochs,
         )
+
+    def _changed_run(self, target: ReplicaState) -> list[_Changed] | None:
+        """An empty run for ``_record_changed`` when successes may be recorded in bulk (a sink
+        that takes bulk records, no per-replica debug line), else None. Kept until the call
+        ends, so that a call aborted mid-run still records the run's successes as successes."""
+        bulk = self._bulk and self._records is not None and not self._debug
+        run: list[_Changed] | None = [] if bulk else None
+        self._pending = (run, target)
+        return run
+
+    def _record_changed(self, run: list[_Changed] | None, target: ReplicaState) -> None:
+        """``_audit_record`` of each success in ``run`` (replica, its state, its leadership before
+        and after, neither None), in order, in bulk, then empties ``run``: a failover's 60,000
+        OfflineReplica rows at RF 3 as a few column builds at C speed instead of a call chain and
+        ten appends a row. ``run`` comes from ``_changed_run``."""
+        records = self._records
+        if records is None or not run:
+            return
+        to_state = _KAFKA_NAME[target]
+        bulk = records[-1] if records else None
+        if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
+            bulk = ReplicaTransitions(to_state)
+            records.append(bulk)
+        elif bulk.shares_after_columns:  # its after columns become lists of their own (as ``add``)
+            bulk.leader_after = list(bulk.leader_before)
+            bulk.isr_after = list(bulk.isr_before)
+            bulk.leader_epoch_after = list(bulk.leader_epoch_before)
+        replicas = list(map(itemgetter(0), run))
+        tps = list(map(itemgetter(0), replicas))
+        before = list(map(itemgetter(0), map(itemgetter(2), run)))  # LeaderAndIsr
+        after = list(map(itemgetter(0), map(itemgetter(3), run)))
+        bulk.topic.extend(map(itemgetter(0), tps))
+        bulk.partition.extend(map(itemgetter(1), tps))
+        bulk.replica.extend(map(itemgetter(1), replicas))
+        bulk.from_state.extend(map(_KAFKA_NAME.__getitem__, map(itemgetter(1), run)))
+        bulk.leader_before.extend(map(itemgetter(0), before))
+        bulk.leader_after.extend(map(itemgetter(0), after))
+        bulk.isr_before.extend(map(itemgetter(2), before))
+        bulk.isr_after.extend(map(itemgetter(2), after))
+        bulk.leader_epoch_before.extend(map(itemgetter(1), before))
+        bulk.leader_epoch_after.extend(map(itemgetter(1), after))
+        run.clear()
 
     def _invalid_transition(
         self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState
@@ -151,6 +207,8 @@ class ReplicaTransitionLog:
         """After an aborted call, each replica without a record yet gets a "failed" one."""
         if self._records is None:
             return
+        run, to = self._pending
+        self._record_changed(run, to)  # successes of an aborted run were successes
         done: set[tuple[str, int, int]] = set()
         for r in self._records:
             if isinstance(r, ReplicaTransition):

@@ -349,12 +349,14 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
             requests: list[LeaderAndIsrEntry] = []
             log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
             tracking = self._tracking
+            run = self._changed_run(_OFFLINE)  # successes recorded in bulk, in runs between failures
             # Recipients = RS minus this replica; few distinct RS exist, so compute each once.
             recipients_of: dict[tuple[int, ...], tuple[int, ...]] = {}
             for replica, state, before in led:
                 tp = replica.topic_partition
                 after = updated.get(tp)
                 if after is None:  # failed (logged already) or dropped: the state stays
+                    self._record_changed(run, _OFFLINE)
                     error = failures.get(tp)
                     self._audit_record(
                         replica, state, _OFFLINE, OUTCOME_FAILED, before, None, error or _DROPPED
@@ -376,8 +378,11 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
                         recipients_of[a.replicas] = recipients
                     requests.append((recipients, tp, after, a))
                 states[replica] = _OFFLINE
-                if tracking:
+                if run is not None:
+                    run.append((replica, state, before, after))
+                elif tracking:
                     self._succeeded(replica, state, _OFFLINE, before, after)
+            self._record_changed(run, _OFFLINE)
             # Queueing the requests is the failover's memory peak: let the ISR removal's maps go first.
             del led, updated, failures
             self._batch.add_leader_and_isr_requests(requests, False)

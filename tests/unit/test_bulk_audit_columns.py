@@ -1,0 +1,153 @@
+"""A bulk audit sink gets a failover's OfflineReplica and election records as columns built at
+C speed (no per-row ``add``), and they expand to exactly the rows, in the order, that a sink
+taking single records gets, failures in the middle of a run included."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.partition_state_machine import PartitionStateMachine
+from kafka_controller.core.replica_state_machine import ReplicaStateMachine
+from kafka_controller.core.strategies import OfflinePartitionLeaderElectionStrategy
+from kafka_controller.domain.audit_records import (
+    AuditItem,
+    AuditRecord,
+    PartitionTransitions,
+    ReplicaTransitions,
+)
+from kafka_controller.domain.states import PartitionState, ReplicaState
+from kafka_controller.domain.values import (
+    Broker,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.testing.recording import RecordingAuditSink, RecordingRequestBatch
+
+N = 40
+MISSING = {7, 23}  # partitions whose state znode is gone: their ISR removal fails
+
+
+class SingleRecordSink:
+    """A sink that takes no bulk records: the state machines build one record per row for it."""
+
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def record(self, records: Sequence[AuditItem]) -> None:
+        assert not any(isinstance(r, ReplicaTransitions | PartitionTransitions) for r in records)
+        self.records.extend(records)  # type: ignore[arg-type]
+
+
+def _cluster(
+    isr_of: dict[int, tuple[int, ...]],
+) -> tuple[ControllerContext, InMemoryMetadataStore, list[TopicPartition]]:
+    """``N`` partitions on brokers (1, 2) led by broker 1 (dead), broker 2 alive; partition ``p``'s
+    ISR is ``isr_of.get(p, (1, 2))``; no state znode for the ``MISSING`` ones."""
+    store = InMemoryMetadataStore()
+    ctx = ControllerContext()
+    ctx.epoch, ctx.epoch_zk_version = store.register_controller_and_increment_controller_epoch(7)
+    ctx.set_live_brokers({Broker(2, (EndPoint("h", 1),)): 10})
+    tps = [TopicPartition("t", p) for p in range(N)]
+    ctx.set_all_topics(["t"])
+    ctx.partition_assignments["t"] = {tp.partition: ReplicaAssignment((1, 2)) for tp in tps}
+    store.create_topic("t", ctx.partition_assignments["t"])
+    states = {
+        tp: LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(1, 3 + tp.partition, isr_of.get(tp.partition, (1, 2)), 0), 1
+        )
+        for tp in tps
+    }
+    written = {tp: s for tp, s in states.items() if tp.partition not in MISSING}
+    assert all(e is None for e in store.create_partition_states(written, -1).values())
+    for tp, state in states.items():
+        ctx.put_partition_leadership_info(tp, state)
+        ctx.put_partition_state(tp, PartitionState.OFFLINE_PARTITION)
+    return ctx, store, tps
+
+
+def _offline_replicas(sink: object, arm: object = None) -> list[AuditRecord]:
+    ctx, store, tps = _cluster({})
+    if callable(arm):
+        arm()
+    rsm = ReplicaStateMachine(7, ctx, store, RecordingRequestBatch(), audit=sink)  # type: ignore[arg-type]
+    replicas = [PartitionAndReplica(tp, 1) for tp in tps]
+    for r in replicas:
+        ctx.put_replica_state(r, ReplicaState.ONLINE_REPLICA)
+    rsm.handle_state_changes(replicas, ReplicaState.OFFLINE_REPLICA)
+    return list(sink.records)  # type: ignore[attr-defined]
+
+
+def _elections(sink: object) -> list[AuditRecord]:
+    # odd partitions: ISR only the dead broker 1, so no clean election (failed); even: broker 2 elected
+    ctx, store, tps = _cluster({p: (1,) for p in range(1, N, 2)})
+    psm = PartitionStateMachine(7, ctx, store, RecordingRequestBatch(), audit=sink)  # type: ignore[arg-type]
+    psm.handle_state_changes(
+        [tp for tp in tps if tp.partition not in MISSING],
+        PartitionState.ONLINE_PARTITION,
+        OfflinePartitionLeaderElectionStrategy(False),
+    )
+    return list(sink.records)  # type: ignore[attr-defined]
+
+
+def _no_per_row_add(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("a bulk record was filled one row at a time")
+
+    monkeypatch.setattr(ReplicaTransitions, "add", refuse)
+    monkeypatch.setattr(PartitionTransitions, "add", refuse)
+
+
+def test_offline_replicas_go_to_a_bulk_sink_as_columns_with_the_single_records_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expected = _offline_replicas(SingleRecordSink())
+    assert [getattr(r, "outcome", None) for r in expected].count("failed") == len(MISSING)  # failures mid-run
+    assert [r.partition for r in expected if r.outcome == "failed"] == sorted(MISSING)  # type: ignore[union-attr]
+    _no_per_row_add(monkeypatch)
+    assert _offline_replicas(RecordingAuditSink()) == expected
+
+
+def test_elections_go_to_a_bulk_sink_as_columns_with_the_single_records_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expected = _elections(SingleRecordSink())
+    outcomes = [getattr(r, "outcome", None) for r in expected]
+    assert outcomes.count("ok") == N // 2 and outcomes.count("failed") == N // 2 - len(MISSING)
+    _no_per_row_add(monkeypatch)
+    assert _elections(RecordingAuditSink()) == expected
+
+
+def test_a_replica_call_aborted_mid_run_still_records_the_runs_successes_as_successes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The successes held in a run when the call fails are recorded "ok", the rest "failed"."""
+
+    def run_until_aborted(sink: object) -> list[AuditRecord]:
+        calls = 0
+        real = ControllerContext.partition_full_replica_assignment
+
+        def flaky(self: ControllerContext, tp: TopicPartition) -> ReplicaAssignment:
+            nonlocal calls
+            calls += 1
+            if calls == N // 2:
+                raise RuntimeError("boom")
+            return real(self, tp)
+
+        with monkeypatch.context() as m:
+            arm = lambda: m.setattr(ControllerContext, "partition_full_replica_assignment", flaky)  # noqa: E731
+            return _offline_replicas(sink, arm)
+
+    expected = run_until_aborted(SingleRecordSink())
+    _no_per_row_add(monkeypatch)
+    got = run_until_aborted(RecordingAuditSink())
+    assert got == expected
+    # the 20th success's assignment lookup raised: 19 recorded "ok", every other replica "failed"
+    assert [getattr(r, "outcome", None) for r in got].count("ok") == N // 2 - 1
