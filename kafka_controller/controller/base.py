@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
 from kafka_controller.controller.auditing import ControllerAuditSink
 from kafka_controller.controller.config import KafkaConfig
@@ -66,6 +66,8 @@ from kafka_controller.ports import (
 )
 
 log = logging.getLogger("kafka_controller.controller")
+#: ``update_leader_and_isr_cache``: the types of reads that are all states (none missing or failed).
+_ALL_READ = {LeaderIsrAndControllerEpoch}
 
 # Kafka's znode paths (CONTRACT §1) that the controller names when it drops a watch or parses a
 # watch event; the store owns everything else about them.
@@ -170,8 +172,14 @@ class ControllerBase(abc.ABC):
         tps = ctx.all_partitions if partitions is None else list(dict.fromkeys(partitions))
         if not tps:
             return
+        reads = self.store.get_partition_states(tps)
+        if set(map(type, reads.values())) == _ALL_READ:  # a failover's 100,000: each a state, cached as read
+            ctx.put_partition_leadership_infos(
+                cast("dict[TopicPartition, LeaderIsrAndControllerEpoch]", reads).items()
+            )
+            return
         loaded: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]] = []
-        for tp, read in self.store.get_partition_states(tps).items():
+        for tp, read in reads.items():
             if read is None:
                 continue
             if isinstance(read, Exception):

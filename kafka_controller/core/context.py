@@ -233,18 +233,17 @@ class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
         for tp, leadership in items:
             old = infos.get(tp)
             infos[tp] = leadership
-            if tp.topic in deleting:
+            topic, partition = tp
+            if topic in deleting:
                 continue
-            per_topic = assignments.get(tp.topic)
-            assignment = (
-                EMPTY_ASSIGNMENT if per_topic is None else per_topic.get(tp.partition, EMPTY_ASSIGNMENT)
-            )
-            if (
-                old is not None
-                and old.leader_and_isr.leader == leadership.leader_and_isr.leader
-                and not assignment.adding_replicas
-            ):
-                continue  # same leader, no replica being added: ``has_preferred_leader`` says the same
+            per_topic = assignments.get(topic)
+            assignment = EMPTY_ASSIGNMENT if per_topic is None else per_topic.get(partition, EMPTY_ASSIGNMENT)
+            if not assignment.adding_replicas:  # ``has_preferred_leader``, inlined: the first replica leads
+                if replicas := assignment.replicas:
+                    delta += leadership.leader_and_isr.leader != replicas[0]
+                    if old is not None:
+                        delta -= old.leader_and_isr.leader != replicas[0]
+                continue
             if old is not None and not has_preferred_leader(assignment, old):
                 delta -= 1
             if not has_preferred_leader(assignment, leadership):

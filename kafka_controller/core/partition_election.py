@@ -212,7 +212,6 @@ class PartitionLeaderElection:
             return {}, failed, []
         elected: dict[TopicPartition, ElectionOutcome] = {}
         failed_before_update = len(failed)
-        put_leadership = ctx.put_partition_leadership_info
         assignments = ctx.partition_assignments
         requests: list[LeaderAndIsrEntry] = []
         for tp, outcome in update.finished.items():
@@ -220,7 +219,6 @@ class PartitionLeaderElection:
                 continue
             if isinstance(outcome, LeaderAndIsr):
                 leadership = build_leader_isr_and_controller_epoch(outcome, epoch)
-                put_leadership(tp, leadership)
                 # ctx.partition_full_replica_assignment(tp), inlined for the hot path.
                 per_topic = assignments.get(tp.topic)
                 full = per_topic.get(tp.partition) if per_topic is not None else None
@@ -228,6 +226,8 @@ class PartitionLeaderElection:
                 elected[tp] = outcome
             else:
                 failed[tp] = outcome
+        # cached before queueing (the UpdateMetadata states are built from the cache), in one call
+        ctx.put_partition_leadership_infos((tp, leadership) for _, tp, leadership, _ in requests)
         self._batch.add_leader_and_isr_requests(requests, False)
         retry = [tp for tp in update.to_retry if tp in to_update and tp not in elected and tp not in failed]
         if len(elected) + len(failed) - failed_before_update + len(retry) < len(to_update):

@@ -344,6 +344,8 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         deleting = ctx.topics_to_be_deleted
         leadership = ctx.partitions_leadership_info
         requests = self._sr
+        # A broker with nothing queued yet (a failover's dead broker) has no entry to keep
+        fresh: list[dict[TopicPartition, StopReplicaPartitionState]] = []
         targets: list[dict[TopicPartition, StopReplicaPartitionState]] = []
         for broker_id in broker_ids:
             if broker_id < 0:
@@ -351,22 +353,22 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
             per_broker = requests.get(broker_id)
             if per_broker is None:
                 per_broker = requests[broker_id] = {}
-            targets.append(per_broker)
+            (targets if per_broker else fresh).append(per_broker)
         for tp in tps:
             if tp.topic in deleting:
                 leader_epoch = EPOCH_DURING_DELETE
             else:
                 info = leadership.get(tp)
                 leader_epoch = NO_EPOCH if info is None else info.leader_and_isr.leader_epoch
-            state: StopReplicaPartitionState | None = None
+            state = _new_tuple(StopReplicaPartitionState, (tp.partition, leader_epoch, delete_partition))
+            for per_broker in fresh:
+                per_broker[tp] = state
             for per_broker in targets:
                 previous = per_broker.get(tp)
                 if previous is not None and previous.delete_partition and not delete_partition:
                     per_broker[tp] = StopReplicaPartitionState(tp.partition, leader_epoch, True)
-                    continue
-                if state is None:
-                    state = StopReplicaPartitionState(tp.partition, leader_epoch, delete_partition)
-                per_broker[tp] = state
+                else:
+                    per_broker[tp] = state
 
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Collection[TopicPartition] = ()

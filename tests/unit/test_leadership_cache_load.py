@@ -1,0 +1,61 @@
+"""``ControllerBase.update_leader_and_isr_cache`` caches every state read in one pass when each read
+is a state (issue 19: a failover's context load), and skips missing and failed reads otherwise: the
+same cache, in the same order, and imbalance count as caching each read state one at a time, on
+random layouts."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kafka_controller.controller.base import ControllerBase
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.domain.errors import MetadataStoreError
+from kafka_controller.domain.values import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
+
+
+class _Store:
+    def __init__(self, reads: dict[TopicPartition, Any]) -> None:
+        self.reads = reads
+
+    def get_partition_states(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, Any]:
+        return {tp: self.reads[tp] for tp in partitions if tp in self.reads}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_caches_the_read_states_as_one_at_a_time(seed: int) -> None:
+    rng = random.Random(seed)
+    tps = [TopicPartition(f"t{t}", p) for t in range(3) for p in range(rng.randint(1, 15))]
+    reads: dict[TopicPartition, Any] = {}
+    for tp in tps:
+        isr = tuple(rng.sample((1, 2, 3, 4), rng.randint(1, 3)))
+        reads[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(rng.choice(isr), 1, isr, 0), 1)
+        if seed % 2 and rng.random() < 0.2:
+            reads[tp] = rng.choice((None, MetadataStoreError("boom")))
+    ctx = ControllerContext()
+    ctx.set_all_topics(["t0", "t1", "t2"])
+    for tp in tps:
+        ctx.update_partition_full_replica_assignment(
+            tp, ReplicaAssignment(tuple(rng.sample((1, 2, 3, 4), 2)))
+        )
+    expected = ControllerContext()
+    expected.partition_assignments.update(ctx.partition_assignments)
+
+    ControllerBase.update_leader_and_isr_cache(
+        SimpleNamespace(controller_context=ctx, store=_Store(reads)),  # type: ignore[arg-type]
+    )
+
+    for tp in tps:
+        if isinstance(reads[tp], LeaderIsrAndControllerEpoch):
+            expected.put_partition_leadership_info(tp, reads[tp])
+    assert list(ctx.partitions_leadership_info.items()) == list(expected.partitions_leadership_info.items())
+    assert ctx.preferred_replica_imbalance_count == expected.preferred_replica_imbalance_count

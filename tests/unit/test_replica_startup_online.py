@@ -1,0 +1,117 @@
+"""The replica state machine's startup (issue 19): the online replicas ``initialize_replica_state``
+has just put in OnlineReplica are moved to OnlineReplica without looking their states up or writing
+them again, with the same requests, states (in the same order) and audit records as the plain
+``handle_state_changes`` call, on random layouts."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.replica_state_machine import ReplicaStateMachine
+from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+from kafka_controller.domain.states import ReplicaState
+from kafka_controller.domain.values import (
+    Broker,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from kafka_controller.testing.recording import RecordingAuditSink, ScriptedPartitionStateStore
+from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+
+_ONLINE = ReplicaState.ONLINE_REPLICA
+BROKERS = (1, 2, 3, 4)
+
+
+class _CountingStates(dict[PartitionAndReplica, ReplicaState]):
+    gets = 0
+    updates = 0
+
+    def get(self, *args: Any) -> Any:
+        self.gets += 1
+        return super().get(*args)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.updates += 1
+        super().update(*args, **kwargs)
+
+
+def _context(rng: random.Random, live: tuple[int, ...]) -> ControllerContext:
+    """Topics of 1-12 partitions at RF 1-3, most led, a few replicas on an offline log dir."""
+    ctx = ControllerContext()
+    ctx.epoch = 5
+    ctx.set_live_brokers({Broker(b, (EndPoint("localhost", 9900 + b),)): 1 for b in live})
+    topics = [f"t{i}" for i in range(rng.randint(1, 4))]
+    ctx.set_all_topics(topics)
+    for topic in topics:
+        for p in range(rng.randint(1, 12)):
+            replicas = tuple(rng.sample(BROKERS, rng.randint(1, 3)))
+            tp = TopicPartition(topic, p)
+            ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment(replicas))
+            if rng.random() < 0.9:
+                lai = LeaderAndIsr(replicas[0], rng.randint(0, 9), replicas, rng.randint(0, 9))
+                ctx.put_partition_leadership_info(tp, LeaderIsrAndControllerEpoch(lai, 3))
+    if rng.random() < 0.3:
+        ctx.replicas_on_offline_dirs[live[0]] = set(rng.sample(ctx.all_partitions, 1))
+    return ctx
+
+
+def _machine(ctx: ControllerContext, audit: Any) -> tuple[ReplicaStateMachine, RecordingBrokerChannel]:
+    channel = RecordingBrokerChannel()
+    batch = ControllerBrokerRequestBatch(0, ctx, channel, lambda _: None)
+    return ReplicaStateMachine(0, ctx, ScriptedPartitionStateStore(), batch, audit=audit), channel
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_startup_moves_the_online_replicas_as_the_plain_call(seed: int) -> None:
+    live = BROKERS if seed % 2 else BROKERS[:-1]
+    runs = []
+    for startup in (True, False):
+        ctx = _context(random.Random(seed), live)
+        audit = RecordingAuditSink()
+        machine, channel = _machine(ctx, audit)
+        if startup:
+            machine.startup()
+        else:
+            online, offline = machine.initialize_replica_state()
+            machine.handle_state_changes(list(online), _ONLINE)  # a copy: the plain path
+            machine.handle_state_changes(offline, ReplicaState.OFFLINE_REPLICA)
+        sent = [(s.broker_id, s.request) for s in channel.sent]
+        runs.append((sent, list(ctx.replica_states.items()), audit.records))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_startup_neither_looks_up_nor_rewrites_the_online_states(seed: int) -> None:
+    ctx = _context(random.Random(seed), BROKERS)
+    ctx.replicas_on_offline_dirs.clear()
+    ctx.replica_states = states = _CountingStates()
+    machine, _ = _machine(ctx, RecordingAuditSink())
+
+    machine.startup()
+
+    assert set(states.values()) == {_ONLINE}
+    assert states.gets == 0
+    assert states.updates == 1  # initialize_replica_state's
+
+
+def test_replicas_not_online_yet_are_still_looked_up_and_moved() -> None:
+    ctx = _context(random.Random(7), BROKERS)
+    machine, _ = _machine(ctx, None)
+    online, _ = machine.initialize_replica_state()
+    moved = online[::2]
+    for r in moved:
+        ctx.replica_states[r] = ReplicaState.OFFLINE_REPLICA
+    order = list(ctx.replica_states)
+
+    machine.handle_state_changes(moved, _ONLINE)
+
+    assert list(ctx.replica_states) == order
+    assert set(ctx.replica_states.values()) == {_ONLINE}
