@@ -12,13 +12,14 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Sequence
-from itertools import compress, repeat
-from operator import itemgetter, not_
+from itertools import repeat
+from operator import itemgetter
 from typing import cast
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.replica_init import initial_replica_states
 from kafka_controller.core.replica_isr import ReplicaIsrRemoval
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
@@ -46,10 +47,6 @@ _OFFLINE = ReplicaState.OFFLINE_REPLICA
 _DELETION_STARTED = ReplicaState.REPLICA_DELETION_STARTED
 _DELETION_INELIGIBLE = ReplicaState.REPLICA_DELETION_INELIGIBLE
 _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
-#: ``initialize_replica_state``: a replica's first state by whether it is online.
-_INITIAL_STATE = {True: _ONLINE, False: _DELETION_INELIGIBLE}
-_REPLICA_ID = itemgetter(1)
-_new_tuple = tuple.__new__
 
 #: Audit text for a replica that kept its state although nothing failed (spec §4.4 step 5).
 _DROPPED = "state znode missing and the topic is queued for deletion: change dropped"
@@ -98,23 +95,7 @@ class AbstractReplicaStateMachine(abc.ABC):
         made here (``ControllerContext.online_and_offline_replicas``), and at RF 3 a second pass
         would build another 300,000 keys.
         """
-        ctx = self.controller_context
-        live = ctx.live_broker_ids
-        offline_dirs = ctx.replicas_on_offline_dirs
-        # PartitionAndReplica(tp, r) for every replica, in the assignments' order, without a
-        # Python call per replica (300,000 at RF 3)
-        replicas = [
-            _new_tuple(PartitionAndReplica, (tp, r)) for tp, a in ctx.iter_assignments() for r in a.replicas
-        ]
-        if offline_dirs:
-            is_online = [r in live and tp not in offline_dirs.get(r, ()) for tp, r in replicas]
-        else:
-            is_online = list(map(live.__contains__, map(_REPLICA_ID, replicas)))
-        # Each replica's state, set in the same order as one at a time
-        ctx.replica_states.update(zip(replicas, map(_INITIAL_STATE.__getitem__, is_online), strict=True))
-        online = list(compress(replicas, is_online))
-        offline = list(compress(replicas, map(not_, is_online)))
-        return online, offline
+        return initial_replica_states(self.controller_context)
 
     @abc.abstractmethod
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
