@@ -13,11 +13,11 @@ they are; ``register(ApiCodec(...))`` takes typed encoders and decoders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, itemgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import (
@@ -57,8 +57,10 @@ from kafka_controller.transport.columns import (
     read_table,
 )
 from kafka_controller.transport.errors import ProtocolError
+from kafka_controller.transport.state_columns import StateColumns
 
 _S = TypeVar("_S", bound=tuple[Any, ...])
+_T = TypeVar("_T")
 _new_tuple = tuple.__new__
 _topic = itemgetter(0)  # of a TopicPartition
 _partition = itemgetter(1)
@@ -157,28 +159,37 @@ def encode_update_metadata_request(r: UpdateMetadataRequest) -> Json:
 
 
 def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
+    """The states stay columns (``StateColumns``): the broker's metadata cache keeps them by
+    reference and builds a partition's state when it is read."""
     cols, topics, sets = _read_state_columns(body)
-    with gc_paused(cols.n):
-        states = _build_states(
-            UpdateMetadataPartitionState,
-            zip(
-                cols.lookup("topic", topics),
-                cols.ints("partition"),
-                cols.ints("controller_epoch"),
-                cols.ints("leader"),
-                cols.ints("leader_epoch"),
-                cols.lookup("isr", sets),
-                cols.ints("zk_version"),
-                cols.lookup("replicas", sets),
-                cols.lookup("offline_replicas", sets),
-                strict=True,
-            ),
+    states = StateColumns(
+        (
+            _listed(cols.lookup("topic", topics)),
+            cols.ints("partition"),
+            cols.ints("controller_epoch"),
+            cols.ints("leader"),
+            cols.ints("leader_epoch"),
+            _listed(cols.lookup("isr", sets)),
+            cols.ints("zk_version"),
+            _listed(cols.lookup("replicas", sets)),
+            _listed(cols.lookup("offline_replicas", sets)),
         )
+    )
     version, controller_id, controller_epoch, broker_epoch = _read_header(body)
     brokers = _read_brokers(body, "live_brokers")
     return UpdateMetadataRequest(
-        version, controller_id, controller_epoch, broker_epoch, states, brokers, _read_topic_ids(body)
+        version,
+        controller_id,
+        controller_epoch,
+        broker_epoch,
+        cast(tuple[UpdateMetadataPartitionState, ...], states),  # a read-only sequence equal to it
+        brokers,
+        _read_topic_ids(body),
     )
+
+
+def _listed(values: Iterable[_T]) -> Sequence[_T]:
+    return values if isinstance(values, tuple) else tuple(values)
 
 
 def encode_update_metadata_response(r: UpdateMetadataResponse) -> Json:

@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from kafka_controller import heap
-from kafka_controller.domain.requests import UpdateMetadataRequest, build_update_metadata_partition_state
-from kafka_controller.transport.codec import decode_update_metadata_request, encode_update_metadata_request
+from kafka_controller.domain.requests import LeaderAndIsrRequest, build_leader_and_isr_partition_state
+from kafka_controller.transport.codec import decode_leader_and_isr_request, encode_leader_and_isr_request
 from kafka_controller.transport.columns import GC_PAUSE_MIN_ROWS
 
 
@@ -37,14 +37,14 @@ def test_end_bulk_freezes_and_re_enables() -> None:
 def test_a_large_decode_leaves_its_objects_frozen_and_the_collector_on() -> None:
     n = GC_PAUSE_MIN_ROWS
     states = tuple(
-        build_update_metadata_partition_state(f"t{i // 100}", i % 100, 1, 1, 1, (1, 2), 0, (1, 2, 3), ())
+        build_leader_and_isr_partition_state(
+            f"t{i // 100}", i % 100, 1, 1, 1, (1, 2), 0, (1, 2, 3), (), (), False
+        )
         for i in range(n)
     )
-    body = orjson.loads(
-        orjson.dumps(encode_update_metadata_request(UpdateMetadataRequest(1, 1, 1, 1, states, ())))
-    )
+    body = orjson.loads(orjson.dumps(encode_leader_and_isr_request(LeaderAndIsrRequest(1, 1, 1, 1, states))))
     before = gc.get_freeze_count()
-    decoded = decode_update_metadata_request(body)
+    decoded = decode_leader_and_isr_request(body)
     assert decoded.partition_states == states
     assert gc.isenabled()
     assert gc.get_freeze_count() >= before + n  # one NamedTuple per partition, at least

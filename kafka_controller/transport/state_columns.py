@@ -1,0 +1,102 @@
+"""UpdateMetadata partition states kept as the columns they were decoded from.
+
+A failover's UpdateMetadata names every partition (100,000) and each broker gets three of them;
+building a ``UpdateMetadataPartitionState`` per partition on decode, then storing each into the
+metadata cache, was about half of what a broker spent on the failover's requests. ``StateColumns``
+holds the decoded columns instead (each a list or a tuple of shared values, in the request's
+order) and builds a partition's state only when it is read: the metadata cache keeps references to
+the runs of one topic (``topic_runs``) and materialises a topic when a Metadata request or a
+checker reads it. It is a read-only sequence equal to the tuple of the states it holds, so code that
+iterates the request's ``partition_states`` sees what it saw before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import groupby, repeat
+from operator import itemgetter
+from typing import Any, overload
+
+from kafka_controller.domain.requests import UpdateMetadataPartitionState
+
+_State = UpdateMetadataPartitionState
+_new_tuple = tuple.__new__
+_FIELDS = len(_State._fields)
+
+
+class StateColumns(Sequence[UpdateMetadataPartitionState]):
+    """The states as columns in ``UpdateMetadataPartitionState`` field order (all of one length)."""
+
+    __slots__ = ("_cols", "_n")
+
+    def __init__(self, cols: Sequence[Sequence[Any]]) -> None:
+        if len(cols) != _FIELDS or len(set(map(len, cols))) > 1:
+            raise ValueError(f"need {_FIELDS} columns of one length")
+        self._cols = tuple(cols)
+        self._n = len(cols[1])
+
+    @classmethod
+    def of(cls, states: Sequence[UpdateMetadataPartitionState]) -> StateColumns:
+        """The columns of states already built (a request handed over in-process)."""
+        if isinstance(states, StateColumns):
+            return states
+        if not states:
+            return cls(tuple(() for _ in range(_FIELDS)))
+        cols: list[Sequence[Any]] = list(zip(*states, strict=True))
+        cols[1] = list(cols[1])  # the metadata cache compares a topic's partitions as lists
+        return cls(cols)
+
+    @property
+    def topics(self) -> Sequence[str]:
+        return self._cols[0]
+
+    @property
+    def partitions(self) -> Sequence[int]:
+        return self._cols[1]
+
+    @property
+    def leaders(self) -> Sequence[int]:
+        return self._cols[3]
+
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[UpdateMetadataPartitionState]:
+        """The states of ``[start, stop)``, built now (no Python call per state)."""
+        cols = self._cols if start == 0 and stop is None else [c[start:stop] for c in self._cols]
+        return map(_new_tuple, repeat(_State), zip(*cols, strict=True))
+
+    def topic_runs(self) -> Iterator[tuple[str, int, int]]:
+        """``(topic, start, stop)`` for each run of consecutive states of one topic."""
+        start = 0
+        for topic, run in groupby(self._cols[0]):
+            stop = start + len(list(run))
+            yield topic, start, stop
+            start = stop
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[UpdateMetadataPartitionState]:
+        return self.rows()
+
+    @overload
+    def __getitem__(self, i: int) -> UpdateMetadataPartitionState: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[UpdateMetadataPartitionState, ...]: ...
+
+    def __getitem__(
+        self, i: int | slice
+    ) -> UpdateMetadataPartitionState | tuple[UpdateMetadataPartitionState, ...]:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        return _new_tuple(_State, tuple(map(itemgetter(i), self._cols)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StateColumns | tuple):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"StateColumns({self._n} states)"
