@@ -37,11 +37,11 @@ class _TopicStates:
 
     def __init__(self) -> None:
         self.states: dict[int, _State] = {}
-        self.pending: list[tuple[StateColumns, int, int]] = []
+        self.pending: list[tuple[StateColumns[_State], int, int]] = []
         self.keys: set[int] = set()
         self.order: list[int] | None = []
 
-    def add_run(self, cols: StateColumns, start: int, stop: int) -> None:
+    def add_run(self, cols: StateColumns[_State], start: int, stop: int) -> None:
         parts = cols.partitions[start:stop]
         if parts == self.order:
             self.states, self.pending = {}, [(cols, start, stop)]
@@ -108,7 +108,7 @@ class MetadataCache:
             self._lock.notify_all()
         return deleted
 
-    def _merge(self, cols: StateColumns, deleted: list[TopicPartition]) -> None:
+    def _merge(self, cols: StateColumns[_State], deleted: list[TopicPartition]) -> None:
         """Kafka's merge, state by state: a request that deletes partitions."""
         topics = self._topics
         for s in cols:

@@ -1,4 +1,4 @@
-"""UpdateMetadata partition states kept as the columns they were decoded from.
+"""UpdateMetadata and LeaderAndIsr partition states kept as the columns they were decoded from.
 
 A failover's UpdateMetadata names every partition (100,000) and each broker gets three of them;
 building a ``UpdateMetadataPartitionState`` per partition on decode, then storing each into the
@@ -7,7 +7,8 @@ holds the decoded columns instead (each a list or a tuple of shared values, in t
 order) and builds a partition's state only when it is read: the metadata cache keeps references to
 the runs of one topic (``topic_runs``) and materialises a topic when a Metadata request or a
 checker reads it. It is a read-only sequence equal to the tuple of the states it holds, so code that
-iterates the request's ``partition_states`` sees what it saw before.
+iterates the request's ``partition_states`` sees what it saw before. The replica manager walks a
+LeaderAndIsr's columns row by row (``raw``) without a ``LeaderAndIsrPartitionState`` each.
 """
 
 from __future__ import annotations
@@ -15,36 +16,41 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from itertools import groupby, repeat
 from operator import itemgetter
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
 
-_State = UpdateMetadataPartitionState
 _new_tuple = tuple.__new__
-_FIELDS = len(_State._fields)
+_State = TypeVar("_State", bound=tuple[Any, ...])
 
 
-class StateColumns(Sequence[UpdateMetadataPartitionState]):
-    """The states as columns in ``UpdateMetadataPartitionState`` field order (all of one length)."""
+class StateColumns(Sequence[_State], Generic[_State]):
+    """The states as columns in ``kind``'s field order (all of one length)."""
 
-    __slots__ = ("_cols", "_n")
+    __slots__ = ("_cols", "_kind", "_n")
 
-    def __init__(self, cols: Sequence[Sequence[Any]]) -> None:
-        if len(cols) != _FIELDS or len(set(map(len, cols))) > 1:
-            raise ValueError(f"need {_FIELDS} columns of one length")
+    def __init__(
+        self,
+        cols: Sequence[Sequence[Any]],
+        kind: type[_State] = UpdateMetadataPartitionState,  # type: ignore[assignment]
+    ) -> None:
+        fields = len(kind._fields)  # type: ignore[attr-defined]
+        if len(cols) != fields or len(set(map(len, cols))) > 1:
+            raise ValueError(f"need {fields} columns of one length")
         self._cols = tuple(cols)
+        self._kind = kind
         self._n = len(cols[1])
 
     @classmethod
-    def of(cls, states: Sequence[UpdateMetadataPartitionState]) -> StateColumns:
-        """The columns of states already built (a request handed over in-process)."""
+    def of(cls, states: Sequence[UpdateMetadataPartitionState]) -> StateColumns[UpdateMetadataPartitionState]:
+        """The columns of UpdateMetadata states already built (a request handed over in-process)."""
         if isinstance(states, StateColumns):
             return states
         if not states:
-            return cls(tuple(() for _ in range(_FIELDS)))
+            return StateColumns(tuple(() for _ in UpdateMetadataPartitionState._fields))
         cols: list[Sequence[Any]] = list(zip(*states, strict=True))
         cols[1] = list(cols[1])  # the metadata cache compares a topic's partitions as lists
-        return cls(cols)
+        return StateColumns(cols)
 
     @property
     def topics(self) -> Sequence[str]:
@@ -58,10 +64,15 @@ class StateColumns(Sequence[UpdateMetadataPartitionState]):
     def leaders(self) -> Sequence[int]:
         return self._cols[3]
 
-    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[UpdateMetadataPartitionState]:
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[_State]:
         """The states of ``[start, stop)``, built now (no Python call per state)."""
         cols = self._cols if start == 0 and stop is None else [c[start:stop] for c in self._cols]
-        return map(_new_tuple, repeat(_State), zip(*cols, strict=True))
+        return map(_new_tuple, repeat(self._kind), zip(*cols, strict=True))
+
+    def raw(self, fields: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """Each state's first ``fields`` fields (all by default) as a plain tuple, in field order
+        (one reused tuple: unpack it)."""
+        return zip(*self._cols[:fields], strict=True)
 
     def topic_runs(self) -> Iterator[tuple[str, int, int]]:
         """``(topic, start, stop)`` for each run of consecutive states of one topic."""
@@ -74,21 +85,19 @@ class StateColumns(Sequence[UpdateMetadataPartitionState]):
     def __len__(self) -> int:
         return self._n
 
-    def __iter__(self) -> Iterator[UpdateMetadataPartitionState]:
+    def __iter__(self) -> Iterator[_State]:
         return self.rows()
 
     @overload
-    def __getitem__(self, i: int) -> UpdateMetadataPartitionState: ...
+    def __getitem__(self, i: int) -> _State: ...
 
     @overload
-    def __getitem__(self, i: slice) -> tuple[UpdateMetadataPartitionState, ...]: ...
+    def __getitem__(self, i: slice) -> tuple[_State, ...]: ...
 
-    def __getitem__(
-        self, i: int | slice
-    ) -> UpdateMetadataPartitionState | tuple[UpdateMetadataPartitionState, ...]:
+    def __getitem__(self, i: int | slice) -> _State | tuple[_State, ...]:
         if isinstance(i, slice):
             return tuple(self)[i]
-        return _new_tuple(_State, tuple(map(itemgetter(i), self._cols)))
+        return _new_tuple(self._kind, tuple(map(itemgetter(i), self._cols)))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, StateColumns | tuple):
