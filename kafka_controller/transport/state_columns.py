@@ -43,14 +43,10 @@ class StateColumns(Sequence[_State], Generic[_State]):
 
     @classmethod
     def of(cls, states: Sequence[UpdateMetadataPartitionState]) -> StateColumns[UpdateMetadataPartitionState]:
-        """The columns of UpdateMetadata states already built (a request handed over in-process)."""
+        """UpdateMetadata states already built (a request handed over in-process), as they are."""
         if isinstance(states, StateColumns):
             return states
-        if not states:
-            return StateColumns(tuple(() for _ in UpdateMetadataPartitionState._fields))
-        cols: list[Sequence[Any]] = list(zip(*states, strict=True))
-        cols[1] = list(cols[1])  # the metadata cache compares a topic's partitions as lists
-        return StateColumns(cols)
+        return _BuiltStates(tuple(states))
 
     @property
     def topics(self) -> Sequence[str]:
@@ -109,3 +105,44 @@ class StateColumns(Sequence[_State], Generic[_State]):
 
     def __repr__(self) -> str:
         return f"StateColumns({self._n} states)"
+
+
+class _BuiltStates(StateColumns[UpdateMetadataPartitionState]):
+    """States already built, kept as they are (the controller's own broker gets the controller's
+    tuple): the columns the metadata cache reads are derived, in C, and its runs are slices."""
+
+    __slots__ = ("_parts", "_states")
+
+    def __init__(self, states: tuple[UpdateMetadataPartitionState, ...]) -> None:
+        self._states = states
+        self._parts: list[int] = list(map(itemgetter(1), states))
+        self._kind = UpdateMetadataPartitionState
+        self._n = len(states)
+
+    @property
+    def topics(self) -> Sequence[str]:
+        return list(map(itemgetter(0), self._states))
+
+    @property
+    def partitions(self) -> Sequence[int]:
+        return self._parts
+
+    @property
+    def leaders(self) -> Sequence[int]:
+        return list(map(itemgetter(3), self._states))
+
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[UpdateMetadataPartitionState]:
+        return iter(self._states[start:stop])
+
+    def raw(self, fields: int | None = None) -> Iterator[tuple[Any, ...]]:
+        return map(itemgetter(slice(fields)), self._states)
+
+    def topic_runs(self) -> Iterator[tuple[str, int, int]]:
+        start = 0
+        for topic, run in groupby(self._states, itemgetter(0)):
+            stop = start + len(list(run))
+            yield topic, start, stop
+            start = stop
+
+    def __getitem__(self, i: int | slice) -> Any:
+        return self._states[i]
