@@ -84,15 +84,7 @@ def record_success(
         record = partition_transition(tp, current, target, OUTCOME_OK, before, after, strategy, unclean)
         records.append(record)
         return
-    to_state = _KAFKA_NAME[target]
-    last = records[-1] if records else None
-    if (
-        type(last) is not PartitionTransitions
-        or last.to_state != to_state
-        or last.election_strategy != strategy
-    ):
-        last = PartitionTransitions(to_state, OUTCOME_OK, strategy)
-        records.append(last)
+    last = _trailing(records, _KAFKA_NAME[target], strategy)
     last.add(
         tp.topic,
         tp.partition,
@@ -169,15 +161,7 @@ def _extend_elected(
     notes: ElectionNotes,
 ) -> None:
     """``record_success`` of each of these elections (every outcome a ``LeaderAndIsr``), in bulk."""
-    to_state = _KAFKA_NAME[_ONLINE]
-    last = records[-1] if records else None
-    if (
-        type(last) is not PartitionTransitions
-        or last.to_state != to_state
-        or last.election_strategy != strategy
-    ):
-        last = PartitionTransitions(to_state, OUTCOME_OK, strategy)
-        records.append(last)
+    last = _trailing(records, _KAFKA_NAME[_ONLINE], strategy)
     befores: list[Any] = list(map(notes.before.get, tps))
     leaders: list[int | None]
     isrs: list[tuple[int, ...] | None]
@@ -231,3 +215,17 @@ _RECORD_FIELDS = [
     "error",
 ]
 require_leading_fields(PartitionTransition, _RECORD_FIELDS, "partition_records.partition_transition")
+
+
+def _trailing(records: PartitionRecords, to_state: str, strategy: str | None) -> PartitionTransitions:
+    """The trailing ``PartitionTransitions`` of ``to_state`` and ``strategy`` in ``records``; a new
+    one appended when the last record is anything else (the order of rows is the order of calls)."""
+    last = records[-1] if records else None
+    if (
+        type(last) is not PartitionTransitions
+        or last.to_state != to_state
+        or last.election_strategy != strategy
+    ):
+        last = PartitionTransitions(to_state, OUTCOME_OK, strategy)
+        records.append(last)
+    return last

@@ -30,6 +30,7 @@ from kafka_controller.core.request_batch_send import (
 )
 from kafka_controller.core.request_batch_states import (
     OfflineReplicas,
+    fill_broker_maps,
     leader_and_isr_state,
     leader_and_isr_states,
     queue_distinct_partitions,
@@ -213,23 +214,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
             states = {}
             for tp in partitions:
                 states[tp] = leader_and_isr_state(tp, leadership[tp], full_assignment(tp), is_new)
-        state_of = states.__getitem__
-        requests = self._lai
-        for broker_id, tps in groups:
-            if broker_id < 0:
-                continue
-            per_broker = requests.get(broker_id)
-            if per_broker is None:
-                requests[broker_id] = dict(zip(tps, map(state_of, tps), strict=True))
-            elif is_new:
-                per_broker.update(zip(tps, map(state_of, tps), strict=True))
-            else:
-                for tp in tps:
-                    previous = per_broker.get(tp)
-                    if previous is not None and previous.is_new:
-                        per_broker[tp] = leader_and_isr_state(tp, leadership[tp], full_assignment(tp), True)
-                    else:
-                        per_broker[tp] = states[tp]
+        fill_broker_maps(self._lai, groups, states, is_new)
         self._um_to_all_live = True
         if from_context and leadership is ctx.partitions_leadership_info:
             update_metadata_states_like(self._context, states, self._um_partitions)

@@ -26,6 +26,7 @@ from kafka_controller.domain.values import (
 
 __all__ = [
     "OfflineReplicas",
+    "fill_broker_maps",
     "leader_and_isr_state",
     "queue_distinct_partitions",
     "update_metadata_states_like",
@@ -166,8 +167,21 @@ def queue_distinct_partitions(
                 by_broker[broker_id] = [tp]
             else:
                 tps.append(tp)
+    fill_broker_maps(requests, by_broker.items(), states, is_new)
+    return states
+
+
+def fill_broker_maps(
+    requests: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]],
+    groups: Iterable[tuple[int, Sequence[TopicPartition]]],
+    states: Mapping[TopicPartition, LeaderAndIsrPartitionState],
+    is_new: bool,
+) -> None:
+    """Each broker's LeaderAndIsr map in ``requests`` gets its partitions' ``states``, in order, at
+    C speed where nothing is queued for the broker yet or ``is_new``; ``is_new`` is sticky: a
+    partition already queued as new stays new. A negative broker id (no broker) is skipped."""
     state_of = states.__getitem__
-    for broker_id, tps in by_broker.items():
+    for broker_id, tps in groups:
         if broker_id < 0:
             continue
         per_broker = requests.get(broker_id)
@@ -175,11 +189,10 @@ def queue_distinct_partitions(
             requests[broker_id] = dict(zip(tps, map(state_of, tps), strict=True))
         elif is_new:
             per_broker.update(zip(tps, map(state_of, tps), strict=True))
-        else:  # ``is_new`` is sticky: a partition queued as new stays new
+        else:
             for tp in tps:
                 previous = per_broker.get(tp)
                 state = states[tp]
                 per_broker[tp] = (
                     state._replace(is_new=True) if previous is not None and previous.is_new else state
                 )
-    return states
