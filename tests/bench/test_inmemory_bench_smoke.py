@@ -51,3 +51,12 @@ def test_failover_requests_bench_replays_every_part(tmp_path: Path) -> None:
     assert result["requests"] > 0 and result["partition_states_sent"] > result["partitions"]
     for key in ("encode_cpu_s", "decode_answers_cpu_s", "brokers_cpu_s", "fetch_cpu_s"):
         assert result[key] > 0, key
+
+
+def test_failover_phases_bench_times_every_phase(tmp_path: Path) -> None:
+    """Each phase's method is still called by the failover (a rename would leave a phase at 0)."""
+    result = run_bench(tmp_path, "failover_phases.py", "--scale", "0.01", "--reps", "1")
+    assert (result["rf"], result["dead_brokers"], result["reps"]) == (3, 1, 1)
+    phases = result["event_thread_cpu_s_by_phase"]
+    assert len(phases) == 11
+    assert all(seconds > 0 for seconds in phases.values()), phases

@@ -1,0 +1,122 @@
+"""Where the failover's event thread spends its CPU, phase by phase, in one process.
+
+Runs ``controller_inmemory``'s failover (``--rf 3 --dead 1`` by default: 100,000 partitions, one
+broker dead) and times the state machines' phases on the event thread's own CPU clock
+(``time.thread_time``), by wrapping the methods that make them up. The in-memory store's writes run
+on the event thread too, so the ISR removal and the elections include them. Phases nest (``R``
+holds 1-4, ``P`` holds 5-6); the figures are medians over ``--reps``. Prints one JSON line and
+appends it to ``bench/results/failover_phases.jsonl``.
+
+    .venv/bin/python bench/failover_phases.py [--rf 3] [--dead 1] [--reps 5] [--distinct-states]
+
+Use it to check that a change to a phase moves that phase (whole-process CPU varies by more than
+most single changes on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import report
+from bench.controller_inmemory import bench_failover
+from kafka_controller.core import (  # the modules whose methods make up the phases
+    partition_election,
+    partition_state_machine,
+    replica_isr,
+    replica_state_machine,
+    request_batch,
+    request_batch_send,
+)
+
+_RSM = replica_state_machine.ReplicaStateMachine
+_PSM = partition_state_machine.AbstractPartitionStateMachine
+#: (owner, method, phase): each phase is the thread CPU spent inside the method.
+PHASES: list[tuple[Any, str, str]] = [
+    (_RSM, "startup", "R replica state machine startup"),
+    (
+        replica_state_machine.AbstractReplicaStateMachine,
+        "initialize_replica_state",
+        "1 initial replica states",
+    ),
+    (_RSM, "_to_online_in_bulk", "2 OnlineReplica: states"),
+    (_RSM, "_queue_online_requests", "3 OnlineReplica: requests"),
+    (_RSM, "_to_offline", "4 OfflineReplica"),
+    (replica_isr.ReplicaIsrRemoval, "remove_replicas_from_isr", "4a OfflineReplica: ISR removal"),
+    (_PSM, "startup", "P partition state machine startup"),
+    (
+        partition_state_machine.AbstractPartitionStateMachine,
+        "initialize_partition_state",
+        "5 initial partition states",
+    ),
+    (partition_election.PartitionLeaderElection, "_elect_leader_for_partitions", "6 elections"),
+    (
+        request_batch.ControllerBrokerRequestBatch,
+        "add_leader_and_isr_requests",
+        "x LeaderAndIsr entries queued",
+    ),
+    (request_batch_send.RequestBatchSender, "send_requests_to_brokers", "x requests sent"),
+]
+
+
+def _timed(owner: Any, name: str, phase: str, spent: dict[str, float]) -> None:
+    method = getattr(owner, name)
+
+    @functools.wraps(method)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            spent[phase] += time.thread_time() - start
+
+    setattr(owner, name, timed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rf", type=int, default=3)
+    parser.add_argument("--dead", type=int, default=1)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--distinct-states", action="store_true")
+    args = parser.parse_args()
+    spent: dict[str, float] = defaultdict(float)
+    for owner, name, phase in PHASES:
+        _timed(owner, name, phase, spent)
+    runs: list[dict[str, float]] = []
+    process_cpu: list[float] = []
+    for _ in range(args.reps):
+        spent.clear()
+        result = bench_failover(args.scale, False, args.rf, args.dead, args.distinct_states)
+        runs.append(dict(spent))
+        process_cpu.append(result["cpu_seconds"])
+        gc.collect()
+    phases = {p: round(statistics.median(r.get(p, 0.0) for r in runs), 4) for _, _, p in PHASES}
+    report(
+        "failover_phases",
+        {
+            "scale": args.scale,
+            "rf": args.rf,
+            "dead_brokers": args.dead,
+            "distinct_states": args.distinct_states,
+            "reps": args.reps,
+            "process_cpu_s": round(statistics.median(process_cpu), 3),
+            "event_thread_cpu_s_by_phase": phases,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
