@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -113,6 +116,34 @@ def idle_cpu(bench: BenchCluster, seconds: float = 2.0) -> float:
     return round((sum(map(cpu_seconds, pids)) - before) / seconds, 3)
 
 
+def start_py_spy(pids: dict[str, int]) -> dict[str, tuple[subprocess.Popen[bytes], str]]:
+    """With ``KAFKA_CONTROLLER_BENCH_PYSPY=PREFIX`` (and ``..._PYSPY_ARGS``, e.g. ``--gil``), a
+    py-spy recording of every surviving broker from just before the kill: the new controller is
+    not known until it is elected, and attaching after the election would miss its context load."""
+    prefix = os.environ.get("KAFKA_CONTROLLER_BENCH_PYSPY")
+    if not prefix:
+        return {}
+    py_spy = str(Path(sys.executable).with_name("py-spy"))
+    extra = os.environ.get("KAFKA_CONTROLLER_BENCH_PYSPY_ARGS", "").split()
+    spies = {}
+    for name, pid in pids.items():
+        if name.startswith("broker_"):
+            out = f"{prefix}-{name}-{pid}.txt"
+            cmd = [py_spy, "record", "--pid", str(pid), "--rate", "200", "-f", "raw", "-o", out, *extra]
+            spies[name] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out)
+    time.sleep(1.0)  # attached before the kill
+    return spies
+
+
+def stop_py_spy(spies: dict[str, tuple[subprocess.Popen[bytes], str]], keep: str) -> None:
+    """Stop the recordings; keep only the new controller's."""
+    for name, (proc, out) in spies.items():
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+        if name != keep:
+            Path(out).unlink(missing_ok=True)
+
+
 def fail_over(bench: BenchCluster) -> dict[str, Any]:
     """SIGKILL the controller; time the new one until every partition that can be led is led."""
     cluster, store = bench.cluster, bench.store
@@ -131,6 +162,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
     # polls, so that its full collections do not take a core from the cluster it measures.
     gc.collect()
     gc.freeze()
+    spies = start_py_spy(pids)
     killed = time.time()
     cluster.processes[old].kill()
     new = int(poll(lambda: new_controller(bench, old), 120, "a new controller", 0.02))
@@ -152,6 +184,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
         time.sleep(0.5)
     ready = max(ready_log, last_write)
     cpu = {name: round(cpu_seconds(pid) - cpu0[name], 2) for name, pid in pids.items()}
+    stop_py_spy(spies, keep=f"broker_{new}")
     rss_after = rss_mb(bench.pid(new))
     peak_after = peak_rss_mb(bench.pid(new))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from kafka_controller.core.context_brokers import ContextBrokers
 from kafka_controller.core.context_shutdown import ContextShutdown
@@ -107,7 +108,7 @@ class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
     ) -> None:
         """A failover's fill of ``topic``'s assignment, no leadership cached yet (imbalance count
         untouched); its partitions become the shared ones (``_topic_partitions``) if it has none."""
-        partitions = [p for _, p in assignment]
+        partitions = list(map(itemgetter(1), assignment))
         self.partition_assignments[topic] = dict(zip(partitions, assignment.values(), strict=True))
         self._topic_partitions.setdefault(topic, dict(zip(partitions, assignment, strict=True)))
 

@@ -16,6 +16,7 @@ from kafka_controller.zk.backend import (
     SET_DATA,
     ChildrenRead,
     DataRead,
+    DataVersions,
     MultiOutcome,
     Op,
     RawSessionListener,
@@ -131,6 +132,26 @@ class InMemorySession:
 
     def iter_data_many(self, paths: Sequence[str]) -> Iterator[list[DataRead]]:
         yield self.get_data_many(paths)
+
+    def iter_data_versions_many(self, paths: Sequence[str]) -> Iterator[DataVersions]:
+        self._check()
+        tree = self._tree
+        codes: list[int] = []
+        datas: list[bytes | None] = []
+        versions: list[int] = []
+        with tree._lock:
+            nodes = tree._nodes
+            for path in paths:
+                node = nodes.get(path)
+                if node is None:
+                    codes.append(NONODE)
+                    datas.append(None)
+                    versions.append(-1)
+                else:
+                    codes.append(OK)
+                    datas.append(node.data)
+                    versions.append(node.version)
+        yield codes, datas, versions
 
     def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:
         self._check()

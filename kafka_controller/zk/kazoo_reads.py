@@ -33,13 +33,16 @@ from kafka_controller.zk.backend import (
     OK,
     ChildrenRead,
     DataRead,
+    DataVersions,
     RawWatch,
     Stat,
+    data_version_columns,
     error_for_code,
 )
 from kafka_controller.zk.multiread import (
     GET_CHILDREN,
     GET_DATA,
+    DataVersionsMultiRead,
     MultiRead,
     SetWatches,
     WatchedMultiRead,
@@ -131,11 +134,17 @@ class KazooReads:
     def iter_data_many(self, paths: Sequence[str]) -> Iterator[list[DataRead]]:
         return self._read_chunks(GET_DATA, paths, None)
 
+    def iter_data_versions_many(self, paths: Sequence[str]) -> Iterator[DataVersions]:
+        return self._read_chunks(GET_DATA, paths, None, columns=True)
+
     def _read_many(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> list[Any]:
         return [r for chunk in self._read_chunks(op_type, paths, watch) for r in chunk]
 
-    def _read_chunks(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> Iterator[list[Any]]:
-        """Replies in order, a multi-read's at a time (watched reads: kazoo's, as one chunk)."""
+    def _read_chunks(
+        self, op_type: int, paths: Sequence[str], watch: RawWatch | None, columns: bool = False
+    ) -> Iterator[Any]:
+        """Replies in order, a multi-read's at a time (watched reads: kazoo's, as one chunk);
+        with ``columns`` (unwatched getData only), each chunk as ``DataVersions``."""
         self._check()
         check_paths(paths)
         if not paths:
@@ -152,7 +161,13 @@ class KazooReads:
                 self._multi_read = False
         if self._multi_read and wrapper is None:
             n = self.config.read_chunk
-            requests = [MultiRead(op_type, paths[i : i + n], self._chroot) for i in range(0, len(paths), n)]
+            chroot = self._chroot
+            chunks = [paths[i : i + n] for i in range(0, len(paths), n)]
+            requests: list[MultiRead] = (
+                [DataVersionsMultiRead(chunk, chroot) for chunk in chunks]
+                if columns
+                else [MultiRead(op_type, chunk, chroot) for chunk in chunks]
+            )
             replied = False
             try:
                 for reply in self._pipeline(requests, "multi-read"):
@@ -165,7 +180,8 @@ class KazooReads:
                     raise
                 log.warning("server rejected multi-read (%s): falling back to pipelined reads", e.code)
                 self._multi_read = False
-        yield self._read_pipelined(op_type, paths, wrapper)
+        reads = self._read_pipelined(op_type, paths, wrapper)
+        yield data_version_columns(reads) if columns else reads
 
     def _read_watched(self, op_type: int, paths: Sequence[str], wrapper: Any) -> list[Any]:
         """Multi-reads, then one ``SetWatches`` per multi-read relative to the zxid it was served

@@ -48,9 +48,8 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         self, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, PartitionStateRead]:
         """Batched read of the state znodes: value, None (missing/empty) or the per-znode error."""
-        paths = [_state_path(tp) for tp in partitions]
+        paths = list(map(_state_path, partitions))
         out: dict[TopicPartition, PartitionStateRead] = {}
-        wanted = zip(partitions, paths, strict=True)
         # A settled cluster's states repeat: at 100,000 partitions a few dozen distinct (data, zk
         # version) pairs. Each is decoded once per call and its (immutable) value shared by every
         # partition that has it: equal to decoding each, without the JSON parse, the checks and
@@ -60,21 +59,34 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         # costs such a cluster little (``memo`` None from then on).
         memo: dict[tuple[bytes | None, int], LeaderIsrAndControllerEpoch | None] | None = {}
         hits = 0
+        done = 0
         # Chunk by chunk as the replies arrive: a failover's 100,000 states are decoded while the
-        # rest are still being read, and the raw replies never all exist at once. (``chunk`` first
-        # in the zip: it stops there without taking the next partition from ``wanted``.)
-        for chunk in self._backend.iter_data_many(paths):
-            for (code, data, stat), (tp, path) in zip(chunk, wanted, strict=False):
-                if code == OK and stat is not None:
+        # rest are still being read, and the raw replies never all exist at once. Each chunk comes
+        # as columns (codes, data, versions); a chunk whose every state the memo holds is shared
+        # out in C-speed bulk (``map``/``zip``), the others partition by partition.
+        for codes, datas, versions in self._backend.iter_data_versions_many(paths):
+            n = min(len(codes), len(paths) - done)  # a surplus answer is ignored, as before
+            chunk_tps = partitions[done : done + n]
+            if memo is not None and codes.count(OK) == len(codes):
+                shared = list(map(memo.get, zip(datas, versions, strict=True)))
+                if None not in shared:
+                    out.update(zip(chunk_tps, shared, strict=False))
+                    hits += n
+                    done += n
+                    continue
+            for i in range(n):
+                tp = chunk_tps[i]
+                code = codes[i]
+                if code == OK:
+                    key = (datas[i], versions[i])
                     if memo is not None:
-                        key = (data, stat.version)
                         state = memo.get(key)
                         if state is not None:
                             hits += 1
                             out[tp] = state
                             continue
                     try:
-                        state = decode_partition_state(data, stat.version, path)
+                        state = decode_partition_state(key[0], key[1], paths[done + i])
                     except ZNodeDecodeError as e:
                         out[tp] = e
                         continue
@@ -89,8 +101,9 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
                 elif code == NONODE:
                     out[tp] = None
                 else:
-                    out[tp] = error_for_code(code, path)
-        if next(wanted, None) is not None:
+                    out[tp] = error_for_code(code, paths[done + i])
+            done += n
+        if done < len(paths):
             raise MetadataStoreError(f"the store answered fewer than the {len(paths)} partition state reads")
         return out
 

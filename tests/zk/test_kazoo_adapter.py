@@ -26,7 +26,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.zk import kazoo_reads, multiread
-from kafka_controller.zk.backend import CREATE, NONODE, OK, PERSISTENT
+from kafka_controller.zk.backend import CREATE, NONODE, OK, PERSISTENT, data_version_columns
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore, translate
 from kafka_controller.zk.multiread import MultiError, first_failure
 from kafka_controller.zk.security import ZkClientConfig
@@ -124,6 +124,21 @@ def test_chunked_reads_come_in_multi_read_chunks_in_order(
     reads = store.get_partition_states([*tps, TP("t", 40)])
     assert list(reads) == [*tps, TP("t", 40)] and reads[TP("t", 40)] is None
     assert [r.leader_and_isr.leader_epoch for r in list(reads.values())[:40]] == list(range(40))  # type: ignore[union-attr]
+
+
+@pytest.mark.zk
+def test_data_version_columns_match_the_full_reads(zk_connect: str, stores: list[KazooMetadataStore]) -> None:
+    fast = open_store(stores, config(zk_connect, read_chunk=7))
+    slow = open_store(stores, config(zk_connect, multi_read=False))
+    seed(fast, 12)
+    paths = [f"/brokers/topics/t/partitions/{p}/state" for p in range(14)]  # two missing
+    chunks = list(fast.backend.iter_data_versions_many(paths))
+    assert [len(c[0]) for c in chunks] == [7, 7]
+    codes, datas, versions = ([x for c in chunks for x in c[i]] for i in range(3))
+    assert (codes, datas, versions) == data_version_columns(fast.backend.get_data_many(paths))
+    assert codes == [OK] * 12 + [NONODE] * 2 and versions == [0] * 12 + [-1] * 2
+    assert list(slow.backend.iter_data_versions_many(paths)) == [(codes, datas, versions)]
+    assert list(fast.backend.iter_data_versions_many([])) == []
 
 
 @pytest.mark.zk
