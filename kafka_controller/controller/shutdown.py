@@ -12,6 +12,13 @@ partitions, and it matters which:
 * partitions with one replica, of topics being deleted, or without leadership are left alone.
 
 All of it is three batched state-machine calls, whatever the number of partitions.
+
+Departure from Kafka's order: the followed partitions' ISR-removal write (the replica state
+machine's first, cached round) is sent to ZooKeeper before the election, on its own thread, and
+taken up by the replica state machine's call; Kafka sends it only after the election's requests.
+The partition sets are disjoint, so the znodes, their contents, the requests and the audit records
+are Kafka's; one dependent round of ZooKeeper writes goes. If the election raises (the controller
+moved), the early write is settled into the context and nothing more happens, as in Kafka.
 """
 
 from __future__ import annotations
@@ -63,9 +70,16 @@ class ControlledShutdownHandling(ControllerBase):
         log.debug("Live brokers: %s", sorted(ctx.live_broker_ids))
 
         led, followed = ctx.partitions_to_move_off(broker_id)
-        self.partition_state_machine.handle_state_changes(
-            led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
-        )
+        # Deviation (README "Deviations from Kafka 2.8"): the followers' ISR removal is written
+        # alongside the election, not after it; the replica state machine takes the write up below.
+        self.replica_state_machine.start_isr_removal(broker_id, followed)
+        try:
+            self.partition_state_machine.handle_state_changes(
+                led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
+            )
+        except BaseException:
+            self.replica_state_machine.settle_isr_removal()
+            raise
         batch = self.broker_request_batch
         try:
             batch.new_batch()

@@ -19,7 +19,9 @@ re-reads of a 100,000-partition RF-3 failover with one broker dead become one wr
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from kafka_controller.core.replica_records import ReplicaTransitionLog
@@ -40,7 +42,7 @@ from kafka_controller.domain.values import (
     build_leader_and_isr,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.ports import PartitionStateStore
+from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
 
 __all__ = ["ReplicaIsrRemoval"]
 
@@ -55,6 +57,57 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
     _store: PartitionStateStore
     #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
     write_on_cached_zk_version: bool = False
+    #: The first round's write, started early by ``start_isr_removal`` (controlled shutdown).
+    _early_removal: _EarlyRemoval | None = None
+
+    def start_isr_removal(self, replica_id: int, partitions: Sequence[TopicPartition]) -> None:
+        """Send the first (cached) round of ``remove_replicas_from_isr(replica_id, partitions)``
+        now, on a thread, for the next such call to take up instead of writing it then.
+
+        Departure from Kafka's order, for the controlled shutdown only: its followers' ISR removal
+        goes to ZooKeeper while the election of the partitions the broker leads is still being
+        written and its requests built. The two sets of partitions are disjoint, and nothing
+        between the two calls touches the followed partitions' states, so the znodes written and
+        their contents are those Kafka writes; only the order of the writes differs. Only with
+        ``write_on_cached_zk_version``, and only for replicas that may go offline (the others'
+        transition is refused before any write). ``settle_isr_removal`` takes up a write that
+        the expected call will not (the election raised)."""
+        if not self.write_on_cached_zk_version or not partitions:
+            return
+        self.settle_isr_removal()
+        ctx = self.controller_context
+        states = ctx.replica_states
+        requested = list(dict.fromkeys(partitions))
+        movable = [
+            tp
+            for tp in requested
+            if states.get(PartitionAndReplica(tp, replica_id), _NON_EXISTENT) in _OFFLINE_FROM
+        ]
+        cached, unread = ctx.cached_leaderships(movable, with_isr_replica=replica_id)
+        if not cached or len(movable) != len(requested):
+            return  # an ordinary call later: only a whole, valid set is written early
+        shrink = _isr_remover(replica_id)
+        adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
+        self._early_removal = _EarlyRemoval(
+            replica_id, requested, adjusted, unread, self._store, ctx.epoch, ctx.epoch_zk_version
+        )
+
+    def settle_isr_removal(self) -> None:
+        """Wait for an early write nobody took up and cache what it wrote, so that the context
+        matches the store (its replicas' transitions did not happen: nothing is recorded)."""
+        early, self._early_removal = self._early_removal, None
+        if early is None:
+            return
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        failures: dict[TopicPartition, Exception] = {}
+        with contextlib.suppress(ControllerMovedError):  # the controller resigns
+            self._write_removals(early.adjusted, [], [], early.replica_id, results, failures, early.outcome())
+        if results:
+            _STATE_CHANGE_LOG.warning(
+                "%d partitions had replica %d removed from the ISR ahead of a transition that did not run",
+                len(results),
+                early.replica_id,
+            )
 
     def remove_replicas_from_isr(
         self,
@@ -88,20 +141,26 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
         failures: dict[TopicPartition, Exception],
     ) -> list[TopicPartition]:
-        """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
-        cached, unread = self.controller_context.cached_leaderships(partitions, with_isr_replica=replica_id)
-        if not cached:
-            return unread
-        shrink = _isr_remover(replica_id)
+        """The round without a read (module docs): returns the partitions left for Kafka's rounds.
+        An early write of this very call (``start_isr_removal``) is taken up instead of writing."""
+        early = self._early_removal
+        written: UpdateLeaderAndIsrResult | Exception | None = None
+        if early is not None and early.replica_id == replica_id and early.partitions == partitions:
+            self._early_removal = None
+            adjusted, unread, written = early.adjusted, early.unread, early.outcome()
+        else:
+            self.settle_isr_removal()  # not this call's: never left unsettled
+            ctx = self.controller_context
+            cached, unread = ctx.cached_leaderships(partitions, with_isr_replica=replica_id)
+            if not cached:
+                return unread
+            shrink = _isr_remover(replica_id)
+            adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
         round_failures: dict[TopicPartition, Exception] = {}
         to_retry = self._write_removals(  # the shrunk states held by the callee alone (it drops them)
-            {tp: shrink(info.leader_and_isr) for tp, info in cached.items()},
-            [],
-            [],
-            replica_id,
-            results,
-            round_failures,
+            adjusted, [], [], replica_id, results, round_failures, written
         )
+        del adjusted
         for tp, error in round_failures.items():
             if isinstance(error, NoNodeError):
                 to_retry.append(tp)  # deleted since it was cached: Kafka's read says what that means
@@ -159,16 +218,23 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         replica_id: int,
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
         failures: dict[TopicPartition, Exception],
+        written: UpdateLeaderAndIsrResult | Exception | None = None,
     ) -> list[TopicPartition]:
-        """Write the ``adjusted`` states, fail the ``missing`` ones and cache what was written and
-        ``kept``; returns the partitions whose write hit BADVERSION."""
+        """Write the ``adjusted`` states (or take ``written``, their write's outcome, when an early
+        write made it), fail the ``missing`` ones and cache what was written and ``kept``; returns
+        the partitions whose write hit BADVERSION."""
         ctx = self.controller_context
         epoch = ctx.epoch
         to_retry: list[TopicPartition] = []
         finished: Mapping[TopicPartition, LeaderAndIsr | Exception] = {}
         if adjusted:
             try:
-                result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
+                if written is None:
+                    result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
+                elif isinstance(written, Exception):
+                    raise written
+                else:
+                    result = written
             except ControllerMovedError:
                 raise
             except Exception as e:
@@ -223,3 +289,49 @@ def _isr_remover(replica_id: int) -> Callable[[LeaderAndIsr], LeaderAndIsr]:
 
 #: Marks a partition the store left out of its answer (a broken store, not a missing znode).
 _NO_RESPONSE = object()
+
+
+#: The states a replica may go ``OfflineReplica`` from (Kafka's ``validPreviousStates``).
+_OFFLINE_FROM = frozenset(
+    {
+        ReplicaState.NEW_REPLICA,
+        ReplicaState.ONLINE_REPLICA,
+        ReplicaState.OFFLINE_REPLICA,
+        ReplicaState.REPLICA_DELETION_INELIGIBLE,
+    }
+)
+
+
+class _EarlyRemoval:
+    """One ISR-removal write, started on its own thread (``start_isr_removal``). The store's
+    calls are safe from two threads: each runs its own pipeline on the one session, in order."""
+
+    def __init__(
+        self,
+        replica_id: int,
+        partitions: list[TopicPartition],
+        adjusted: dict[TopicPartition, LeaderAndIsr],
+        unread: list[TopicPartition],
+        store: PartitionStateStore,
+        epoch: int,
+        epoch_zk_version: int,
+    ) -> None:
+        self.replica_id = replica_id
+        self.partitions = partitions
+        self.adjusted = adjusted
+        self.unread = unread
+        self._outcome: UpdateLeaderAndIsrResult | Exception = ControllerMovedError("the write did not run")
+
+        def write() -> None:
+            try:
+                self._outcome = store.update_leader_and_isr(adjusted, epoch, epoch_zk_version)
+            except Exception as e:
+                self._outcome = e
+
+        self._thread = threading.Thread(target=write, name=f"isr-removal-{replica_id}", daemon=True)
+        self._thread.start()
+
+    def outcome(self) -> UpdateLeaderAndIsrResult | Exception:
+        """The write's result or the exception it raised, once it is done."""
+        self._thread.join()
+        return self._outcome
