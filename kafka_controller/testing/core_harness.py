@@ -207,7 +207,12 @@ class CoreHarness(HarnessReassignment):
         ]
         led = [tp for tp in to_act if leadership[tp].leader_and_isr.leader == broker_id]
         followed = [tp for tp in to_act if leadership[tp].leader_and_isr.leader != broker_id]
-        self.psm.handle_state_changes(led, _ONLINE, _SHUTDOWN)
+        self.rsm.start_isr_removal(broker_id, followed)  # as the controller does (its module docs)
+        try:
+            self.psm.handle_state_changes(led, _ONLINE, _SHUTDOWN)
+        except BaseException:
+            self.rsm.settle_isr_removal()
+            raise
 
         def stop_followed() -> None:
             for tp in followed:
