@@ -71,25 +71,26 @@ class ControlledShutdownHandling(ControllerBase):
 
         led, followed = ctx.partitions_to_move_off(broker_id)
         # Deviation (README "Deviations from Kafka 2.8"): the followers' ISR removal is written
-        # alongside the election, not after it; the replica state machine takes the write up below.
-        self.replica_state_machine.start_isr_removal(broker_id, followed)
+        # alongside the election, not after it; the replica state machine takes the write up below,
+        # and one it did not take up (the election raised: the controller moved) is settled.
+        rsm = self.replica_state_machine
+        rsm.start_isr_removal(broker_id, followed)
         try:
             self.partition_state_machine.handle_state_changes(
                 led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
             )
-        except BaseException:
-            self.replica_state_machine.settle_isr_removal()
-            raise
-        batch = self.broker_request_batch
-        try:
-            batch.new_batch()
-            batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
-            batch.send_requests_to_brokers(ctx.epoch)
-        except IllegalControllerStateError as e:
-            self.handle_illegal_state(e)
-        self.replica_state_machine.handle_state_changes(
-            [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
-        )
+            batch = self.broker_request_batch
+            try:
+                batch.new_batch()
+                batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
+                batch.send_requests_to_brokers(ctx.epoch)
+            except IllegalControllerStateError as e:
+                self.handle_illegal_state(e)
+            rsm.handle_state_changes(
+                [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
+            )
+        finally:
+            rsm.settle_isr_removal()
         still_led = ctx.partition_leaders_on_broker(broker_id)
         log.info(
             "Controlled shutdown of broker %d: %d led partitions moved or tried, %d followed, %d still led",

@@ -208,18 +208,18 @@ class CoreHarness(HarnessReassignment):
         led = [tp for tp in to_act if leadership[tp].leader_and_isr.leader == broker_id]
         followed = [tp for tp in to_act if leadership[tp].leader_and_isr.leader != broker_id]
         self.rsm.start_isr_removal(broker_id, followed)  # as the controller does (its module docs)
-        try:
-            self.psm.handle_state_changes(led, _ONLINE, _SHUTDOWN)
-        except BaseException:
-            self.rsm.settle_isr_removal()
-            raise
 
         def stop_followed() -> None:
             for tp in followed:
                 self.batch.add_stop_replica_request_for_brokers((broker_id,), tp, False)
 
-        self._send(stop_followed)
-        self.rsm.handle_state_changes([_PR(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA)
+        try:
+            self.psm.handle_state_changes(led, _ONLINE, _SHUTDOWN)
+            self._send(stop_followed)
+            offline = [_PR(tp, broker_id) for tp in followed]
+            self.rsm.handle_state_changes(offline, ReplicaState.OFFLINE_REPLICA)
+        finally:
+            self.rsm.settle_isr_removal()
         return ctx.partition_leaders_on_broker(broker_id)
 
     # ------------------------------------------------------------------------------ elections
