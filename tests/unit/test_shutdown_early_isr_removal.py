@@ -133,3 +133,39 @@ def test_off_without_cached_writes() -> None:
     calls = _writes(h)
     h.controlled_shutdown(2)
     assert [tps for _, tps in calls] == [LED, FOLLOWED]
+
+
+def test_the_controllers_controlled_shutdown_writes_the_isr_removal_early() -> None:
+    """``KafkaController`` (``controller.shutdown``): the followed partitions' ISR removal is
+    written on its own thread before the led partitions' election, and the outcome is Kafka's."""
+    from tests.controller.cluster import Answer, Cluster
+
+    cluster = Cluster()
+    try:
+        cluster.start_all([0, 1, 2])
+        cluster.create_topic("t", {0: [0, 1, 2], 1: [1, 2, 0]})
+        t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+        cluster.wait_state(t0, 1, 0, 0, "topic creation")
+        cluster.wait_state(t1, 1, 1, 0, "topic creation")
+        active = cluster.active()
+        victim = next(b for b in (1, 2) if b != active.id)
+        store = active.store
+        calls: list[tuple[str, frozenset[TopicPartition]]] = []
+        real = store.update_leader_and_isr
+
+        def recording(states: Mapping[TopicPartition, LeaderAndIsr], epoch: int, zkv: int) -> Any:
+            calls.append((threading.current_thread().name, frozenset(states)))
+            return real(states, epoch, zkv)
+
+        store.update_leader_and_isr = recording
+        answer = Answer()
+        active.controller.controlled_shutdown(victim, cluster.brokers[victim].epoch, answer)
+        led = {t1} if victim == 1 else set()
+        assert set(answer.get()) == set()
+        followed = {t0, t1} - led
+        assert calls[0] == (f"isr-removal-{victim}", frozenset(followed))
+        for tp in (t0, t1):
+            state = cluster.state(tp)
+            assert state is not None and victim not in state.leader_and_isr.isr
+    finally:
+        cluster.close()
