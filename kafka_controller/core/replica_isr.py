@@ -101,7 +101,8 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         failures: dict[TopicPartition, Exception] = {}
         with contextlib.suppress(ControllerMovedError):  # the controller resigns
-            self._write_removals(early.adjusted, [], [], early.replica_id, results, failures, early.outcome())
+            written = early.outcome()
+            self._write_removals(early.take_adjusted(), [], [], early.replica_id, results, failures, written)
         if results:
             _STATE_CHANGE_LOG.warning(
                 "%d partitions had replica %d removed from the ISR ahead of a transition that did not run",
@@ -144,10 +145,13 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         """The round without a read (module docs): returns the partitions left for Kafka's rounds.
         An early write of this very call (``start_isr_removal``) is taken up instead of writing."""
         early = self._early_removal
-        written: UpdateLeaderAndIsrResult | Exception | None = None
+        round_failures: dict[TopicPartition, Exception] = {}
         if early is not None and early.replica_id == replica_id and early.partitions == partitions:
             self._early_removal = None
-            adjusted, unread, written = early.adjusted, early.unread, early.outcome()
+            unread, written = early.unread, early.outcome()
+            to_retry = self._write_removals(
+                early.take_adjusted(), [], [], replica_id, results, round_failures, written
+            )
         else:
             self.settle_isr_removal()  # not this call's: never left unsettled
             ctx = self.controller_context
@@ -155,12 +159,14 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
             if not cached:
                 return unread
             shrink = _isr_remover(replica_id)
-            adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
-        round_failures: dict[TopicPartition, Exception] = {}
-        to_retry = self._write_removals(  # the shrunk states held by the callee alone (it drops them)
-            adjusted, [], [], replica_id, results, round_failures, written
-        )
-        del adjusted
+            to_retry = self._write_removals(  # the shrunk states held by the callee alone (it drops them)
+                {tp: shrink(info.leader_and_isr) for tp, info in cached.items()},
+                [],
+                [],
+                replica_id,
+                results,
+                round_failures,
+            )
         for tp, error in round_failures.items():
             if isinstance(error, NoNodeError):
                 to_retry.append(tp)  # deleted since it was cached: Kafka's read says what that means
@@ -330,6 +336,11 @@ class _EarlyRemoval:
 
         self._thread = threading.Thread(target=write, name=f"isr-removal-{replica_id}", daemon=True)
         self._thread.start()
+
+    def take_adjusted(self) -> dict[TopicPartition, LeaderAndIsr]:
+        """The states written, handed over once (the caller drops them as it caches the result)."""
+        adjusted, self.adjusted = self.adjusted, {}
+        return adjusted
 
     def outcome(self) -> UpdateLeaderAndIsrResult | Exception:
         """The write's result or the exception it raised, once it is done."""
