@@ -14,8 +14,8 @@ partitions, and it matters which:
 All of it is three batched state-machine calls, whatever the number of partitions.
 
 Departure from Kafka's order: the followed partitions' ISR-removal write (the replica state
-machine's first, cached round) is sent to ZooKeeper before the election, on its own thread, and
-taken up by the replica state machine's call; Kafka sends it only after the election's requests.
+machine's first, cached round) goes to ZooKeeper in the election's store call, and its outcome is
+taken up by the replica state machine's call; Kafka writes it only after the election's requests.
 The partition sets are disjoint, so the znodes, their contents, the requests and the audit records
 are Kafka's; one dependent round of ZooKeeper writes goes. If the election raises (the controller
 moved), the early write is settled into the context and nothing more happens, as in Kafka.
@@ -71,14 +71,15 @@ class ControlledShutdownHandling(ControllerBase):
 
         led, followed = ctx.partitions_to_move_off(broker_id)
         # Deviation (README "Deviations from Kafka 2.8"): the followers' ISR removal is written
-        # alongside the election, not after it; the replica state machine takes the write up below,
+        # in the election's store call, not after it; the replica state machine takes it up below,
         # and one it did not take up (the election raised: the controller moved) is settled.
-        rsm = self.replica_state_machine
-        rsm.start_isr_removal(broker_id, followed)
+        rsm, psm = self.replica_state_machine, self.partition_state_machine
+        psm.write_alongside = rsm.start_isr_removal(broker_id, followed)
         try:
-            self.partition_state_machine.handle_state_changes(
+            psm.handle_state_changes(
                 led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
             )
+            psm.write_alongside = None  # not carried (no election wrote): the call below writes it
             batch = self.broker_request_batch
             try:
                 batch.new_batch()
@@ -90,6 +91,7 @@ class ControlledShutdownHandling(ControllerBase):
                 [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
             )
         finally:
+            psm.write_alongside = None
             rsm.settle_isr_removal()
         still_led = ctx.partition_leaders_on_broker(broker_id)
         log.info(

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from kafka_controller.core.alongside_write import AlongsideWrite
 from kafka_controller.core.replica_records import ReplicaTransitionLog
 from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.domain.errors import (
@@ -57,24 +57,27 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
     _store: PartitionStateStore
     #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
     write_on_cached_zk_version: bool = False
-    #: The first round's write, started early by ``start_isr_removal`` (controlled shutdown).
-    _early_removal: _EarlyRemoval | None = None
+    #: The first round's write, prepared by ``start_isr_removal`` (controlled shutdown).
+    _early_removal: AlongsideWrite | None = None
 
-    def start_isr_removal(self, replica_id: int, partitions: Sequence[TopicPartition]) -> None:
-        """Send the first (cached) round of ``remove_replicas_from_isr(replica_id, partitions)``
-        now, on a thread, for the next such call to take up instead of writing it then.
+    def start_isr_removal(
+        self, replica_id: int, partitions: Sequence[TopicPartition]
+    ) -> AlongsideWrite | None:
+        """Prepare the first (cached) round of ``remove_replicas_from_isr(replica_id, partitions)``
+        for the election's store call to carry (``PartitionStateMachine.write_alongside``) and the
+        next such call to take up instead of writing it then; returns it, or None.
 
         Departure from Kafka's order, for the controlled shutdown only: its followers' ISR removal
-        goes to ZooKeeper while the election of the partitions the broker leads is still being
-        written and its requests built. The two sets of partitions are disjoint, and nothing
-        between the two calls touches the followed partitions' states, so the znodes written and
-        their contents are those Kafka writes; only the order of the writes differs. Only with
-        ``write_on_cached_zk_version``, and only for replicas that may go offline (the others'
-        transition is refused before any write). ``settle_isr_removal`` takes up a write that
-        the expected call will not (the election raised)."""
-        if not self.write_on_cached_zk_version or not partitions:
-            return
+        goes to ZooKeeper in the same pipelined call as the election of the partitions the broker
+        leads, not one dependent round of writes later. The two sets of partitions are disjoint,
+        and nothing between the two calls touches the followed partitions' states, so the znodes
+        written and their contents are those Kafka writes; only the order of the writes differs.
+        Only with ``write_on_cached_zk_version``, and only when every replica may go offline (a
+        refused transition writes nothing). ``settle_isr_removal`` takes up a write that the
+        expected call did not (the election raised)."""
         self.settle_isr_removal()
+        if not self.write_on_cached_zk_version or not partitions:
+            return None
         ctx = self.controller_context
         states = ctx.replica_states
         requested = list(dict.fromkeys(partitions))
@@ -85,24 +88,25 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         ]
         cached, unread = ctx.cached_leaderships(movable, with_isr_replica=replica_id)
         if not cached or len(movable) != len(requested):
-            return  # an ordinary call later: only a whole, valid set is written early
+            return None  # an ordinary call later: only a whole, valid set is written early
         shrink = _isr_remover(replica_id)
         adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
-        self._early_removal = _EarlyRemoval(
-            replica_id, requested, adjusted, unread, self._store, ctx.epoch, ctx.epoch_zk_version
-        )
+        self._early_removal = AlongsideWrite(replica_id, requested, adjusted, unread)
+        return self._early_removal
 
     def settle_isr_removal(self) -> None:
-        """Wait for an early write nobody took up and cache what it wrote, so that the context
-        matches the store (its replicas' transitions did not happen: nothing is recorded)."""
+        """Drop an early write nobody took up, caching what the election's call wrote of it, so
+        that the context matches the store (its replicas' transitions did not happen: nothing is
+        recorded)."""
         early, self._early_removal = self._early_removal, None
-        if early is None:
+        if early is None or early.written is None:
             return
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         failures: dict[TopicPartition, Exception] = {}
         with contextlib.suppress(ControllerMovedError):  # the controller resigns
-            written = early.outcome()
-            self._write_removals(early.take_adjusted(), [], [], early.replica_id, results, failures, written)
+            self._write_removals(
+                early.take_states(), [], [], early.replica_id, results, failures, early.written
+            )
         if results:
             _STATE_CHANGE_LOG.warning(
                 "%d partitions had replica %d removed from the ISR ahead of a transition that did not run",
@@ -148,9 +152,9 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         round_failures: dict[TopicPartition, Exception] = {}
         if early is not None and early.replica_id == replica_id and early.partitions == partitions:
             self._early_removal = None
-            unread, written = early.unread, early.outcome()
+            unread, written = early.unread, early.written  # None: not carried, written here
             to_retry = self._write_removals(
-                early.take_adjusted(), [], [], replica_id, results, round_failures, written
+                early.take_states(), [], [], replica_id, results, round_failures, written
             )
         else:
             self.settle_isr_removal()  # not this call's: never left unsettled
@@ -226,9 +230,9 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         failures: dict[TopicPartition, Exception],
         written: UpdateLeaderAndIsrResult | Exception | None = None,
     ) -> list[TopicPartition]:
-        """Write the ``adjusted`` states (or take ``written``, their write's outcome, when an early
-        write made it), fail the ``missing`` ones and cache what was written and ``kept``; returns
-        the partitions whose write hit BADVERSION."""
+        """Write the ``adjusted`` states (or take ``written``, their write's outcome, when the
+        election's store call carried them), fail the ``missing`` ones and cache what was written
+        and ``kept``; returns the partitions whose write hit BADVERSION."""
         ctx = self.controller_context
         epoch = ctx.epoch
         to_retry: list[TopicPartition] = []
@@ -306,43 +310,3 @@ _OFFLINE_FROM = frozenset(
         ReplicaState.REPLICA_DELETION_INELIGIBLE,
     }
 )
-
-
-class _EarlyRemoval:
-    """One ISR-removal write, started on its own thread (``start_isr_removal``). The store's
-    calls are safe from two threads: each runs its own pipeline on the one session, in order."""
-
-    def __init__(
-        self,
-        replica_id: int,
-        partitions: list[TopicPartition],
-        adjusted: dict[TopicPartition, LeaderAndIsr],
-        unread: list[TopicPartition],
-        store: PartitionStateStore,
-        epoch: int,
-        epoch_zk_version: int,
-    ) -> None:
-        self.replica_id = replica_id
-        self.partitions = partitions
-        self.adjusted = adjusted
-        self.unread = unread
-        self._outcome: UpdateLeaderAndIsrResult | Exception = ControllerMovedError("the write did not run")
-
-        def write() -> None:
-            try:
-                self._outcome = store.update_leader_and_isr(adjusted, epoch, epoch_zk_version)
-            except Exception as e:
-                self._outcome = e
-
-        self._thread = threading.Thread(target=write, name=f"isr-removal-{replica_id}", daemon=True)
-        self._thread.start()
-
-    def take_adjusted(self) -> dict[TopicPartition, LeaderAndIsr]:
-        """The states written, handed over once (the caller drops them as it caches the result)."""
-        adjusted, self.adjusted = self.adjusted, {}
-        return adjusted
-
-    def outcome(self) -> UpdateLeaderAndIsrResult | Exception:
-        """The write's result or the exception it raised, once it is done."""
-        self._thread.join()
-        return self._outcome

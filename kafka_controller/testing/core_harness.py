@@ -207,7 +207,7 @@ class CoreHarness(HarnessReassignment):
         ]
         led = [tp for tp in to_act if leadership[tp].leader_and_isr.leader == broker_id]
         followed = [tp for tp in to_act if leadership[tp].leader_and_isr.leader != broker_id]
-        self.rsm.start_isr_removal(broker_id, followed)  # as the controller does (its module docs)
+        self.psm.write_alongside = self.rsm.start_isr_removal(broker_id, followed)  # as the controller does
 
         def stop_followed() -> None:
             for tp in followed:
@@ -219,6 +219,7 @@ class CoreHarness(HarnessReassignment):
             offline = [_PR(tp, broker_id) for tp in followed]
             self.rsm.handle_state_changes(offline, ReplicaState.OFFLINE_REPLICA)
         finally:
+            self.psm.write_alongside = None
             self.rsm.settle_isr_removal()
         return ctx.partition_leaders_on_broker(broker_id)
 

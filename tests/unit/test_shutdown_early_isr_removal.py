@@ -1,22 +1,21 @@
-"""The controlled shutdown's followers' ISR removal written alongside the election
-(``ReplicaIsrRemoval.start_isr_removal``, ``controller.shutdown`` module docs).
+"""The controlled shutdown's followers' ISR removal written in the election's store call
+(``ReplicaIsrRemoval.start_isr_removal``, ``controller.shutdown`` module docs, deviation 18).
 
-The write goes out on its own thread before the election's and is taken up by the replica state
-machine's call: the store, the context, the requests and the audit records must be those of the
-same flow written one stage after the other, also when the early write fails, and an early
-write nobody takes up (the election raised) must still reach the context.
+Its outcome is taken up by the replica state machine's call: the store, the context, the requests
+and the audit records must be those of the same flow written one stage after the other, also when
+some of its writes fail or hit BADVERSION, and a write nobody takes up (the election raised after
+its call) must still reach the context.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from kafka_controller.domain.audit_records import OUTCOME_FAILED
-from kafka_controller.domain.errors import ControllerMovedError, StoreUnavailableError
+from kafka_controller.domain.errors import ControllerMovedError, MetadataStoreError
 from kafka_controller.domain.states import ReplicaState
 from kafka_controller.domain.values import LeaderAndIsr, PartitionAndReplica, TopicPartition
 from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
@@ -38,18 +37,22 @@ def _harness(early: bool, audit: RecordingAuditSink | None = None) -> CoreHarnes
     return h
 
 
-def _writes(h: CoreHarness, fail_isr_write: bool = False) -> list[tuple[str, frozenset[TopicPartition]]]:
-    """Record each state write's partitions and the thread that made it; optionally fail the
-    followers' ISR-removal write (a lost session), as the store would."""
-    calls: list[tuple[str, frozenset[TopicPartition]]] = []
+def _writes(h: CoreHarness, fail_isr_writes: bool = False) -> list[frozenset[TopicPartition]]:
+    """Record each state write call's partitions; optionally fail t-0's ISR removal (a per-znode
+    error) and send t-2's back for a retry (BADVERSION), leaving both znodes unwritten."""
+    calls: list[frozenset[TopicPartition]] = []
     real = h.store.update_leader_and_isr
+    t0, t2 = TopicPartition("t", 0), TopicPartition("t", 2)
 
     def recording(states: Mapping[TopicPartition, LeaderAndIsr], epoch: int, zkv: int) -> Any:
-        tps = frozenset(states)
-        calls.append((threading.current_thread().name, tps))
-        if fail_isr_write and tps == FOLLOWED:
-            raise StoreUnavailableError("ZooKeeper session is suspended")
-        return real(states, epoch, zkv)
+        calls.append(frozenset(states))
+        broken = {t0, t2} if fail_isr_writes and t0 in states else set()  # the removal's first round
+        result = real({tp: s for tp, s in states.items() if tp not in broken}, epoch, zkv)
+        if t0 in broken:
+            result.finished[t0] = MetadataStoreError("CONNECTIONLOSS")
+        if t2 in broken:
+            result.to_retry.append(t2)
+        return result
 
     h.store.update_leader_and_isr = recording  # type: ignore[method-assign]
     return calls
@@ -67,53 +70,69 @@ def _outcome(h: CoreHarness, audit: RecordingAuditSink) -> dict[str, Any]:
     }
 
 
-def test_the_isr_removal_is_written_on_its_own_thread_before_the_election() -> None:
+def test_the_isr_removal_goes_in_the_elections_store_call() -> None:
     h = _harness(early=True)
     calls = _writes(h)
     assert h.controlled_shutdown(2) == set()
-    written = [tps for _, tps in calls]
-    assert written == [FOLLOWED, LED]  # Kafka's order would be [LED, FOLLOWED]
-    assert calls[0][0] == "isr-removal-2" and calls[1][0] == threading.current_thread().name
+    assert calls == [LED | FOLLOWED]  # Kafka's order: [LED, FOLLOWED], one write stage after the other
     assert h.rsm._early_removal is None  # taken up
 
 
-@pytest.mark.parametrize("fail_isr_write", [False, True])
-def test_store_context_requests_and_records_are_those_of_the_staged_writes(fail_isr_write: bool) -> None:
+@pytest.mark.parametrize("fail_isr_writes", [False, True])
+def test_store_context_requests_and_records_are_those_of_the_staged_writes(fail_isr_writes: bool) -> None:
     outcomes = []
     for early in (True, False):
         audit = RecordingAuditSink()
         h = _harness(early, audit)
-        _writes(h, fail_isr_write)
+        _writes(h, fail_isr_writes)
         h.controlled_shutdown(2)
         outcomes.append(_outcome(h, audit))
     assert outcomes[0] == outcomes[1]
     failed = [r for r in outcomes[0]["records"] if getattr(r, "outcome", None) == OUTCOME_FAILED]
-    assert len(failed) == (len(FOLLOWED) if fail_isr_write else 0)
-    isrs = {tp: i.leader_and_isr.isr for tp, i in outcomes[0]["leadership"].items() if tp in FOLLOWED}
-    assert all((2 in isr) == fail_isr_write for isr in isrs.values()), isrs
+    assert len(failed) == (1 if fail_isr_writes else 0)  # t-0; t-2 is retried (read, written)
+    isrs = {
+        tp.partition: i.leader_and_isr.isr for tp, i in outcomes[0]["leadership"].items() if tp in FOLLOWED
+    }
+    assert {p for p, isr in isrs.items() if 2 in isr} == ({0} if fail_isr_writes else set()), isrs
 
 
-def test_an_early_write_the_election_leaves_behind_reaches_the_context() -> None:
-    """The election raises (the controller moved): the ISR removal already written is cached, so
-    the context matches the store; the replicas' transitions did not happen and are not recorded."""
+def test_a_write_the_election_leaves_behind_reaches_the_context() -> None:
+    """The election's store call carried the ISR removal, then the controller moved (the election
+    raises): what was written is cached, so the context matches the store; the replicas'
+    transitions did not happen and are not recorded."""
     audit = RecordingAuditSink()
     h = _harness(early=True, audit=audit)
+    calls = _writes(h)
+    elect = h.psm.handle_state_changes
 
-    def moved(*_: Any, **__: Any) -> Any:
+    def moved(*args: Any, **kwargs: Any) -> Any:
+        elect(*args, **kwargs)
         raise ControllerMovedError("Controller epoch zkVersion check fails")
 
     h.psm.handle_state_changes = moved  # type: ignore[method-assign]
     before = len(audit.records)
     with pytest.raises(ControllerMovedError):
         h.controlled_shutdown(2)
-    assert h.rsm._early_removal is None
+    assert calls == [LED | FOLLOWED]
+    assert h.rsm._early_removal is None and h.psm.write_alongside is None
     stored = h.store.get_partition_states(sorted(FOLLOWED))
     for tp in FOLLOWED:
         cached = h.context.partition_leadership_info(tp)
         assert cached is not None and 2 not in cached.leader_and_isr.isr
         assert cached.leader_and_isr == stored[tp].leader_and_isr  # type: ignore[union-attr]
         assert h.context.replica_states[PartitionAndReplica(tp, 2)] is ReplicaState.ONLINE_REPLICA
-    assert len(audit.records) == before
+    assert len(audit.records) == before + len(LED)  # the election's own records only
+
+
+def test_not_carried_when_no_election_writes() -> None:
+    """Broker 2 leads nothing: no election store call carries the ISR removal, which the replica
+    state machine's call writes itself, as in Kafka."""
+    h = CoreHarness(BROKERS, broker_config=DEFAULTS)
+    h.create_topic("t", [[1, 2], [3, 2]])
+    calls = _writes(h)
+    h.controlled_shutdown(2)
+    assert calls == [frozenset({TopicPartition("t", 0), TopicPartition("t", 1)})]
+    assert all(2 not in i.leader_and_isr.isr for i in h.context.partitions_leadership_info.values())
 
 
 def test_nothing_is_written_early_when_a_replica_may_not_go_offline() -> None:
@@ -132,12 +151,12 @@ def test_off_without_cached_writes() -> None:
     h.create_topic("t", LAYOUT)
     calls = _writes(h)
     h.controlled_shutdown(2)
-    assert [tps for _, tps in calls] == [LED, FOLLOWED]
+    assert calls == [LED, FOLLOWED]
 
 
 def test_the_controllers_controlled_shutdown_writes_the_isr_removal_early() -> None:
-    """``KafkaController`` (``controller.shutdown``): the followed partitions' ISR removal is
-    written on its own thread before the led partitions' election, and the outcome is Kafka's."""
+    """``KafkaController`` (``controller.shutdown``): the followed partitions' ISR removal goes
+    in the led partitions' election's store call, and the outcome is Kafka's."""
     from tests.controller.cluster import Answer, Cluster
 
     cluster = Cluster()
@@ -150,11 +169,11 @@ def test_the_controllers_controlled_shutdown_writes_the_isr_removal_early() -> N
         active = cluster.active()
         victim = next(b for b in (1, 2) if b != active.id)
         store = active.store
-        calls: list[tuple[str, frozenset[TopicPartition]]] = []
+        calls: list[frozenset[TopicPartition]] = []
         real = store.update_leader_and_isr
 
         def recording(states: Mapping[TopicPartition, LeaderAndIsr], epoch: int, zkv: int) -> Any:
-            calls.append((threading.current_thread().name, frozenset(states)))
+            calls.append(frozenset(states))
             return real(states, epoch, zkv)
 
         store.update_leader_and_isr = recording
@@ -163,7 +182,7 @@ def test_the_controllers_controlled_shutdown_writes_the_isr_removal_early() -> N
         led = {t1} if victim == 1 else set()
         assert set(answer.get()) == set()
         followed = {t0, t1} - led
-        assert calls[0] == (f"isr-removal-{victim}", frozenset(followed))
+        assert calls[0] == frozenset(led | followed)
         for tp in (t0, t1):
             state = cluster.state(tp)
             assert state is not None and victim not in state.leader_and_isr.isr
