@@ -12,13 +12,6 @@ partitions, and it matters which:
 * partitions with one replica, of topics being deleted, or without leadership are left alone.
 
 All of it is three batched state-machine calls, whatever the number of partitions.
-
-Departure from Kafka's order: the followed partitions' ISR-removal write (the replica state
-machine's first, cached round) goes to ZooKeeper in the election's store call, and its outcome is
-taken up by the replica state machine's call; Kafka writes it only after the election's requests.
-The partition sets are disjoint, so the znodes, their contents, the requests and the audit records
-are Kafka's; one dependent round of ZooKeeper writes goes. If the election raises (the controller
-moved), the early write is settled into the context and nothing more happens, as in Kafka.
 """
 
 from __future__ import annotations
@@ -70,29 +63,19 @@ class ControlledShutdownHandling(ControllerBase):
         log.debug("Live brokers: %s", sorted(ctx.live_broker_ids))
 
         led, followed = ctx.partitions_to_move_off(broker_id)
-        # Deviation (README "Deviations from Kafka 2.8"): the followers' ISR removal is written
-        # in the election's store call, not after it; the replica state machine takes it up below,
-        # and one it did not take up (the election raised: the controller moved) is settled.
-        rsm, psm = self.replica_state_machine, self.partition_state_machine
-        psm.write_alongside = rsm.start_isr_removal(broker_id, followed)
+        self.partition_state_machine.handle_state_changes(
+            led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
+        )
+        batch = self.broker_request_batch
         try:
-            psm.handle_state_changes(
-                led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
-            )
-            psm.write_alongside = None  # not carried (no election wrote): the call below writes it
-            batch = self.broker_request_batch
-            try:
-                batch.new_batch()
-                batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
-                batch.send_requests_to_brokers(ctx.epoch)
-            except IllegalControllerStateError as e:
-                self.handle_illegal_state(e)
-            rsm.handle_state_changes(
-                [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
-            )
-        finally:
-            psm.write_alongside = None
-            rsm.settle_isr_removal()
+            batch.new_batch()
+            batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
+            batch.send_requests_to_brokers(ctx.epoch)
+        except IllegalControllerStateError as e:
+            self.handle_illegal_state(e)
+        self.replica_state_machine.handle_state_changes(
+            [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
+        )
         still_led = ctx.partition_leaders_on_broker(broker_id)
         log.info(
             "Controlled shutdown of broker %d: %d led partitions moved or tried, %d followed, %d still led",

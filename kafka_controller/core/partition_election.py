@@ -29,7 +29,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kafka_controller.core.alongside_write import AlongsideWrite
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.election import (
@@ -99,9 +98,6 @@ class PartitionLeaderElection:
     _failure_lines: LogBudget
     #: Elect a first round from the cached states, without Kafka's re-read (see the module docs).
     write_on_cached_zk_version: bool = False
-    #: States the next election's store call carries with its own (``AlongsideWrite``: the
-    #: controlled shutdown's followers' ISR removal, deviation 18); taken by that call.
-    write_alongside: AlongsideWrite | None = None
 
     def _elect_leader_for_partitions(
         self,
@@ -207,20 +203,11 @@ class PartitionLeaderElection:
                     notes.unclean.discard(tp)
         if not to_update:
             return {}, failed, []
-        alongside, self.write_alongside = self.write_alongside, None
         try:
-            if alongside is None:
-                update = self._store.update_leader_and_isr(to_update, epoch, ctx.epoch_zk_version)
-            else:  # one pipelined call for both (its outcomes for the other states are kept apart)
-                both = {**to_update, **alongside.states}
-                update = self._store.update_leader_and_isr(both, epoch, ctx.epoch_zk_version)
-                del both
-                alongside.settle(update)
+            update = self._store.update_leader_and_isr(to_update, epoch, ctx.epoch_zk_version)
+        except ControllerMovedError:
+            raise
         except Exception as e:
-            if alongside is not None:
-                alongside.settle(e)
-            if isinstance(e, ControllerMovedError):
-                raise
             failed.update(dict.fromkeys(to_update, e))
             return {}, failed, []
         elected: dict[TopicPartition, ElectionOutcome] = {}

@@ -19,11 +19,9 @@ re-reads of a 100,000-partition RF-3 failover with one broker dead become one wr
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from kafka_controller.core.alongside_write import AlongsideWrite
 from kafka_controller.core.replica_records import ReplicaTransitionLog
 from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.domain.errors import (
@@ -42,7 +40,7 @@ from kafka_controller.domain.values import (
     build_leader_and_isr,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
+from kafka_controller.ports import PartitionStateStore
 
 __all__ = ["ReplicaIsrRemoval"]
 
@@ -57,62 +55,6 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
     _store: PartitionStateStore
     #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
     write_on_cached_zk_version: bool = False
-    #: The first round's write, prepared by ``start_isr_removal`` (controlled shutdown).
-    _early_removal: AlongsideWrite | None = None
-
-    def start_isr_removal(
-        self, replica_id: int, partitions: Sequence[TopicPartition]
-    ) -> AlongsideWrite | None:
-        """Prepare the first (cached) round of ``remove_replicas_from_isr(replica_id, partitions)``
-        for the election's store call to carry (``PartitionStateMachine.write_alongside``) and the
-        next such call to take up instead of writing it then; returns it, or None.
-
-        Departure from Kafka's order, for the controlled shutdown only: its followers' ISR removal
-        goes to ZooKeeper in the same pipelined call as the election of the partitions the broker
-        leads, not one dependent round of writes later. The two sets of partitions are disjoint,
-        and nothing between the two calls touches the followed partitions' states, so the znodes
-        written and their contents are those Kafka writes; only the order of the writes differs.
-        Only with ``write_on_cached_zk_version``, and only when every replica may go offline (a
-        refused transition writes nothing). ``settle_isr_removal`` takes up a write that the
-        expected call did not (the election raised)."""
-        self.settle_isr_removal()
-        if not self.write_on_cached_zk_version or not partitions:
-            return None
-        ctx = self.controller_context
-        states = ctx.replica_states
-        requested = list(dict.fromkeys(partitions))
-        movable = [
-            tp
-            for tp in requested
-            if states.get(PartitionAndReplica(tp, replica_id), _NON_EXISTENT) in _OFFLINE_FROM
-        ]
-        cached, unread = ctx.cached_leaderships(movable, with_isr_replica=replica_id)
-        if not cached or len(movable) != len(requested):
-            return None  # an ordinary call later: only a whole, valid set is written early
-        shrink = _isr_remover(replica_id)
-        adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
-        self._early_removal = AlongsideWrite(replica_id, requested, adjusted, unread)
-        return self._early_removal
-
-    def settle_isr_removal(self) -> None:
-        """Drop an early write nobody took up, caching what the election's call wrote of it, so
-        that the context matches the store (its replicas' transitions did not happen: nothing is
-        recorded)."""
-        early, self._early_removal = self._early_removal, None
-        if early is None or early.written is None:
-            return
-        results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        failures: dict[TopicPartition, Exception] = {}
-        with contextlib.suppress(ControllerMovedError):  # the controller resigns
-            self._write_removals(
-                early.take_states(), [], [], early.replica_id, results, failures, early.written
-            )
-        if results:
-            _STATE_CHANGE_LOG.warning(
-                "%d partitions had replica %d removed from the ISR ahead of a transition that did not run",
-                len(results),
-                early.replica_id,
-            )
 
     def remove_replicas_from_isr(
         self,
@@ -146,31 +88,20 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
         failures: dict[TopicPartition, Exception],
     ) -> list[TopicPartition]:
-        """The round without a read (module docs): returns the partitions left for Kafka's rounds.
-        An early write of this very call (``start_isr_removal``) is taken up instead of writing."""
-        early = self._early_removal
+        """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
+        cached, unread = self.controller_context.cached_leaderships(partitions, with_isr_replica=replica_id)
+        if not cached:
+            return unread
+        shrink = _isr_remover(replica_id)
         round_failures: dict[TopicPartition, Exception] = {}
-        if early is not None and early.replica_id == replica_id and early.partitions == partitions:
-            self._early_removal = None
-            unread, written = early.unread, early.written  # None: not carried, written here
-            to_retry = self._write_removals(
-                early.take_states(), [], [], replica_id, results, round_failures, written
-            )
-        else:
-            self.settle_isr_removal()  # not this call's: never left unsettled
-            ctx = self.controller_context
-            cached, unread = ctx.cached_leaderships(partitions, with_isr_replica=replica_id)
-            if not cached:
-                return unread
-            shrink = _isr_remover(replica_id)
-            to_retry = self._write_removals(  # the shrunk states held by the callee alone (it drops them)
-                {tp: shrink(info.leader_and_isr) for tp, info in cached.items()},
-                [],
-                [],
-                replica_id,
-                results,
-                round_failures,
-            )
+        to_retry = self._write_removals(  # the shrunk states held by the callee alone (it drops them)
+            {tp: shrink(info.leader_and_isr) for tp, info in cached.items()},
+            [],
+            [],
+            replica_id,
+            results,
+            round_failures,
+        )
         for tp, error in round_failures.items():
             if isinstance(error, NoNodeError):
                 to_retry.append(tp)  # deleted since it was cached: Kafka's read says what that means
@@ -228,23 +159,16 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         replica_id: int,
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
         failures: dict[TopicPartition, Exception],
-        written: UpdateLeaderAndIsrResult | Exception | None = None,
     ) -> list[TopicPartition]:
-        """Write the ``adjusted`` states (or take ``written``, their write's outcome, when the
-        election's store call carried them), fail the ``missing`` ones and cache what was written
-        and ``kept``; returns the partitions whose write hit BADVERSION."""
+        """Write the ``adjusted`` states, fail the ``missing`` ones and cache what was written and
+        ``kept``; returns the partitions whose write hit BADVERSION."""
         ctx = self.controller_context
         epoch = ctx.epoch
         to_retry: list[TopicPartition] = []
         finished: Mapping[TopicPartition, LeaderAndIsr | Exception] = {}
         if adjusted:
             try:
-                if written is None:
-                    result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
-                elif isinstance(written, Exception):
-                    raise written
-                else:
-                    result = written
+                result = self._store.update_leader_and_isr(adjusted, epoch, ctx.epoch_zk_version)
             except ControllerMovedError:
                 raise
             except Exception as e:
@@ -299,14 +223,3 @@ def _isr_remover(replica_id: int) -> Callable[[LeaderAndIsr], LeaderAndIsr]:
 
 #: Marks a partition the store left out of its answer (a broken store, not a missing znode).
 _NO_RESPONSE = object()
-
-
-#: The states a replica may go ``OfflineReplica`` from (Kafka's ``validPreviousStates``).
-_OFFLINE_FROM = frozenset(
-    {
-        ReplicaState.NEW_REPLICA,
-        ReplicaState.ONLINE_REPLICA,
-        ReplicaState.OFFLINE_REPLICA,
-        ReplicaState.REPLICA_DELETION_INELIGIBLE,
-    }
-)

@@ -207,20 +207,14 @@ class CoreHarness(HarnessReassignment):
         ]
         led = [tp for tp in to_act if leadership[tp].leader_and_isr.leader == broker_id]
         followed = [tp for tp in to_act if leadership[tp].leader_and_isr.leader != broker_id]
-        self.psm.write_alongside = self.rsm.start_isr_removal(broker_id, followed)  # as the controller does
+        self.psm.handle_state_changes(led, _ONLINE, _SHUTDOWN)
 
         def stop_followed() -> None:
             for tp in followed:
                 self.batch.add_stop_replica_request_for_brokers((broker_id,), tp, False)
 
-        try:
-            self.psm.handle_state_changes(led, _ONLINE, _SHUTDOWN)
-            self._send(stop_followed)
-            offline = [_PR(tp, broker_id) for tp in followed]
-            self.rsm.handle_state_changes(offline, ReplicaState.OFFLINE_REPLICA)
-        finally:
-            self.psm.write_alongside = None
-            self.rsm.settle_isr_removal()
+        self._send(stop_followed)
+        self.rsm.handle_state_changes([_PR(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA)
         return ctx.partition_leaders_on_broker(broker_id)
 
     # ------------------------------------------------------------------------------ elections
