@@ -62,12 +62,12 @@ CONTROLLER, DEAD = 0, BROKERS - 1
 ADDRESSES = tuple(Broker(b, (EndPoint("localhost", 9092 + b),)) for b in range(BROKERS))
 
 
-def failover_requests(scale: float) -> tuple[Layout, Sent]:
+def failover_requests(scale: float, rf: int = 3) -> tuple[Layout, Sent]:
     """The layout, and what the new controller (broker 0) sends after broker 4 died."""
     topics, per_topic = max(1, int(2000 * scale)), 50
     layout = {
         f"topic-{t}": {
-            p: tuple((t * per_topic + p + k) % BROKERS for k in range(3)) for p in range(per_topic)
+            p: tuple((t * per_topic + p + k) % BROKERS for k in range(rf)) for p in range(per_topic)
         }
         for t in range(topics)
     }
@@ -222,9 +222,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's layout (default 1)")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--rf", type=int, default=3, help="replication factor (default 3)")
     parser.add_argument("--parts", default=",".join(PARTS))
     args = parser.parse_args()
-    layout, sent = failover_requests(args.scale)
+    layout, sent = failover_requests(args.scale, args.rf)
     runs: dict[str, list[float]] = {}
     for _ in range(args.reps):
         for part in args.parts.split(","):
@@ -234,6 +235,7 @@ def main() -> None:
         "failover_requests",
         {
             "scale": args.scale,
+            "rf": args.rf,
             "partitions": sum(map(len, layout.values())),
             "requests": len(sent),
             "partition_states_sent": sum(len(r.partition_states) for _, r in sent),

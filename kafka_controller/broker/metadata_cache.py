@@ -8,75 +8,37 @@ deleted) is dropped. Thread-safe: one lock, readers get copies; ``wait_until`` l
 request wait for an update (Kafka's delayed CreateTopics/DeleteTopics) without polling.
 
 Partitions are kept per topic, as Kafka's cache does, so that a Metadata request for one topic
-reads that topic's partitions and not the whole cluster's: each topic holds references to the runs of
-the requests that named it (``StateColumns``, the decoded columns) and builds its partitions'
-states when first read, so an UpdateMetadata of 100,000 partitions costs per topic, not per
-partition, until a Metadata request asks.
+reads that topic's partitions and not the whole cluster's.
+
+A request's states are merged when the cache is next read, not when the request arrives: an
+UpdateMetadata without a deletion is queued as it is (a decoded request's ``StateColumns``, no
+object per partition) and the queue is merged, oldest first, by the first read, by a deletion, or
+once it holds ``MAX_PENDING_REQUESTS`` requests or ``MAX_PENDING_STATES`` states (which bounds its
+memory). A failover sends each broker two to four UpdateMetadata of up to 100,000 states that no
+one reads meanwhile; each used to cost a loop over its states, now it costs an append. Readers see
+what Kafka's state-by-state merge would have given, since the merge is the same, only later.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 
 from kafka_controller.domain.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
 from kafka_controller.domain.values import LEADER_DURING_DELETE, Broker, EndPoint, TopicPartition
 from kafka_controller.transport.columns import gc_paused
 from kafka_controller.transport.state_columns import StateColumns
 
-#: Runs of one topic kept unmaterialised before the topic is built anyway (bounds their memory).
-MAX_PENDING_RUNS = 8
+#: Requests queued unmerged at most (see the module docstring).
+MAX_PENDING_REQUESTS = 8
+#: States queued unmerged at most: about 7 MB of decoded columns per 100,000.
+MAX_PENDING_STATES = 400_000
+#: Below this many states a request is merged at once when nothing is queued.
+MIN_QUEUED_STATES = 1_000
 
 _State = UpdateMetadataPartitionState
-
-
-class _TopicStates:
-    """One topic's partitions: ``states`` as built, then the runs of later requests not built yet
-    (``pending``: ``(columns, start, stop)``, applied in order). ``keys`` is every partition held,
-    ``order`` the same sorted (``None``: not known). A run naming exactly the partitions held (one
-    list comparison: a full UpdateMetadata's runs) replaces all that came before it."""
-
-    __slots__ = ("keys", "order", "pending", "states")
-
-    def __init__(self) -> None:
-        self.states: dict[int, _State] = {}
-        self.pending: list[tuple[StateColumns[_State], int, int]] = []
-        self.keys: set[int] = set()
-        self.order: list[int] | None = []
-
-    def add_run(self, cols: StateColumns[_State], start: int, stop: int) -> None:
-        parts = cols.partitions[start:stop]
-        if parts == self.order:
-            self.states, self.pending = {}, [(cols, start, stop)]
-            return
-        self.pending.append((cols, start, stop))
-        keys = self.keys
-        if self.order is None or not all(map(keys.__contains__, parts)):
-            keys.update(parts)
-            self.order = sorted(keys)
-        if len(self.pending) > MAX_PENDING_RUNS:
-            self.built()
-
-    def set(self, partition: int, state: _State) -> None:
-        self.built()[partition] = state
-        if partition not in self.keys:
-            self.keys.add(partition)
-            self.order = None
-
-    def discard(self, partition: int) -> bool:
-        if self.built().pop(partition, None) is None:
-            return False
-        self.keys.discard(partition)
-        self.order = None
-        return True
-
-    def built(self) -> dict[int, _State]:
-        if self.pending:
-            states = self.states
-            for cols, start, stop in self.pending:
-                states.update(zip(cols.partitions[start:stop], cols.rows(start, stop), strict=True))
-            self.pending = []
-        return self.states
+_leader = itemgetter(3)
 
 
 class MetadataCache:
@@ -85,51 +47,69 @@ class MetadataCache:
         self._lock = threading.Condition(threading.RLock())  # predicates of wait_until re-enter
         self._controller_id = -1
         self._brokers: dict[int, Broker] = {}
-        self._topics: dict[str, _TopicStates] = {}
+        self._topics: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
+        self._pending: list[Sequence[_State]] = []  # requests not merged yet, oldest first
+        self._pending_states = 0
         self._topic_ids: dict[str, str] = {}
 
     def update_metadata(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an UpdateMetadata; returns the partitions deleted by it (leader -2).
 
-        Without a deletion, each topic's run of states is kept by reference (``StateColumns``),
-        built when read: no work per partition here."""
-        deleted: list[TopicPartition] = []
-        cols = StateColumns.of(request.partition_states)
-        with self._lock, gc_paused(len(cols)):
+        Without a deletion the states are queued (see the module docstring) and nothing is
+        returned, as Kafka returns nothing then either."""
+        states = request.partition_states
+        with self._lock:
             self._controller_id = request.controller_id if request.controller_id >= 0 else -1
             self._brokers = {b.id: b for b in request.live_brokers}
             self._topic_ids.update(request.topic_ids)
-            topics = self._topics
-            if LEADER_DURING_DELETE not in cols.leaders:
-                for topic, start, stop in cols.topic_runs():
-                    t = topics.get(topic)
-                    if t is None:
-                        t = topics[topic] = _TopicStates()
-                    t.add_run(cols, start, stop)
-            else:
-                self._merge(cols, deleted)
+            deleted: list[TopicPartition] = []
+            if states and not _deletes(states):
+                pending = self._pending
+                if pending or len(states) >= MIN_QUEUED_STATES:
+                    pending.append(states)
+                    self._pending_states += len(states)
+                    if len(pending) > MAX_PENDING_REQUESTS or self._pending_states > MAX_PENDING_STATES:
+                        self._merge_pending()
+                else:
+                    self._merge(states, deleted)
+            elif states:
+                self._merge_pending()
+                self._merge(states, deleted)
             self._lock.notify_all()
         return deleted
 
-    def _merge(self, cols: StateColumns[_State], deleted: list[TopicPartition]) -> None:
-        """Kafka's merge, state by state: a request that deletes partitions."""
+    def _merge_pending(self) -> None:
+        """Merge the queued requests, oldest first (under the lock)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending, self._pending_states = [], 0
+        with gc_paused(sum(map(len, pending))):
+            for states in pending:
+                self._merge(states, [])
+
+    def _merge(self, states: Iterable[_State], deleted: list[TopicPartition]) -> None:
+        """Kafka's merge, state by state."""
         topics = self._topics
-        for s in cols:
-            t = topics.get(s.topic)
+        for s in states:
             if s.leader == LEADER_DURING_DELETE:
-                if t is not None and t.discard(s.partition):
+                parts = topics.get(s.topic)
+                if parts is not None and parts.pop(s.partition, None) is not None:
                     deleted.append(TopicPartition(s.topic, s.partition))
-                    if not t.keys:
+                    if not parts:
                         del topics[s.topic]
                         self._topic_ids.pop(s.topic, None)
             else:
-                if t is None:
-                    t = topics[s.topic] = _TopicStates()
-                t.set(s.partition, s)
+                parts = topics.get(s.topic)
+                if parts is None:
+                    parts = topics[s.topic] = {}
+                parts[s.partition] = s
 
-    def _parts(self, topic: str) -> dict[int, _State] | None:
-        t = self._topics.get(topic)
-        return None if t is None else t.built()
+    def _merged(self) -> dict[str, dict[int, _State]]:
+        """The partitions per topic, the queue merged first (under the lock)."""
+        if self._pending:
+            self._merge_pending()
+        return self._topics
 
     def wait_until(self, predicate: Callable[[MetadataCache], bool], timeout_s: float) -> bool:
         """Whether ``predicate(self)`` held within ``timeout_s``; it is re-checked after every update."""
@@ -138,11 +118,11 @@ class MetadataCache:
 
     def contains_topic(self, topic: str) -> bool:
         with self._lock:
-            return topic in self._topics
+            return topic in self._merged()
 
     def topic_partitions(self, topic: str) -> dict[int, UpdateMetadataPartitionState]:
         with self._lock:
-            return dict(self._parts(topic) or {})
+            return dict(self._merged().get(topic, {}))
 
     def topic_names_by_id(self) -> dict[str, str]:
         """Topic id -> name, of the topics whose ids the controller sent."""
@@ -168,22 +148,23 @@ class MetadataCache:
 
     def get_partition_info(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
         with self._lock:
-            parts = self._parts(tp.topic)
+            parts = self._merged().get(tp.topic)
             return None if parts is None else parts.get(tp.partition)
 
     def all_partitions(self) -> list[TopicPartition]:
         with self._lock:
-            return [TopicPartition(t, p) for t, parts in self._topics.items() for p in parts.built()]
+            return [TopicPartition(t, p) for t, parts in self._merged().items() for p in parts]
 
     def partition_states(
         self, tps: Iterable[TopicPartition] | None = None
     ) -> list[UpdateMetadataPartitionState]:
         with self._lock:
+            topics = self._merged()
             if tps is None:
-                return [s for parts in self._topics.values() for s in parts.built().values()]
+                return [s for parts in topics.values() for s in parts.values()]
             out = []
             for tp in tps:
-                parts = self._parts(tp.topic)
+                parts = topics.get(tp.topic)
                 s = None if parts is None else parts.get(tp.partition)
                 if s is not None:
                     out.append(s)
@@ -194,11 +175,16 @@ class MetadataCache:
     ) -> dict[str, list[UpdateMetadataPartitionState]]:
         """Each known topic asked for (all when ``None``) with its partitions, in partition order."""
         with self._lock:
-            known = self._topics
+            known = self._merged()
             names = known if topics is None else [t for t in topics if t in known]
-            built = {t: known[t].built() for t in names}
-            return {t: [parts[p] for p in sorted(parts)] for t, parts in built.items()}
+            return {t: [known[t][p] for p in sorted(known[t])] for t in names}
 
     def topic_id(self, topic: str) -> str | None:
         with self._lock:
             return self._topic_ids.get(topic)
+
+
+def _deletes(states: Sequence[_State]) -> bool:
+    """Whether any state deletes its partition (leader -2), at C speed."""
+    leaders = states.leaders if isinstance(states, StateColumns) else map(_leader, states)
+    return LEADER_DURING_DELETE in leaders

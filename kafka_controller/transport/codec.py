@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, itemgetter
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import (
@@ -106,7 +106,7 @@ def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
         controller_id,
         controller_epoch,
         broker_epoch,
-        cast(tuple[LeaderAndIsrPartitionState, ...], states),  # a read-only sequence equal to it
+        states,
         _read_topic_ids(body),
         leaders,
     )
@@ -180,7 +180,7 @@ def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
         controller_id,
         controller_epoch,
         broker_epoch,
-        cast(tuple[UpdateMetadataPartitionState, ...], states),  # a read-only sequence equal to it
+        states,
         brokers,
         _read_topic_ids(body),
     )

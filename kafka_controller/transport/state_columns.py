@@ -4,17 +4,17 @@ A failover's UpdateMetadata names every partition (100,000) and each broker gets
 building a ``UpdateMetadataPartitionState`` per partition on decode, then storing each into the
 metadata cache, was about half of what a broker spent on the failover's requests. ``StateColumns``
 holds the decoded columns instead (each a list or a tuple of shared values, in the request's
-order) and builds a partition's state only when it is read: the metadata cache keeps references to
-the runs of one topic (``topic_runs``) and materialises a topic when a Metadata request or a
-checker reads it. It is a read-only sequence equal to the tuple of the states it holds, so code that
-iterates the request's ``partition_states`` sees what it saw before. The replica manager walks a
-LeaderAndIsr's columns row by row (``raw``) without a ``LeaderAndIsrPartitionState`` each.
+order) and builds the states only when they are iterated: the metadata cache queues a request as
+it is and merges it when read. It is a read-only sequence equal to the tuple of the states it
+holds, so code that iterates the request's ``partition_states`` sees what it saw before. The
+replica manager walks a LeaderAndIsr's columns row by row (``raw``) without a
+``LeaderAndIsrPartitionState`` each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import groupby, repeat
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, Generic, TypeVar, overload
 
@@ -41,13 +41,6 @@ class StateColumns(Sequence[_State], Generic[_State]):
         self._kind = kind
         self._n = len(cols[1])
 
-    @classmethod
-    def of(cls, states: Sequence[UpdateMetadataPartitionState]) -> StateColumns[UpdateMetadataPartitionState]:
-        """UpdateMetadata states already built (a request handed over in-process), as they are."""
-        if isinstance(states, StateColumns):
-            return states
-        return _BuiltStates(tuple(states))
-
     @property
     def topics(self) -> Sequence[str]:
         return self._cols[0]
@@ -69,14 +62,6 @@ class StateColumns(Sequence[_State], Generic[_State]):
         """Each state's first ``fields`` fields (all by default) as a plain tuple, in field order
         (one reused tuple: unpack it)."""
         return zip(*self._cols[:fields], strict=True)
-
-    def topic_runs(self) -> Iterator[tuple[str, int, int]]:
-        """``(topic, start, stop)`` for each run of consecutive states of one topic."""
-        start = 0
-        for topic, run in groupby(self._cols[0]):
-            stop = start + len(list(run))
-            yield topic, start, stop
-            start = stop
 
     def __len__(self) -> int:
         return self._n
@@ -105,44 +90,3 @@ class StateColumns(Sequence[_State], Generic[_State]):
 
     def __repr__(self) -> str:
         return f"StateColumns({self._n} states)"
-
-
-class _BuiltStates(StateColumns[UpdateMetadataPartitionState]):
-    """States already built, kept as they are (the controller's own broker gets the controller's
-    tuple): the columns the metadata cache reads are derived, in C, and its runs are slices."""
-
-    __slots__ = ("_parts", "_states")
-
-    def __init__(self, states: tuple[UpdateMetadataPartitionState, ...]) -> None:
-        self._states = states
-        self._parts: list[int] = list(map(itemgetter(1), states))
-        self._kind = UpdateMetadataPartitionState
-        self._n = len(states)
-
-    @property
-    def topics(self) -> Sequence[str]:
-        return list(map(itemgetter(0), self._states))
-
-    @property
-    def partitions(self) -> Sequence[int]:
-        return self._parts
-
-    @property
-    def leaders(self) -> Sequence[int]:
-        return list(map(itemgetter(3), self._states))
-
-    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[UpdateMetadataPartitionState]:
-        return iter(self._states[start:stop])
-
-    def raw(self, fields: int | None = None) -> Iterator[tuple[Any, ...]]:
-        return map(itemgetter(slice(fields)), self._states)
-
-    def topic_runs(self) -> Iterator[tuple[str, int, int]]:
-        start = 0
-        for topic, run in groupby(self._states, itemgetter(0)):
-            stop = start + len(list(run))
-            yield topic, start, stop
-            start = stop
-
-    def __getitem__(self, i: int | slice) -> Any:
-        return self._states[i]

@@ -1,12 +1,15 @@
-"""Decoded UpdateMetadata and LeaderAndIsr states stay columns: the metadata cache keeps them by
-reference and answers as Kafka's merge would (later states win, a partial request keeps the rest,
-leader -2 deletes); the replica manager answers them as it answers the states themselves."""
+"""Decoded UpdateMetadata and LeaderAndIsr states stay columns: the metadata cache queues the
+requests and merges them when read, answering as Kafka's merge would (later states win, a partial
+request keeps the rest, leader -2 deletes); the replica manager answers them as it answers the
+states themselves."""
 
 from __future__ import annotations
 
 import orjson
+import pytest
 
-from kafka_controller.broker.metadata_cache import MAX_PENDING_RUNS, MetadataCache
+from kafka_controller.broker import metadata_cache
+from kafka_controller.broker.metadata_cache import MAX_PENDING_REQUESTS, MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.domain.requests import (
     Errors,
@@ -43,21 +46,22 @@ def test_a_decoded_update_metadata_keeps_its_states_as_columns_equal_to_the_tupl
     assert decoded == UpdateMetadataRequest(7, 0, 1, 1, states, ())
 
 
-def test_the_cache_merges_runs_by_reference_as_kafka_merges_states() -> None:
+def test_the_cache_merges_queued_requests_as_kafka_merges_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metadata_cache, "MIN_QUEUED_STATES", 1)  # queue even these small requests
     cache, model = MetadataCache(0), {}
     requests = [
         tuple(_state(t, p, 1, 1) for t in ("a", "b") for p in range(4)),  # every partition
         tuple(_state("a", p, 2, 2) for p in (1, 3)),  # some of them
         (_state("b", 5, 2, 2), _state("a", 0, 2, 3), _state("a", 1, 0, 4)),  # a new one, interleaved
         tuple(_state("b", p, 0, 5) for p in (0, 1, 2, 3, 5)),  # every partition of b again
-        *[(_state("a", 2, 1, 10 + k),) for k in range(MAX_PENDING_RUNS + 2)],  # many runs: built
+        *[(_state("a", 2, 1, 10 + k),) for k in range(MAX_PENDING_REQUESTS + 2)],  # many runs: built
     ]
     for i, states in enumerate(requests):
         cache.update_metadata(_wire(states) if i % 2 else UpdateMetadataRequest(7, 0, 1, 1, states, ()))
         model.update({(s.topic, s.partition): s for s in states})
         got = {(s.topic, s.partition): s for s in cache.partition_states()}
         assert got == model
-    assert cache.get_partition_info(TopicPartition("a", 2)) == _state("a", 2, 1, 11 + MAX_PENDING_RUNS)
+    assert cache.get_partition_info(TopicPartition("a", 2)) == _state("a", 2, 1, 11 + MAX_PENDING_REQUESTS)
     assert [s.partition for s in cache.topic_partition_states(["b"])["b"]] == [0, 1, 2, 3, 5]
     gone = UpdateMetadataPartitionState("b", 5, 1, -2, 6, (), 0, (), ())
     assert cache.update_metadata(_wire((gone,))) == [TopicPartition("b", 5)]
@@ -92,3 +96,22 @@ def test_the_replica_manager_answers_a_decoded_leader_and_isr_as_the_states_it_h
         TopicPartition("t", 2): Errors.STALE_CONTROLLER_EPOCH,
         TopicPartition("t", 4): Errors.UNKNOWN_TOPIC_OR_PARTITION,
     }
+
+
+def test_an_update_metadata_is_queued_unmerged_until_the_cache_is_read() -> None:
+    states = tuple(_state(f"t{i % 7}", i, 1, 1) for i in range(metadata_cache.MIN_QUEUED_STATES))
+    cache = MetadataCache(0)
+    request = _wire(states)
+    cache.update_metadata(request)
+    assert cache._topics == {} and cache._pending == [request.partition_states]
+    assert sorted(s.partition for s in cache.partition_states()) == list(range(len(states)))
+    assert cache._pending == []
+
+
+def test_the_queue_is_bounded_in_states() -> None:
+    big = tuple(_state(f"t{i % 50}", i, 1, 1) for i in range(metadata_cache.MAX_PENDING_STATES // 2 + 1))
+    cache = MetadataCache(0)
+    cache.update_metadata(_wire(big))
+    assert len(cache._pending) == 1
+    cache.update_metadata(_wire(big))
+    assert cache._pending == [] and len(cache._topics["t0"]) == len(big) // 50 + 1
