@@ -124,7 +124,8 @@ def settled_broker(
     plane = DataPlane(
         rm, isr, start_threads=False, **({"client_factory": client_factory} if client_factory else {})
     )
-    handler = BrokerRequestHandler(broker_id, lambda: 1, rm, MetadataCache(broker_id), plane)
+    cache = MetadataCache(broker_id, timer=lambda delay_s, fn: None)  # merged when measured, below
+    handler = BrokerRequestHandler(broker_id, lambda: 1, rm, cache, plane)
     hosted = tuple(
         LeaderAndIsrPartitionState(t, p, 1, r[0], 1, r, 0, r, (), (), False)
         for t, parts in layout.items()
@@ -166,12 +167,16 @@ def controller_part(layout: Layout, sent: Sent) -> dict[str, float]:
 
 
 def brokers_part(layout: Layout, sent: Sent) -> dict[str, float]:
-    total = 0.0
+    """The requests' handling, then (``brokers_merge_cpu_s``) the metadata cache's merge of the
+    UpdateMetadata it queued, which a broker runs once the requests stop coming."""
+    total = merge = 0.0
     for b in sorted({b for b, _ in sent} - {CONTROLLER}):
         payloads = [encode(r) for bb, r in sent if bb == b]
         handler = settled_broker(b, layout, lambda: 0)
+        handler.metadata_cache.contains_topic("")  # the settled cluster's requests merged
         total += cpu(lambda: [serve(handler, p) for p in payloads])  # noqa: B023 - called at once
-    return {"brokers_cpu_s": total}
+        merge += cpu(lambda: handler.metadata_cache.contains_topic(""))  # noqa: B023
+    return {"brokers_cpu_s": total, "brokers_merge_cpu_s": merge}
 
 
 def _batches(sent: Sent) -> list[Sent]:

@@ -5,6 +5,8 @@ states themselves."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import orjson
 import pytest
 
@@ -115,3 +117,21 @@ def test_the_queue_is_bounded_in_states() -> None:
     assert len(cache._pending) == 1
     cache.update_metadata(_wire(big))
     assert cache._pending == [] and len(cache._topics["t0"]) == len(big) // 50 + 1
+
+
+def test_the_queue_is_merged_once_no_update_metadata_came_for_the_idle_time() -> None:
+    timers: list[tuple[float, Callable[[], None]]] = []
+    now = [100.0]
+    cache = MetadataCache(0, timer=lambda delay_s, fn: timers.append((delay_s, fn)), clock=lambda: now[0])
+    first = tuple(_state("a", p, 1, 1) for p in range(metadata_cache.MIN_QUEUED_STATES))
+    cache.update_metadata(_wire(first))
+    assert [d for d, _ in timers] == [metadata_cache.MERGE_WHEN_IDLE_S]
+    now[0] += 0.75 * metadata_cache.MERGE_WHEN_IDLE_S
+    cache.update_metadata(_wire(first[:1]))  # queued behind the first; the timer is armed already
+    assert len(timers) == 1
+    now[0] += 0.5 * metadata_cache.MERGE_WHEN_IDLE_S
+    timers.pop()[1]()  # not idle long enough since the second request: waits for the rest
+    assert len(cache._pending) == 2 and timers[0][0] == pytest.approx(0.5 * metadata_cache.MERGE_WHEN_IDLE_S)
+    now[0] += 0.5 * metadata_cache.MERGE_WHEN_IDLE_S
+    timers.pop()[1]()
+    assert cache._pending == [] and len(cache._topics["a"]) == len(first) and not timers
