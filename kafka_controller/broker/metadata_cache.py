@@ -18,7 +18,10 @@ once no UpdateMetadata has come for ``MERGE_WHEN_IDLE_S`` (on a timer thread), o
 failover sends each broker two to four UpdateMetadata of up to 100,000 states that no one reads
 meanwhile; each used to cost a loop over its states on arrival, now it costs an append, and the
 merge (the same loop) runs once the burst is over, off the failover's critical path, when the
-machine the broker shares with the controller and ZooKeeper is no longer saturated. Readers see
+machine the broker shares with the controller and ZooKeeper is no longer saturated. States already
+built (the controller's own broker, handed the controller's tuple in-process) are merged at once
+when nothing is queued: queued, they would keep the controller's states alive beside the ones
+they replace, at the controller's peak. Readers see
 what Kafka's state-by-state merge would have given: the merge is the same, only later. (Kafka
 merges on arrival; this departs from its call sequence, not from what a reader can observe.)
 """
@@ -89,7 +92,7 @@ class MetadataCache:
             deleted: list[TopicPartition] = []
             if states and not _deletes(states):
                 pending = self._pending
-                if pending or len(states) >= MIN_QUEUED_STATES:
+                if pending or (len(states) >= MIN_QUEUED_STATES and isinstance(states, StateColumns)):
                     pending.append(states)
                     self._pending_states += len(states)
                     self._last_queued = self._clock()

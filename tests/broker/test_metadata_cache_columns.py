@@ -135,3 +135,14 @@ def test_the_queue_is_merged_once_no_update_metadata_came_for_the_idle_time() ->
     now[0] += 0.5 * metadata_cache.MERGE_WHEN_IDLE_S
     timers.pop()[1]()
     assert cache._pending == [] and len(cache._topics["a"]) == len(first) and not timers
+
+
+def test_states_handed_over_built_are_merged_at_once_unless_requests_are_queued() -> None:
+    states = tuple(_state(f"t{i % 7}", i, 1, 1) for i in range(metadata_cache.MIN_QUEUED_STATES))
+    cache = MetadataCache(0, timer=lambda delay_s, fn: None)
+    cache.update_metadata(UpdateMetadataRequest(7, 0, 1, 1, states, ()))
+    assert cache._pending == [] and sum(map(len, cache._topics.values())) == len(states)
+    decoded = _wire(states)
+    cache.update_metadata(decoded)
+    cache.update_metadata(UpdateMetadataRequest(7, 0, 1, 1, states, ()))  # behind the decoded one
+    assert cache._pending == [decoded.partition_states, states]
