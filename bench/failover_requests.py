@@ -62,12 +62,12 @@ CONTROLLER, DEAD = 0, BROKERS - 1
 ADDRESSES = tuple(Broker(b, (EndPoint("localhost", 9092 + b),)) for b in range(BROKERS))
 
 
-def failover_requests(scale: float) -> tuple[Layout, Sent]:
+def failover_requests(scale: float, rf: int = 3) -> tuple[Layout, Sent]:
     """The layout, and what the new controller (broker 0) sends after broker 4 died."""
     topics, per_topic = max(1, int(2000 * scale)), 50
     layout = {
         f"topic-{t}": {
-            p: tuple((t * per_topic + p + k) % BROKERS for k in range(3)) for p in range(per_topic)
+            p: tuple((t * per_topic + p + k) % BROKERS for k in range(rf)) for p in range(per_topic)
         }
         for t in range(topics)
     }
@@ -124,7 +124,8 @@ def settled_broker(
     plane = DataPlane(
         rm, isr, start_threads=False, **({"client_factory": client_factory} if client_factory else {})
     )
-    handler = BrokerRequestHandler(broker_id, lambda: 1, rm, MetadataCache(broker_id), plane)
+    cache = MetadataCache(broker_id, timer=lambda delay_s, fn: None)  # merged when measured, below
+    handler = BrokerRequestHandler(broker_id, lambda: 1, rm, cache, plane)
     hosted = tuple(
         LeaderAndIsrPartitionState(t, p, 1, r[0], 1, r, 0, r, (), (), False)
         for t, parts in layout.items()
@@ -166,12 +167,16 @@ def controller_part(layout: Layout, sent: Sent) -> dict[str, float]:
 
 
 def brokers_part(layout: Layout, sent: Sent) -> dict[str, float]:
-    total = 0.0
+    """The requests' handling, then (``brokers_merge_cpu_s``) the metadata cache's merge of the
+    UpdateMetadata it queued, which a broker runs once the requests stop coming."""
+    total = merge = 0.0
     for b in sorted({b for b, _ in sent} - {CONTROLLER}):
         payloads = [encode(r) for bb, r in sent if bb == b]
         handler = settled_broker(b, layout, lambda: 0)
+        handler.metadata_cache.contains_topic("")  # the settled cluster's requests merged
         total += cpu(lambda: [serve(handler, p) for p in payloads])  # noqa: B023 - called at once
-    return {"brokers_cpu_s": total}
+        merge += cpu(lambda: handler.metadata_cache.contains_topic(""))  # noqa: B023
+    return {"brokers_cpu_s": total, "brokers_merge_cpu_s": merge}
 
 
 def _batches(sent: Sent) -> list[Sent]:
@@ -222,9 +227,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's layout (default 1)")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--rf", type=int, default=3, help="replication factor (default 3)")
     parser.add_argument("--parts", default=",".join(PARTS))
     args = parser.parse_args()
-    layout, sent = failover_requests(args.scale)
+    layout, sent = failover_requests(args.scale, args.rf)
     runs: dict[str, list[float]] = {}
     for _ in range(args.reps):
         for part in args.parts.split(","):
@@ -234,6 +240,7 @@ def main() -> None:
         "failover_requests",
         {
             "scale": args.scale,
+            "rf": args.rf,
             "partitions": sum(map(len, layout.values())),
             "requests": len(sent),
             "partition_states_sent": sum(len(r.partition_states) for _, r in sent),

@@ -9,49 +9,152 @@ request wait for an update (Kafka's delayed CreateTopics/DeleteTopics) without p
 
 Partitions are kept per topic, as Kafka's cache does, so that a Metadata request for one topic
 reads that topic's partitions and not the whole cluster's.
+
+A request's states are merged when the cache is next read, not when the request arrives: an
+UpdateMetadata without a deletion is queued as it is (a decoded request's ``StateColumns``, no
+object per partition) and the queue is merged, oldest first, by the first read, by a deletion,
+once no UpdateMetadata has come for ``MERGE_WHEN_IDLE_S`` (on a timer thread), or once it holds
+``MAX_PENDING_REQUESTS`` requests or ``MAX_PENDING_STATES`` states (both bound its memory). A
+failover sends each broker two to four UpdateMetadata of up to 100,000 states that no one reads
+meanwhile; each used to cost a loop over its states on arrival, now it costs an append, and the
+merge (the same loop) runs once the burst is over, off the failover's critical path, when the
+machine the broker shares with the controller and ZooKeeper is no longer saturated. States already
+built (the controller's own broker, handed the controller's tuple in-process) are merged at once
+when nothing is queued: queued, they would keep the controller's states alive beside the ones
+they replace, at the controller's peak. Readers see
+what Kafka's state-by-state merge would have given: the merge is the same, only later. (Kafka
+merges on arrival; this departs from its call sequence, not from what a reader can observe.)
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
+from typing import Any
 
 from kafka_controller.domain.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
 from kafka_controller.domain.values import LEADER_DURING_DELETE, Broker, EndPoint, TopicPartition
+from kafka_controller.transport.columns import gc_paused
+from kafka_controller.transport.state_columns import StateColumns
+
+#: Requests queued unmerged at most (see the module docstring).
+MAX_PENDING_REQUESTS = 8
+#: States queued unmerged at most: about 7 MB of decoded columns per 100,000.
+MAX_PENDING_STATES = 400_000
+#: A queue is merged once no UpdateMetadata has come for this long.
+MERGE_WHEN_IDLE_S = 1.0
+#: Below this many states a request is merged at once when nothing is queued.
+MIN_QUEUED_STATES = 1_000
+
+_State = UpdateMetadataPartitionState
+_leader = itemgetter(3)
+
+
+Timer = Callable[[float, Callable[[], None]], Any]
+
+
+def _daemon_timer(delay_s: float, fn: Callable[[], None]) -> threading.Timer:
+    timer = threading.Timer(delay_s, fn)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 class MetadataCache:
-    def __init__(self, broker_id: int) -> None:
+    def __init__(
+        self, broker_id: int, timer: Timer = _daemon_timer, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        """``timer(delay_s, fn)`` calls ``fn`` once after ``delay_s`` (the idle merge)."""
         self.broker_id = broker_id
+        self._timer, self._clock = timer, clock
+        self._timer_armed = False
+        self._last_queued = 0.0
         self._lock = threading.Condition(threading.RLock())  # predicates of wait_until re-enter
         self._controller_id = -1
         self._brokers: dict[int, Broker] = {}
         self._topics: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
+        self._pending: list[Sequence[_State]] = []  # requests not merged yet, oldest first
+        self._pending_states = 0
         self._topic_ids: dict[str, str] = {}
 
     def update_metadata(self, request: UpdateMetadataRequest) -> list[TopicPartition]:
-        """Apply an UpdateMetadata; returns the partitions deleted by it (leader -2)."""
-        deleted: list[TopicPartition] = []
+        """Apply an UpdateMetadata; returns the partitions deleted by it (leader -2).
+
+        Without a deletion the states are queued (see the module docstring) and nothing is
+        returned, as Kafka returns nothing then either."""
+        states = request.partition_states
         with self._lock:
             self._controller_id = request.controller_id if request.controller_id >= 0 else -1
             self._brokers = {b.id: b for b in request.live_brokers}
             self._topic_ids.update(request.topic_ids)
-            topics = self._topics
-            for s in request.partition_states:
-                if s.leader == LEADER_DURING_DELETE:
-                    parts = topics.get(s.topic)
-                    if parts is not None and parts.pop(s.partition, None) is not None:
-                        deleted.append(TopicPartition(s.topic, s.partition))
-                        if not parts:
-                            del topics[s.topic]
-                            self._topic_ids.pop(s.topic, None)
+            deleted: list[TopicPartition] = []
+            if states and not _deletes(states):
+                pending = self._pending
+                if pending or (len(states) >= MIN_QUEUED_STATES and isinstance(states, StateColumns)):
+                    pending.append(states)
+                    self._pending_states += len(states)
+                    self._last_queued = self._clock()
+                    if len(pending) > MAX_PENDING_REQUESTS or self._pending_states > MAX_PENDING_STATES:
+                        self._merge_pending()
+                    elif not self._timer_armed:
+                        self._timer_armed = True
+                        self._timer(MERGE_WHEN_IDLE_S, self._merge_when_idle)
                 else:
-                    parts = topics.get(s.topic)
-                    if parts is None:
-                        parts = topics[s.topic] = {}
-                    parts[s.partition] = s
+                    self._merge(states, deleted)
+            elif states:
+                self._merge_pending()
+                self._merge(states, deleted)
             self._lock.notify_all()
         return deleted
+
+    def _merge_when_idle(self) -> None:
+        """The timer: merge the queue if no request was queued for ``MERGE_WHEN_IDLE_S``, else wait
+        for the rest of that time again."""
+        with self._lock:
+            self._timer_armed = False
+            if not self._pending:
+                return
+            idle = self._clock() - self._last_queued
+            if idle >= MERGE_WHEN_IDLE_S:
+                self._merge_pending()
+            else:
+                self._timer_armed = True
+                self._timer(MERGE_WHEN_IDLE_S - idle, self._merge_when_idle)
+
+    def _merge_pending(self) -> None:
+        """Merge the queued requests, oldest first (under the lock)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending, self._pending_states = [], 0
+        with gc_paused(sum(map(len, pending))):
+            for states in pending:
+                self._merge(states, [])
+
+    def _merge(self, states: Iterable[_State], deleted: list[TopicPartition]) -> None:
+        """Kafka's merge, state by state."""
+        topics = self._topics
+        for s in states:
+            if s.leader == LEADER_DURING_DELETE:
+                parts = topics.get(s.topic)
+                if parts is not None and parts.pop(s.partition, None) is not None:
+                    deleted.append(TopicPartition(s.topic, s.partition))
+                    if not parts:
+                        del topics[s.topic]
+                        self._topic_ids.pop(s.topic, None)
+            else:
+                parts = topics.get(s.topic)
+                if parts is None:
+                    parts = topics[s.topic] = {}
+                parts[s.partition] = s
+
+    def _merged(self) -> dict[str, dict[int, _State]]:
+        """The partitions per topic, the queue merged first (under the lock)."""
+        if self._pending:
+            self._merge_pending()
+        return self._topics
 
     def wait_until(self, predicate: Callable[[MetadataCache], bool], timeout_s: float) -> bool:
         """Whether ``predicate(self)`` held within ``timeout_s``; it is re-checked after every update."""
@@ -60,11 +163,11 @@ class MetadataCache:
 
     def contains_topic(self, topic: str) -> bool:
         with self._lock:
-            return topic in self._topics
+            return topic in self._merged()
 
     def topic_partitions(self, topic: str) -> dict[int, UpdateMetadataPartitionState]:
         with self._lock:
-            return dict(self._topics.get(topic, {}))
+            return dict(self._merged().get(topic, {}))
 
     def topic_names_by_id(self) -> dict[str, str]:
         """Topic id -> name, of the topics whose ids the controller sent."""
@@ -90,18 +193,18 @@ class MetadataCache:
 
     def get_partition_info(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
         with self._lock:
-            parts = self._topics.get(tp.topic)
+            parts = self._merged().get(tp.topic)
             return None if parts is None else parts.get(tp.partition)
 
     def all_partitions(self) -> list[TopicPartition]:
         with self._lock:
-            return [TopicPartition(t, p) for t, parts in self._topics.items() for p in parts]
+            return [TopicPartition(t, p) for t, parts in self._merged().items() for p in parts]
 
     def partition_states(
         self, tps: Iterable[TopicPartition] | None = None
     ) -> list[UpdateMetadataPartitionState]:
         with self._lock:
-            topics = self._topics
+            topics = self._merged()
             if tps is None:
                 return [s for parts in topics.values() for s in parts.values()]
             out = []
@@ -117,10 +220,16 @@ class MetadataCache:
     ) -> dict[str, list[UpdateMetadataPartitionState]]:
         """Each known topic asked for (all when ``None``) with its partitions, in partition order."""
         with self._lock:
-            known = self._topics
+            known = self._merged()
             names = known if topics is None else [t for t in topics if t in known]
             return {t: [known[t][p] for p in sorted(known[t])] for t in names}
 
     def topic_id(self, topic: str) -> str | None:
         with self._lock:
             return self._topic_ids.get(topic)
+
+
+def _deletes(states: Sequence[_State]) -> bool:
+    """Whether any state deletes its partition (leader -2), at C speed."""
+    leaders = states.leaders if isinstance(states, StateColumns) else map(_leader, states)
+    return LEADER_DURING_DELETE in leaders

@@ -25,7 +25,7 @@ import gc
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from operator import countOf
+from operator import countOf, itemgetter
 from typing import Protocol
 
 from kafka_controller.broker.partition import Partition
@@ -38,6 +38,7 @@ from kafka_controller.domain.requests import (
 )
 from kafka_controller.domain.values import EPOCH_DURING_DELETE, NO_EPOCH, Broker, TopicPartition
 from kafka_controller.heap import end_bulk
+from kafka_controller.transport.state_columns import StateColumns
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ _NONE = Errors.NONE
 _STALE_CONTROLLER_EPOCH = Errors.STALE_CONTROLLER_EPOCH
 _FENCED = Errors.FENCED_LEADER_EPOCH
 _UNKNOWN = Errors.UNKNOWN_TOPIC_OR_PARTITION
+_first8 = itemgetter(slice(8))  # a state's fields up to ``replicas``
 
 
 #: Above this many partitions a request pauses the cyclic garbage collector (see ``_gc_paused``).
@@ -150,30 +152,31 @@ class ReplicaManager:
             errors: dict[TopicPartition, Errors] = {}
             leaders: list[Partition] = []
             followers: dict[int, list[Partition]] = {}
-            for s in request.partition_states:
-                # A plain (topic, partition) slice finds the TopicPartition key (equal, hashed
+            states = request.partition_states
+            # A decoded request's columns, row by row: no LeaderAndIsrPartitionState each.
+            rows = states.raw(8) if isinstance(states, StateColumns) else map(_first8, states)
+            for topic, partition, controller_epoch, leader, epoch, isr, zk_version, replicas in rows:
+                # A plain (topic, partition) tuple finds the TopicPartition key (equal, hashed
                 # alike); a TopicPartition is built only for a partition not hosted here yet.
-                p = partitions.get(s[:2])  # type: ignore[call-overload]
+                p = partitions.get((topic, partition))  # type: ignore[call-overload]
                 if p is None:
-                    tp = TopicPartition(s.topic, s.partition)
+                    tp = TopicPartition(topic, partition)
                     current = -1
                 else:
                     tp = p.tp
                     current = p.leader_epoch
-                if s.leader_epoch > current:
-                    if me not in s.replicas:
+                if epoch > current:
+                    if me not in replicas:
                         errors[tp] = _UNKNOWN
                         continue
                     if p is None:
                         p = partitions[tp] = Partition(tp, me, rate)
-                    if p.apply_state(
-                        s.leader, s.leader_epoch, s.isr, s.zk_version, s.replicas, s.controller_epoch, now
-                    ):
+                    if p.apply_state(leader, epoch, isr, zk_version, replicas, controller_epoch, now):
                         leaders.append(p)
                     else:
-                        followers.setdefault(s.leader, []).append(p)
+                        followers.setdefault(leader, []).append(p)
                     errors[tp] = _NONE
-                elif s.leader_epoch < current:
+                elif epoch < current:
                     errors[tp] = _STALE_CONTROLLER_EPOCH
                 else:
                     errors[tp] = _FENCED

@@ -6,6 +6,7 @@ transport encodes them. Field names follow Kafka's request schemas in Python spe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
@@ -136,7 +137,8 @@ class LeaderAndIsrRequest:
     controller_id: int
     controller_epoch: int
     broker_epoch: int
-    partition_states: tuple[LeaderAndIsrPartitionState, ...]
+    # A tuple when built; a decoded request's columns (``transport.state_columns``), equal to it.
+    partition_states: Sequence[LeaderAndIsrPartitionState]
     topic_ids: dict[str, str] = field(default_factory=dict)
     live_leaders: tuple[Broker, ...] = ()
 
@@ -147,7 +149,8 @@ class UpdateMetadataRequest:
     controller_id: int
     controller_epoch: int
     broker_epoch: int
-    partition_states: tuple[UpdateMetadataPartitionState, ...]
+    # A tuple when built; a decoded request's columns (``transport.state_columns``), equal to it.
+    partition_states: Sequence[UpdateMetadataPartitionState]
     live_brokers: tuple[Broker, ...]
     topic_ids: dict[str, str] = field(default_factory=dict)
 

@@ -13,7 +13,7 @@ they are; ``register(ApiCodec(...))`` takes typed encoders and decoders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, itemgetter
@@ -57,18 +57,12 @@ from kafka_controller.transport.columns import (
     read_table,
 )
 from kafka_controller.transport.errors import ProtocolError
+from kafka_controller.transport.state_columns import StateColumns
 
-_S = TypeVar("_S", bound=tuple[Any, ...])
+_T = TypeVar("_T")
 _new_tuple = tuple.__new__
 _topic = itemgetter(0)  # of a TopicPartition
 _partition = itemgetter(1)
-
-
-def _build_states(kind: type[_S], rows: Iterable[tuple[Any, ...]]) -> tuple[_S, ...]:
-    """``tuple(kind(*row) for row in rows)`` without a Python-level call per row: a NamedTuple's
-    ``__new__`` is Python code, ``tuple.__new__(kind, row)`` is not (the rows hold every field in
-    declaration order, as ``domain.requests``' positional builders do)."""
-    return tuple(map(_new_tuple, repeat(kind), rows))
 
 
 # -- LeaderAndIsr --------------------------------------------------------------------------------
@@ -86,29 +80,35 @@ def encode_leader_and_isr_request(r: LeaderAndIsrRequest) -> Json:
 
 
 def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
+    """The states stay columns (``StateColumns``): the replica manager reads them row by row."""
     cols, topics, sets = _read_state_columns(body)
-    with gc_paused(cols.n):
-        states = _build_states(
-            LeaderAndIsrPartitionState,
-            zip(
-                cols.lookup("topic", topics),
-                cols.ints("partition"),
-                cols.ints("controller_epoch"),
-                cols.ints("leader"),
-                cols.ints("leader_epoch"),
-                cols.lookup("isr", sets),
-                cols.ints("zk_version"),
-                cols.lookup("replicas", sets),
-                cols.lookup("adding_replicas", sets, ()),
-                cols.lookup("removing_replicas", sets, ()),
-                cols.bools("is_new", False),
-                strict=True,
-            ),
-        )
+    n = cols.n
+    states: StateColumns[LeaderAndIsrPartitionState] = StateColumns(
+        (
+            _listed(cols.lookup("topic", topics)),
+            cols.ints("partition"),
+            cols.ints("controller_epoch"),
+            cols.ints("leader"),
+            cols.ints("leader_epoch"),
+            _listed(cols.lookup("isr", sets)),
+            cols.ints("zk_version"),
+            _listed(cols.lookup("replicas", sets)),
+            _listed(cols.lookup("adding_replicas", sets, ()), n),
+            _listed(cols.lookup("removing_replicas", sets, ()), n),
+            _listed(cols.bools("is_new", False), n),
+        ),
+        LeaderAndIsrPartitionState,
+    )
     version, controller_id, controller_epoch, broker_epoch = _read_header(body)
     leaders = _read_brokers(body, "live_leaders")
     return LeaderAndIsrRequest(
-        version, controller_id, controller_epoch, broker_epoch, states, _read_topic_ids(body), leaders
+        version,
+        controller_id,
+        controller_epoch,
+        broker_epoch,
+        states,
+        _read_topic_ids(body),
+        leaders,
     )
 
 
@@ -157,28 +157,42 @@ def encode_update_metadata_request(r: UpdateMetadataRequest) -> Json:
 
 
 def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
+    """The states stay columns (``StateColumns``): the broker's metadata cache keeps them by
+    reference and builds a partition's state when it is read."""
     cols, topics, sets = _read_state_columns(body)
-    with gc_paused(cols.n):
-        states = _build_states(
-            UpdateMetadataPartitionState,
-            zip(
-                cols.lookup("topic", topics),
-                cols.ints("partition"),
-                cols.ints("controller_epoch"),
-                cols.ints("leader"),
-                cols.ints("leader_epoch"),
-                cols.lookup("isr", sets),
-                cols.ints("zk_version"),
-                cols.lookup("replicas", sets),
-                cols.lookup("offline_replicas", sets),
-                strict=True,
-            ),
+    states: StateColumns[UpdateMetadataPartitionState] = StateColumns(
+        (
+            _listed(cols.lookup("topic", topics)),
+            cols.ints("partition"),
+            cols.ints("controller_epoch"),
+            cols.ints("leader"),
+            cols.ints("leader_epoch"),
+            _listed(cols.lookup("isr", sets)),
+            cols.ints("zk_version"),
+            _listed(cols.lookup("replicas", sets)),
+            _listed(cols.lookup("offline_replicas", sets)),
         )
+    )
     version, controller_id, controller_epoch, broker_epoch = _read_header(body)
     brokers = _read_brokers(body, "live_brokers")
     return UpdateMetadataRequest(
-        version, controller_id, controller_epoch, broker_epoch, states, brokers, _read_topic_ids(body)
+        version,
+        controller_id,
+        controller_epoch,
+        broker_epoch,
+        states,
+        brokers,
+        _read_topic_ids(body),
     )
+
+
+def _listed(values: Iterable[_T], n: int = 0) -> Sequence[_T]:
+    """A column as a sequence: a column left out (``repeat(default, n)``) as ``(default,) * n``."""
+    if isinstance(values, tuple | list):
+        return values
+    if isinstance(values, repeat):
+        return (next(values),) * n if n else ()
+    return tuple(values)
 
 
 def encode_update_metadata_response(r: UpdateMetadataResponse) -> Json:

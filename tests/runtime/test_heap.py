@@ -11,8 +11,9 @@ import orjson
 import pytest
 
 from kafka_controller import heap
-from kafka_controller.domain.requests import UpdateMetadataRequest, build_update_metadata_partition_state
-from kafka_controller.transport.codec import decode_update_metadata_request, encode_update_metadata_request
+from kafka_controller.domain.requests import Errors, LeaderAndIsrResponse
+from kafka_controller.domain.values import TopicPartition
+from kafka_controller.transport.codec import decode_leader_and_isr_response, encode_leader_and_isr_response
 from kafka_controller.transport.columns import GC_PAUSE_MIN_ROWS
 
 
@@ -36,18 +37,14 @@ def test_end_bulk_freezes_and_re_enables() -> None:
 
 def test_a_large_decode_leaves_its_objects_frozen_and_the_collector_on() -> None:
     n = GC_PAUSE_MIN_ROWS
-    states = tuple(
-        build_update_metadata_partition_state(f"t{i // 100}", i % 100, 1, 1, 1, (1, 2), 0, (1, 2, 3), ())
-        for i in range(n)
-    )
-    body = orjson.loads(
-        orjson.dumps(encode_update_metadata_request(UpdateMetadataRequest(1, 1, 1, 1, states, ())))
-    )
+    errors = {TopicPartition(f"t{i // 100}", i % 100): Errors.NONE for i in range(n)}
+    response = LeaderAndIsrResponse(Errors.NONE, errors)
+    body = orjson.loads(orjson.dumps(encode_leader_and_isr_response(response)))
     before = gc.get_freeze_count()
-    decoded = decode_update_metadata_request(body)
-    assert decoded.partition_states == states
+    decoded = decode_leader_and_isr_response(body)
+    assert decoded.partition_errors == errors
     assert gc.isenabled()
-    assert gc.get_freeze_count() >= before + n  # one NamedTuple per partition, at least
+    assert gc.get_freeze_count() >= before + n  # one TopicPartition per partition, at least
 
 
 def test_no_bulk_freeze_between_an_unfreeze_and_the_next_full_collection() -> None:
