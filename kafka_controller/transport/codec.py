@@ -81,18 +81,11 @@ def encode_leader_and_isr_request(r: LeaderAndIsrRequest) -> Json:
 
 def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
     """The states stay columns (``StateColumns``): the replica manager reads them row by row."""
-    cols, topics, sets = _read_state_columns(body)
+    cols, sets, common = _common_state_columns(body)
     n = cols.n
     states: StateColumns[LeaderAndIsrPartitionState] = StateColumns(
         (
-            _listed(cols.lookup("topic", topics)),
-            cols.ints("partition"),
-            cols.ints("controller_epoch"),
-            cols.ints("leader"),
-            cols.ints("leader_epoch"),
-            _listed(cols.lookup("isr", sets)),
-            cols.ints("zk_version"),
-            _listed(cols.lookup("replicas", sets)),
+            *common,
             _listed(cols.lookup("adding_replicas", sets, ()), n),
             _listed(cols.lookup("removing_replicas", sets, ()), n),
             _listed(cols.bools("is_new", False), n),
@@ -157,19 +150,12 @@ def encode_update_metadata_request(r: UpdateMetadataRequest) -> Json:
 
 
 def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
-    """The states stay columns (``StateColumns``): the broker's metadata cache keeps them by
-    reference and builds a partition's state when it is read."""
-    cols, topics, sets = _read_state_columns(body)
+    """The states stay columns (``StateColumns``): the broker's metadata cache queues them by
+    reference and builds each partition's state when it merges them (``metadata_cache``)."""
+    cols, sets, common = _common_state_columns(body)
     states: StateColumns[UpdateMetadataPartitionState] = StateColumns(
         (
-            _listed(cols.lookup("topic", topics)),
-            cols.ints("partition"),
-            cols.ints("controller_epoch"),
-            cols.ints("leader"),
-            cols.ints("leader_epoch"),
-            _listed(cols.lookup("isr", sets)),
-            cols.ints("zk_version"),
-            _listed(cols.lookup("replicas", sets)),
+            *common,
             _listed(cols.lookup("offline_replicas", sets)),
         )
     )
@@ -183,6 +169,26 @@ def decode_update_metadata_request(body: Json) -> UpdateMetadataRequest:
         states,
         brokers,
         _read_topic_ids(body),
+    )
+
+
+def _common_state_columns(body: Json) -> tuple[Columns, Any, tuple[Sequence[Any], ...]]:
+    """A control request's columns, its replica-set table, and the eight state fields LeaderAndIsr
+    and UpdateMetadata share, in their classes' field order (topic to replicas)."""
+    cols, topics, sets = _read_state_columns(body)
+    return (
+        cols,
+        sets,
+        (
+            _listed(cols.lookup("topic", topics)),
+            cols.ints("partition"),
+            cols.ints("controller_epoch"),
+            cols.ints("leader"),
+            cols.ints("leader_epoch"),
+            _listed(cols.lookup("isr", sets)),
+            cols.ints("zk_version"),
+            _listed(cols.lookup("replicas", sets)),
+        ),
     )
 
 
