@@ -187,12 +187,13 @@ class DataPlane:
                     "list[TopicPartition]", list(zip(request.topics, request.partitions, strict=True))
                 )
                 session.partitions = dict(zip(keys, request.leader_epochs, strict=True))
-                columns = zip(keys, request.leader_epochs, request.fetch_offsets, strict=True)
-                rows = [self._fetch_one(session, k, e, offset, now, proposals) for k, e, offset in columns]
+                columns = self._fetch_full(
+                    session, keys, request.leader_epochs, request.fetch_offsets, now, proposals
+                )
                 answered: tuple[str, ...] = ()
                 numbers: tuple[int, ...] = ()
             else:
-                session = self.sessions.get(replica)  # type: ignore[assignment]
+                session = self.sessions.get(replica)  
                 if session is None or session.session_id != request.session_id:
                     return A.FetchResponse(FETCH_SESSION_ID_NOT_FOUND)
                 if request.session_epoch != session.epoch:
@@ -203,11 +204,12 @@ class DataPlane:
                 epochs = session.partitions
                 rows = [self._fetch_one(session, tp, epochs[tp], None, now, proposals) for tp in tps]
                 answered, numbers = tuple(tp.topic for tp in tps), tuple(tp.partition for tp in tps)
+                columns = tuple(map(tuple, zip(*rows, strict=True))) if rows else ((),) * 5
             hw_ms = self._high_watermark_ms(now)
         for tp, proposal in proposals:
             log.info("Expanding the ISR of %s to %s", tp, list(proposal.isr))
             self.alter_isr.submit(tp, proposal)
-        errors, hws, leos, bases, base_ms = (tuple(c) for c in zip(*rows, strict=True)) if rows else ((),) * 5
+        errors, hws, leos, bases, base_ms = columns
         return A.FetchResponse(
             _NONE,
             errors,
@@ -222,6 +224,70 @@ class DataPlane:
             hw_ms=hw_ms,
             rate_per_ms=rm.produce_rate_per_s / 1000.0,
         )
+
+    def _fetch_full(
+        self,
+        session: FetchSession,
+        keys: list[TopicPartition],
+        epochs: tuple[int, ...],
+        offsets: tuple[int, ...],
+        now: int,
+        proposals: list[tuple[TopicPartition, Any]],
+    ) -> tuple[tuple[Any, ...], ...]:
+        """A full fetch's partitions, answered as columns ``(errors, hws, leos, bases, base times)``.
+
+        A failover's full fetches name 20,000-40,000 partitions each, nearly all of them led here
+        with the follower in the ISR: for those, ``Partition.on_follower_fetch`` (for an in-sync
+        follower, which may not join) and the session attach are done inline, without the three
+        calls and the row tuple per partition of ``_fetch_one``; any other partition (not led,
+        fenced, follower out of the ISR or unknown, ISR change pending) goes through ``_fetch_one``.
+        Same state, same answer: only the Python per partition is less."""
+        get = self.replica_manager.partitions.get
+        replica = session.replica_id
+        fetches = session.fetches
+        errors: list[str] = []
+        hws: list[int] = []
+        leos: list[int] = []
+        bases: list[int] = []
+        base_times: list[int] = []
+        for key, epoch, offset in zip(keys, epochs, offsets, strict=True):
+            p = get(key)
+            f = None if p is None else p.followers.get(replica)
+            if (
+                f is None
+                or f.session is not None
+                or not p.is_leader  # type: ignore[union-attr]
+                or epoch != p.leader_epoch  # type: ignore[union-attr]
+                or p.pending_isr is not None  # type: ignore[union-attr]
+                or replica not in p.isr  # type: ignore[union-attr]
+            ):
+                row = self._fetch_one(session, key, epoch, offset, now, proposals)
+                errors.append(row[0])
+                hws.append(row[1])
+                leos.append(row[2])
+                bases.append(row[3])
+                base_times.append(row[4])
+                continue
+            assert p is not None
+            leo = p.log_end_offset(now)
+            if offset >= leo:  # on_follower_fetch, for a follower already in the ISR
+                f.last_caught_up_ms = now
+                offset = leo
+            elif offset >= f.last_fetch_leader_leo >= 0 and f.last_fetch_ms > f.last_caught_up_ms:
+                f.last_caught_up_ms = f.last_fetch_ms
+            f.log_end_offset = offset
+            f.last_fetch_leader_leo = leo
+            f.last_fetch_ms = now
+            hw = f.last_fetch_hw = p._leader_high_watermark(leo)
+            f.session = session  # FollowerState.attach: steady from now on
+            f.steady_fetches = fetches
+            base, base_ms = p.leader_log()
+            errors.append(_NONE)
+            hws.append(hw)
+            leos.append(leo)
+            bases.append(base)
+            base_times.append(base_ms)
+        return tuple(errors), tuple(hws), tuple(leos), tuple(bases), tuple(base_times)
 
     def _fetch_one(
         self,
