@@ -193,7 +193,7 @@ class DataPlane:
                 answered: tuple[str, ...] = ()
                 numbers: tuple[int, ...] = ()
             else:
-                session = self.sessions.get(replica)  
+                session = self.sessions.get(replica)  # type: ignore[assignment]
                 if session is None or session.session_id != request.session_id:
                     return A.FetchResponse(FETCH_SESSION_ID_NOT_FOUND)
                 if request.session_epoch != session.epoch:
