@@ -8,7 +8,8 @@
   follower's progress at once; only the partitions in the session's ``explicit`` set (follower out
   of the ISR, or the partition changed) go one by one: leader-epoch fencing, then
   ``Partition.on_follower_fetch``; a follower that caught up with the high watermark is proposed
-  for the ISR through AlterIsr. So the steady state costs per fetch, not per partition.
+  for the ISR through AlterIsr. So the steady state costs per fetch, not per partition. A full
+  fetch's in-sync partitions (a failover's tens of thousands) are answered inline (``_fetch_full``).
 * **ISR shrink** (Kafka's ``isr-expiration`` task): every half ``replica.lag.time.max.ms``, ISR
   followers that have not caught up for that long are proposed for removal through AlterIsr.
 
