@@ -239,7 +239,8 @@ class DataPlane:
 
         A failover's full fetches name 20,000-40,000 partitions each, nearly all of them led here
         with the follower in the ISR: for those, ``Partition.on_follower_fetch`` (for an in-sync
-        follower, which may not join) and the session attach are done inline, without the three
+        follower, which may not join: ``FollowerState.update_fetch_state``, the one both share, and
+        the high watermark) and the session attach are done inline, without the three
         calls and the row tuple per partition of ``_fetch_one``; any other partition (not led,
         fenced, follower out of the ISR or unknown, ISR change pending) goes through ``_fetch_one``.
         Same state, same answer: only the Python per partition is less."""
@@ -270,15 +271,8 @@ class DataPlane:
                 base_times.append(row[4])
                 continue
             assert p is not None
-            leo = p.log_end_offset(now)
-            if offset >= leo:  # on_follower_fetch, for a follower already in the ISR
-                f.last_caught_up_ms = now
-                offset = leo
-            elif offset >= f.last_fetch_leader_leo >= 0 and f.last_fetch_ms > f.last_caught_up_ms:
-                f.last_caught_up_ms = f.last_fetch_ms
-            f.log_end_offset = offset
-            f.last_fetch_leader_leo = leo
-            f.last_fetch_ms = now
+            leo = p.log_end_offset(now)  # on_follower_fetch, for a follower already in the ISR
+            f.update_fetch_state(offset, leo, now)
             hw = f.last_fetch_hw = p._leader_high_watermark(leo)
             f.session = session  # FollowerState.attach: steady from now on
             f.steady_fetches = fetches

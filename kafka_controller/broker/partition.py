@@ -71,6 +71,22 @@ class FollowerState:
         self.last_fetch_ms = s.last_ms
         self.steady_fetches = s.fetches
 
+    def update_fetch_state(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> int:
+        """Kafka's ``Replica.updateFetchState`` for a fetch from ``fetch_offset`` when the leader's
+        log ended at ``leader_log_end_offset``; returns the follower's log end (never past the
+        leader's). Shared by ``Partition.on_follower_fetch`` and the full fetch's inline path
+        (``DataPlane._fetch_full``)."""
+        leo = leader_log_end_offset
+        if fetch_offset >= leo:
+            self.last_caught_up_ms = now_ms
+            fetch_offset = leo
+        elif fetch_offset >= self.last_fetch_leader_leo >= 0 and self.last_fetch_ms > self.last_caught_up_ms:
+            self.last_caught_up_ms = self.last_fetch_ms
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_leo = leo
+        self.last_fetch_ms = now_ms
+        return fetch_offset
+
     def attach(self, session: FetchSession) -> None:
         self.session = session
         self.steady_fetches = session.fetches
@@ -270,14 +286,7 @@ class Partition:
             f = self.followers[replica] = FollowerState(0)
         elif f.session is not None:
             f.refresh(self)
-        offset = fetch_offset if fetch_offset < leo else leo
-        if fetch_offset >= leo:
-            f.last_caught_up_ms = now_ms
-        elif fetch_offset >= f.last_fetch_leader_leo >= 0:
-            f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
-        f.log_end_offset = offset
-        f.last_fetch_leader_leo = leo
-        f.last_fetch_ms = now_ms
+        offset = f.update_fetch_state(fetch_offset, leo, now_ms)
         previous_hw = f.last_fetch_hw
         hw = self._leader_high_watermark(leo) if self.is_leader else self.high_watermark(now_ms)
         f.last_fetch_hw = hw
