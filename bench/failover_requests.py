@@ -13,7 +13,9 @@ ZooKeeper or sockets, on the process CPU clock, in three parts:
 * ``data_plane``: the fetching the requests set off: the 5 brokers of the settled cluster fetch
   until their sessions are steady, broker 4 dies, then after each batch of requests every fetcher
   of the 4 live brokers fetches twice (a 200 ms fetch interval, in-process round trips through the
-  Fetch codec).
+  Fetch codec). ``apply_cpu_s``: the 4 live brokers' handling of the requests themselves there
+  (decode, apply, encode; the controller's own broker without the codec), with fetcher clocks
+  and fetch sessions to detach from, as in a real failover (``brokers`` has none).
 
 The requests are the ones ``KafkaController`` sends on the in-memory store (``controller_inmemory``'s
 ``--rf 3 --dead 1`` layout: replicas consecutive from a round-robin start). Prints one JSON line
@@ -209,15 +211,16 @@ def data_plane_part(layout: Layout, sent: Sent) -> dict[str, float]:
         fetch_round()
     dead.add(DEAD)
     fetch_round()
-    total = 0.0
+    total = applied = 0.0
     for batch in _batches(sent):
         for b, r in batch:
             if b == CONTROLLER:  # the controller's own broker: called directly (LocalClient)
-                handlers[b].handle(API_BY_REQUEST_TYPE[type(r)], r)
+                applied += cpu(lambda: handlers[b].handle(API_BY_REQUEST_TYPE[type(r)], r))  # noqa: B023
             else:
-                serve(handlers[b], encode(r))
+                payload = encode(r)
+                applied += cpu(lambda: serve(handlers[b], payload))  # noqa: B023
         total += cpu(fetch_round) + cpu(fetch_round)
-    return {"fetch_cpu_s": total}
+    return {"fetch_cpu_s": total, "apply_cpu_s": applied}
 
 
 PARTS = {"controller": controller_part, "brokers": brokers_part, "data_plane": data_plane_part}

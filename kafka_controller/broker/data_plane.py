@@ -8,7 +8,8 @@
   follower's progress at once; only the partitions in the session's ``explicit`` set (follower out
   of the ISR, or the partition changed) go one by one: leader-epoch fencing, then
   ``Partition.on_follower_fetch``; a follower that caught up with the high watermark is proposed
-  for the ISR through AlterIsr. So the steady state costs per fetch, not per partition.
+  for the ISR through AlterIsr. So the steady state costs per fetch, not per partition. A full
+  fetch's in-sync partitions (a failover's tens of thousands) are answered inline (``_fetch_full``).
 * **ISR shrink** (Kafka's ``isr-expiration`` task): every half ``replica.lag.time.max.ms``, ISR
   followers that have not caught up for that long are proposed for removal through AlterIsr.
 
@@ -187,8 +188,9 @@ class DataPlane:
                     "list[TopicPartition]", list(zip(request.topics, request.partitions, strict=True))
                 )
                 session.partitions = dict(zip(keys, request.leader_epochs, strict=True))
-                columns = zip(keys, request.leader_epochs, request.fetch_offsets, strict=True)
-                rows = [self._fetch_one(session, k, e, offset, now, proposals) for k, e, offset in columns]
+                columns = self._fetch_full(
+                    session, keys, request.leader_epochs, request.fetch_offsets, now, proposals
+                )
                 answered: tuple[str, ...] = ()
                 numbers: tuple[int, ...] = ()
             else:
@@ -203,11 +205,12 @@ class DataPlane:
                 epochs = session.partitions
                 rows = [self._fetch_one(session, tp, epochs[tp], None, now, proposals) for tp in tps]
                 answered, numbers = tuple(tp.topic for tp in tps), tuple(tp.partition for tp in tps)
+                columns = tuple(map(tuple, zip(*rows, strict=True))) if rows else ((),) * 5
             hw_ms = self._high_watermark_ms(now)
         for tp, proposal in proposals:
             log.info("Expanding the ISR of %s to %s", tp, list(proposal.isr))
             self.alter_isr.submit(tp, proposal)
-        errors, hws, leos, bases, base_ms = (tuple(c) for c in zip(*rows, strict=True)) if rows else ((),) * 5
+        errors, hws, leos, bases, base_ms = columns
         return A.FetchResponse(
             _NONE,
             errors,
@@ -222,6 +225,64 @@ class DataPlane:
             hw_ms=hw_ms,
             rate_per_ms=rm.produce_rate_per_s / 1000.0,
         )
+
+    def _fetch_full(
+        self,
+        session: FetchSession,
+        keys: list[TopicPartition],
+        epochs: tuple[int, ...],
+        offsets: tuple[int, ...],
+        now: int,
+        proposals: list[tuple[TopicPartition, Any]],
+    ) -> tuple[tuple[Any, ...], ...]:
+        """A full fetch's partitions, answered as columns ``(errors, hws, leos, bases, base times)``.
+
+        A failover's full fetches name 20,000-40,000 partitions each, nearly all of them led here
+        with the follower in the ISR: for those, ``Partition.on_follower_fetch`` (for an in-sync
+        follower, which may not join: ``FollowerState.update_fetch_state``, the one both share, and
+        the high watermark) and the session attach are done inline, without the three
+        calls and the row tuple per partition of ``_fetch_one``; any other partition (not led,
+        fenced, follower out of the ISR or unknown, ISR change pending) goes through ``_fetch_one``.
+        Same state, same answer: only the Python per partition is less."""
+        get = self.replica_manager.partitions.get
+        replica = session.replica_id
+        fetches = session.fetches
+        errors: list[str] = []
+        hws: list[int] = []
+        leos: list[int] = []
+        bases: list[int] = []
+        base_times: list[int] = []
+        for key, epoch, offset in zip(keys, epochs, offsets, strict=True):
+            p = get(key)
+            f = None if p is None else p.followers.get(replica)
+            if (
+                f is None
+                or f.session is not None
+                or not p.is_leader  # type: ignore[union-attr]
+                or epoch != p.leader_epoch  # type: ignore[union-attr]
+                or p.pending_isr is not None  # type: ignore[union-attr]
+                or replica not in p.isr  # type: ignore[union-attr]
+            ):
+                row = self._fetch_one(session, key, epoch, offset, now, proposals)
+                errors.append(row[0])
+                hws.append(row[1])
+                leos.append(row[2])
+                bases.append(row[3])
+                base_times.append(row[4])
+                continue
+            assert p is not None
+            leo = p.log_end_offset(now)  # on_follower_fetch, for a follower already in the ISR
+            f.update_fetch_state(offset, leo, now)
+            hw = f.last_fetch_hw = p._leader_high_watermark(leo)
+            f.session = session  # FollowerState.attach: steady from now on
+            f.steady_fetches = fetches
+            base, base_ms = p.leader_log()
+            errors.append(_NONE)
+            hws.append(hw)
+            leos.append(leo)
+            bases.append(base)
+            base_times.append(base_ms)
+        return tuple(errors), tuple(hws), tuple(leos), tuple(bases), tuple(base_times)
 
     def _fetch_one(
         self,

@@ -57,7 +57,12 @@ class FollowerState:
         s = self.session
         if s is None or s.fetches == self.steady_fetches:
             return
-        offset, leo = p.log_end_offset(s.prev_ms), p.log_end_offset(s.last_ms)
+        if p.is_leader:  # always, in a session: ``log_end_offset``'s leader arm, without 2 calls
+            base, base_ms, rate = p._base_leo, p._base_ms, p.rate_per_ms
+            offset = base + int((s.prev_ms - base_ms) * rate)
+            leo = base + int((s.last_ms - base_ms) * rate)
+        else:
+            offset, leo = p.log_end_offset(s.prev_ms), p.log_end_offset(s.last_ms)
         caught_up = s.last_ms if offset >= leo else s.prev_ms
         if caught_up > self.last_caught_up_ms:
             self.last_caught_up_ms = caught_up
@@ -65,6 +70,22 @@ class FollowerState:
         self.last_fetch_leader_leo = leo
         self.last_fetch_ms = s.last_ms
         self.steady_fetches = s.fetches
+
+    def update_fetch_state(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> int:
+        """Kafka's ``Replica.updateFetchState`` for a fetch from ``fetch_offset`` when the leader's
+        log ended at ``leader_log_end_offset``; returns the follower's log end (never past the
+        leader's). Shared by ``Partition.on_follower_fetch`` and the full fetch's inline path
+        (``DataPlane._fetch_full``)."""
+        leo = leader_log_end_offset
+        if fetch_offset >= leo:
+            self.last_caught_up_ms = now_ms
+            fetch_offset = leo
+        elif fetch_offset >= self.last_fetch_leader_leo >= 0 and self.last_fetch_ms > self.last_caught_up_ms:
+            self.last_caught_up_ms = self.last_fetch_ms
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_leo = leo
+        self.last_fetch_ms = now_ms
+        return fetch_offset
 
     def attach(self, session: FetchSession) -> None:
         self.session = session
@@ -195,13 +216,23 @@ class Partition:
         Called for every partition of a failover's LeaderAndIsr (100,000 and more): the checks
         that usually find nothing (a follower's fetch session, the fetcher's clock) are made
         here, not in a call each."""
-        for follower in self.followers.values():
-            if follower.session is not None:
-                follower.detach(self)  # the sessions answer this partition one by one again
-        if self._clock is not None:
-            self.detach_from_leader()
         me = self.broker_id
         becomes_leader = state_leader == me
+        if self.followers:
+            # The sessions answer this partition one by one again. A leader that stays one keeps
+            # its followers' states, brought up to date first (``FollowerState.detach``); a
+            # leadership change drops them below, so there is nothing to bring up to date.
+            tp = self.tp
+            kept = becomes_leader == self.is_leader
+            for follower in self.followers.values():
+                s = follower.session
+                if s is not None:
+                    if kept:
+                        follower.refresh(self)
+                    follower.session = None
+                    s.explicit.add(tp)
+        if self._clock is not None:
+            self.detach_from_leader()
         if becomes_leader and not self.is_leader:
             # Not leader and no fetcher clock (detached above): the log end is ``_base_leo``.
             self._base_ms = now_ms
@@ -255,14 +286,7 @@ class Partition:
             f = self.followers[replica] = FollowerState(0)
         elif f.session is not None:
             f.refresh(self)
-        offset = fetch_offset if fetch_offset < leo else leo
-        if fetch_offset >= leo:
-            f.last_caught_up_ms = now_ms
-        elif fetch_offset >= f.last_fetch_leader_leo >= 0:
-            f.last_caught_up_ms = max(f.last_caught_up_ms, f.last_fetch_ms)
-        f.log_end_offset = offset
-        f.last_fetch_leader_leo = leo
-        f.last_fetch_ms = now_ms
+        offset = f.update_fetch_state(fetch_offset, leo, now_ms)
         previous_hw = f.last_fetch_hw
         hw = self._leader_high_watermark(leo) if self.is_leader else self.high_watermark(now_ms)
         f.last_fetch_hw = hw
@@ -341,10 +365,25 @@ class Partition:
     def detach_from_leader(self) -> None:
         """Keep the log end and high watermark of the fetcher's last answer, and stop following."""
         clock = self._clock
-        if clock is not None:
+        if clock is None:
+            return
+        if self.is_leader:  # never attached to a clock, but keep the general rule
             self._base_leo = self.log_end_offset(0)
             self._hw = self.high_watermark(0)
-            self._clock = None
+        else:
+            # ``log_end_offset`` and ``high_watermark``'s follower arms, inlined: a failover's
+            # LeaderAndIsr detaches tens of thousands of followers (5 calls each saved).
+            now, hw_ms = clock.leader_now_ms, clock.hw_ms
+            base, base_ms, rate = self._leader_base_leo, self._leader_base_ms, self._leader_rate_per_ms
+            leo = base + int((now - base_ms) * rate)
+            hw = self._hw
+            if hw_ms >= 0:
+                at_hw = base + int(((hw_ms if hw_ms < now else now) - base_ms) * rate)
+                if at_hw > hw:
+                    hw = at_hw
+            self._base_leo = leo
+            self._hw = hw if hw < leo else leo
+        self._clock = None
 
     def leader_log(self) -> tuple[int, int]:
         """The leader's log as a function of time: ``(base offset, base time)`` (rate: the broker's)."""
