@@ -21,9 +21,9 @@ merge (the same loop) runs once the burst is over, off the failover's critical p
 machine the broker shares with the controller and ZooKeeper is no longer saturated. States already
 built (the controller's own broker, handed the controller's tuple in-process) are merged at once
 when nothing is queued: queued, they would keep the controller's states alive beside the ones
-they replace, at the controller's peak. Readers see
-what Kafka's state-by-state merge would have given: the merge is the same, only later. (Kafka
-merges on arrival; this departs from its call sequence, not from what a reader can observe.)
+they replace, at the controller's peak. Readers see what Kafka's state-by-state merge would have
+given: the merge is the same, only later (README deviation 18: Kafka merges on arrival; this
+departs from its call sequence, not from what a reader can observe).
 """
 
 from __future__ import annotations
