@@ -71,6 +71,9 @@ class AbstractReplicaStateMachine(abc.ABC):
         """Initialise every replica's state, then move online and offline replicas (spec §4.1).
 
         Both calls are made even with empty lists, as Kafka's are (the mock machines count them).
+        The online list is dropped before the offline changes: at RF 3 it holds 240,000 keys
+        (~2 MB of list) that the offline changes, the failover's memory peak (the ISR removal's
+        requests being built), do not need.
         """
         _LOG.info("Initializing replica state")
         online, offline = self.initialize_replica_state()
@@ -80,6 +83,7 @@ class AbstractReplicaStateMachine(abc.ABC):
             self.handle_state_changes(online, _ONLINE)
         finally:
             self._initialized_online = None
+        del online
         _LOG.info("Triggering offline replica state changes")
         self.handle_state_changes(offline, _OFFLINE)
 

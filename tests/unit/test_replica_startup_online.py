@@ -6,6 +6,7 @@ them again, with the same requests, states (in the same order) and audit records
 from __future__ import annotations
 
 import random
+import weakref
 from typing import Any
 
 import pytest
@@ -114,4 +115,39 @@ def test_replicas_not_online_yet_are_still_looked_up_and_moved() -> None:
     machine.handle_state_changes(moved, _ONLINE)
 
     assert list(ctx.replica_states) == order
+    assert set(ctx.replica_states.values()) == {_ONLINE}
+
+
+class _WeakList(list[PartitionAndReplica]):
+    """A list a weak reference can follow (a plain list cannot)."""
+
+
+def test_startup_drops_the_online_replicas_before_the_offline_changes() -> None:
+    """The online list (240,000 keys at RF 3) is not held through the offline changes, which
+    build the ISR removal's requests: the failover's memory peak."""
+    alive_at_offline: list[bool] = []
+
+    class Machine(ReplicaStateMachine):
+        online_ref: weakref.ref[_WeakList] | None = None
+
+        def initialize_replica_state(self) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+            online, offline = super().initialize_replica_state()
+            kept = _WeakList(online)
+            self.online_ref = weakref.ref(kept)
+            return kept, offline
+
+        def handle_state_changes(self, replicas: Any, target: ReplicaState) -> None:
+            if target is ReplicaState.OFFLINE_REPLICA and self.online_ref is not None:
+                alive_at_offline.append(self.online_ref() is not None)
+            super().handle_state_changes(replicas, target)
+
+    ctx = _context(random.Random(3), BROKERS)
+    ctx.replicas_on_offline_dirs.clear()
+    channel = RecordingBrokerChannel()
+    batch = ControllerBrokerRequestBatch(0, ctx, channel, lambda _: None)
+    machine = Machine(0, ctx, ScriptedPartitionStateStore(), batch, audit=RecordingAuditSink())
+
+    machine.startup()
+
+    assert alive_at_offline == [False]
     assert set(ctx.replica_states.values()) == {_ONLINE}
