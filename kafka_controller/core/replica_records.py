@@ -102,11 +102,7 @@ class ReplicaTransitionLog:
         records = self._records
         if records is None or not partitions:
             return
-        to_state = _KAFKA_NAME[target]
-        bulk = records[-1] if records else None
-        if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
-            bulk = ReplicaTransitions.unchanged(to_state)
-            records.append(bulk)
+        bulk = _trailing(records, _KAFKA_NAME[target], unchanged=True)
         infos: list[Any] = list(map(self.controller_context.partitions_leadership_info.get, partitions))
         leaders: list[int | None]
         isrs: list[tuple[int, ...] | None]
@@ -146,15 +142,8 @@ class ReplicaTransitionLog:
         records = self._records
         if records is None or not run:
             return
-        to_state = _KAFKA_NAME[target]
-        bulk = records[-1] if records else None
-        if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
-            bulk = ReplicaTransitions(to_state)
-            records.append(bulk)
-        elif bulk.shares_after_columns:  # its after columns become lists of their own (as ``add``)
-            bulk.leader_after = list(bulk.leader_before)
-            bulk.isr_after = list(bulk.isr_before)
-            bulk.leader_epoch_after = list(bulk.leader_epoch_before)
+        bulk = _trailing(records, _KAFKA_NAME[target], unchanged=False)
+        bulk.own_after_columns()  # rows whose after values differ follow (as ``add``)
         replicas = list(map(itemgetter(0), run))
         tps = list(map(itemgetter(0), replicas))
         before = list(map(itemgetter(0), map(itemgetter(2), run)))  # LeaderAndIsr
@@ -251,15 +240,7 @@ class ReplicaTransitionLog:
             a = after.leader_and_isr
             la, ia, ea = a.leader, a.isr, a.leader_epoch
         if self._bulk and outcome == OUTCOME_OK:
-            bulk = records[-1] if records else None
-            to_state = _KAFKA_NAME[target]
-            if type(bulk) is not ReplicaTransitions or bulk.to_state != to_state:
-                bulk = (
-                    ReplicaTransitions.unchanged(to_state)
-                    if after is before
-                    else ReplicaTransitions(to_state)
-                )
-                records.append(bulk)
+            bulk = _trailing(records, _KAFKA_NAME[target], unchanged=after is before)
             if after is before:
                 bulk.add_unchanged(tp.topic, tp.partition, replica.replica, _KAFKA_NAME[state], lb, ib, eb)
             else:
@@ -282,3 +263,14 @@ class ReplicaTransitionLog:
                 None if error is None else (str(error) or type(error).__name__),
             )
         )
+
+
+def _trailing(records: list[AuditItem], to_state: str, unchanged: bool) -> ReplicaTransitions:
+    """The trailing ``ReplicaTransitions`` of ``to_state`` in ``records``; when the last record is
+    anything else, a new one appended (rows keep the order of calls), sharing its after columns
+    with its before ones when its first rows are ``unchanged`` (``ReplicaTransitions.unchanged``)."""
+    last = records[-1] if records else None
+    if type(last) is not ReplicaTransitions or last.to_state != to_state:
+        last = ReplicaTransitions.unchanged(to_state) if unchanged else ReplicaTransitions(to_state)
+        records.append(last)
+    return last

@@ -148,6 +148,14 @@ class ReplicaTransitions:
         """True while the after columns are the before columns (see ``unchanged``)."""
         return self.leader_after is self.leader_before
 
+    def own_after_columns(self) -> None:
+        """Give the after columns lists of their own if they are the before columns (``unchanged``):
+        before rows whose after values differ are added."""
+        if self.leader_after is self.leader_before:
+            self.leader_after = list(self.leader_before)
+            self.isr_after = list(self.isr_before)
+            self.leader_epoch_after = list(self.leader_epoch_before)
+
     def add_unchanged(
         self,
         topic: str,
@@ -209,10 +217,8 @@ class ReplicaTransitions:
         leader_epoch_before: int | None,
         leader_epoch_after: int | None,
     ) -> None:
-        if self.leader_after is self.leader_before:  # after columns shared (``unchanged``): split
-            self.leader_after = list(self.leader_before)
-            self.isr_after = list(self.isr_before)
-            self.leader_epoch_after = list(self.leader_epoch_before)
+        if self.leader_after is self.leader_before:
+            self.own_after_columns()
         self.topic.append(topic)
         self.partition.append(partition)
         self.replica.append(replica)

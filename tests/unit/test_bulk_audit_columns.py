@@ -20,8 +20,6 @@ from kafka_controller.domain.audit_records import (
 )
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
-    Broker,
-    EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
@@ -30,6 +28,7 @@ from kafka_controller.domain.values import (
 )
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.recording import RecordingAuditSink, RecordingRequestBatch
+from tests.unit.offline_cluster import offline_cluster
 
 N = 40
 MISSING = {7, 23}  # partitions whose state znode is gone: their ISR removal fails
@@ -51,26 +50,14 @@ def _cluster(
 ) -> tuple[ControllerContext, InMemoryMetadataStore, list[TopicPartition]]:
     """``N`` partitions on brokers (1, 2) led by broker 1 (dead), broker 2 alive; partition ``p``'s
     ISR is ``isr_of.get(p, (1, 2))``; no state znode for the ``MISSING`` ones."""
-    store = InMemoryMetadataStore()
-    ctx = ControllerContext()
-    ctx.epoch, ctx.epoch_zk_version = store.register_controller_and_increment_controller_epoch(7)
-    ctx.set_live_brokers({Broker(2, (EndPoint("h", 1),)): 10})
     tps = [TopicPartition("t", p) for p in range(N)]
-    ctx.set_all_topics(["t"])
-    ctx.partition_assignments["t"] = {tp.partition: ReplicaAssignment((1, 2)) for tp in tps}
-    store.create_topic("t", ctx.partition_assignments["t"])
     states = {
         tp: LeaderIsrAndControllerEpoch(
             LeaderAndIsr(1, 3 + tp.partition, isr_of.get(tp.partition, (1, 2)), 0), 1
         )
         for tp in tps
     }
-    written = {tp: s for tp, s in states.items() if tp.partition not in MISSING}
-    assert all(e is None for e in store.create_partition_states(written, -1).values())
-    for tp, state in states.items():
-        ctx.put_partition_leadership_info(tp, state)
-        ctx.put_partition_state(tp, PartitionState.OFFLINE_PARTITION)
-    return ctx, store, tps
+    return offline_cluster(states, MISSING)
 
 
 def _offline_replicas(sink: object, arm: object = None) -> list[AuditRecord]:

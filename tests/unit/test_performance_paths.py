@@ -38,6 +38,7 @@ from kafka_controller.domain.values import (
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.recording import RecordingAuditSink, RecordingRequestBatch
 from kafka_controller.zk.codecs import decode_topic, encode_topic
+from tests.unit.offline_cluster import offline_cluster
 
 STATE_CHANGE = "kafka_controller.state_change"
 MANY = MAX_PARTITION_LOG_LINES + 37
@@ -69,20 +70,8 @@ def test_log_budget_says_nothing_when_nothing_was_skipped(caplog: pytest.LogCapt
 # -- bounded state-change logging keeps every result and record --------------------------------------
 def _offline_partitions(n: int) -> tuple[ControllerContext, InMemoryMetadataStore, list[TopicPartition]]:
     """``n`` partitions led by dead broker 1 (ISR [1]), broker 2 alive: no clean election possible."""
-    store = InMemoryMetadataStore()
-    ctx = ControllerContext()
-    ctx.epoch, ctx.epoch_zk_version = store.register_controller_and_increment_controller_epoch(7)
-    ctx.set_live_brokers({Broker(2, (EndPoint("h", 1),)): 10})
     tps = [TopicPartition("t", p) for p in range(n)]
-    ctx.set_all_topics(["t"])
-    ctx.partition_assignments["t"] = {tp.partition: ReplicaAssignment((1, 2)) for tp in tps}
-    store.create_topic("t", ctx.partition_assignments["t"])
-    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 3, (1,), 0), 1) for tp in tps}
-    assert all(e is None for e in store.create_partition_states(states, -1).values())
-    for tp, state in states.items():
-        ctx.put_partition_leadership_info(tp, state)
-        ctx.put_partition_state(tp, PartitionState.OFFLINE_PARTITION)
-    return ctx, store, tps
+    return offline_cluster({tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 3, (1,), 0), 1) for tp in tps})
 
 
 def test_many_failed_elections_log_a_bounded_number_of_lines_but_return_and_audit_all(
