@@ -22,6 +22,7 @@ from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerE
 __all__ = [
     "PartitionRecords",
     "error_text",
+    "leader_and_isr_columns",
     "partition_transition",
     "record_election",
     "record_elections",
@@ -162,16 +163,8 @@ def _extend_elected(
 ) -> None:
     """``record_success`` of each of these elections (every outcome a ``LeaderAndIsr``), in bulk."""
     last = _trailing(records, _KAFKA_NAME[_ONLINE], strategy)
-    befores: list[Any] = list(map(notes.before.get, tps))
-    leaders: list[int | None]
-    isrs: list[tuple[int, ...] | None]
-    epochs: list[int | None]
-    if None in befores:  # an election that noted no state before: its before columns are None
-        leaders = [None if b is None else b.leader for b in befores]
-        isrs = [None if b is None else b.isr for b in befores]
-        epochs = [None if b is None else b.leader_epoch for b in befores]
-    else:  # LeaderAndIsr is (leader, leader_epoch, isr, zk_version)
-        leaders, isrs, epochs = (list(map(itemgetter(i), befores)) for i in (0, 2, 1))
+    # an election that noted no state before: its before columns are None
+    leaders, isrs, epochs = leader_and_isr_columns(list(map(notes.before.get, tps)))
     last.topic.extend(map(itemgetter(0), tps))
     last.partition.extend(map(itemgetter(1), tps))
     last.from_state.extend(map(_KAFKA_NAME.__getitem__, currents))
@@ -182,6 +175,24 @@ def _extend_elected(
     last.leader_epoch_before.extend(epochs)
     last.leader_epoch_after.extend(map(itemgetter(1), outcomes))
     last.unclean.extend(map(notes.unclean.__contains__, tps))
+
+
+def leader_and_isr_columns(
+    lais: list[Any],  # LeaderAndIsr or None each
+) -> tuple[list[int | None], list[tuple[int, ...] | None], list[int | None]]:
+    """The leaders, ISRs and leader epochs of ``lais`` as three audit columns, None where a
+    ``LeaderAndIsr`` is None; at C speed when none is (the bulk records of a failover)."""
+    if None in lais:
+        return (
+            [None if x is None else x.leader for x in lais],
+            [None if x is None else x.isr for x in lais],
+            [None if x is None else x.leader_epoch for x in lais],
+        )
+    # LeaderAndIsr is (leader, leader_epoch, isr, zk_version)
+    return list(map(_field0, lais)), list(map(_field2, lais)), list(map(_field1, lais))
+
+
+_field0, _field1, _field2 = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 def recorded_partitions(records: PartitionRecords) -> set[tuple[str, int]]:

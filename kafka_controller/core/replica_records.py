@@ -12,6 +12,7 @@ from typing import Any
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.partition_records import leader_and_isr_columns
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     OUTCOME_INVALID,
@@ -104,17 +105,13 @@ class ReplicaTransitionLog:
             return
         bulk = _trailing(records, _KAFKA_NAME[target], unchanged=True)
         infos: list[Any] = list(map(self.controller_context.partitions_leadership_info.get, partitions))
-        leaders: list[int | None]
-        isrs: list[tuple[int, ...] | None]
-        epochs: list[int | None]
-        if None in infos:  # a partition without a leader: its before and after are None
-            known = [None if i is None else i.leader_and_isr for i in infos]
-            leaders = [None if i is None else i.leader for i in known]
-            isrs = [None if i is None else i.isr for i in known]
-            epochs = [None if i is None else i.leader_epoch for i in known]
-        else:  # the usual case, at C speed: LeaderAndIsr is (leader, leader_epoch, isr, ...)
-            led: list[Any] = list(map(itemgetter(0), infos))
-            leaders, isrs, epochs = (list(map(itemgetter(i), led)) for i in (0, 2, 1))
+        # a partition without a leader: its before and after are None
+        lais = (
+            [None if i is None else i.leader_and_isr for i in infos]
+            if None in infos
+            else list(map(itemgetter(0), infos))  # LeaderIsrAndControllerEpoch's leader_and_isr
+        )
+        leaders, isrs, epochs = leader_and_isr_columns(lais)
         bulk.extend_unchanged(
             list(map(itemgetter(0), partitions)),
             list(map(itemgetter(1), partitions)),
