@@ -189,9 +189,12 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         allowed = target.valid_previous_states
         previous = [_ONLINE] * len(replicas) if fresh else list(map(states.get, replicas))
         valid: _Valid
+        bulk_tried = False  # ``_to_online_in_bulk`` already refused these replicas
         if allowed.issuperset(previous):  # the usual case, checked at C speed: all valid
-            if target is _ONLINE and self._to_online_in_bulk(replica_id, replicas, previous):
-                return
+            if target is _ONLINE:
+                if self._to_online_in_bulk(replica_id, replicas, previous):
+                    return
+                bulk_tried = True
             valid = list(zip(replicas, cast("list[ReplicaState]", previous), strict=True))
         else:
             valid = []
@@ -208,7 +211,7 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         if target is _NEW:
             self._to_new(replica_id, valid)
         elif target is _ONLINE:
-            self._to_online(replica_id, valid)
+            self._to_online(replica_id, valid, bulk_tried)
         elif target is _OFFLINE:
             self._to_offline(replica_id, valid)
         elif target is _NON_EXISTENT:
@@ -284,8 +287,11 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
         self._record_unchanged(replica_id, tps, cast("list[ReplicaState]", previous), _ONLINE)
         return True
 
-    def _to_online(self, replica_id: int, valid: _Valid) -> None:
-        if self._to_online_in_bulk(replica_id, [r for r, _ in valid], [s for _, s in valid]):
+    def _to_online(self, replica_id: int, valid: _Valid, bulk_tried: bool = False) -> None:
+        # ``bulk_tried`` False: some replicas were invalid, and the bulk path sees the valid ones first
+        if not bulk_tried and self._to_online_in_bulk(
+            replica_id, [r for r, _ in valid], [s for _, s in valid]
+        ):
             return
         ctx = self.controller_context
         states = ctx.replica_states
