@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# pytest-timeout (300 s by default) above the subprocess's own 600 s, so a slow machine gets the
+# subprocess's clear error rather than a kill mid-run.
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(660)]
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

@@ -27,7 +27,9 @@ from . import drill
 from .conftest import sqlite_audit_url
 from .helpers import query
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# pytest-timeout (300 s by default) above the subprocess's own 600 s, so a slow machine gets the
+# subprocess's clear error rather than a kill mid-run.
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(660)]
 JOB = Path(__file__).resolve().parents[2] / "kafka_controller" / "reconcile" / "job.py"
 
 
