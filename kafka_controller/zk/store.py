@@ -9,7 +9,7 @@ contract suite tests one piece of logic twice.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -17,11 +17,25 @@ from kafka_controller.domain.errors import (
     StoreUnavailableError,
     ZNodeDecodeError,
 )
-from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kafka_controller.domain.values import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicPartition,
+    build_leader_and_isr,
+)
 from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult, WatchHandler
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.admin_codecs import decode_entity_config
-from kafka_controller.zk.backend import BADVERSION, CREATE, NONODE, OK, PERSISTENT, SET_DATA, error_for_code
+from kafka_controller.zk.backend import (
+    BADVERSION,
+    CREATE,
+    NONODE,
+    OK,
+    PERSISTENT,
+    SET_DATA,
+    Op,
+    error_for_code,
+)
 from kafka_controller.zk.codecs import decode_partition_state, encode_leader_and_isr, encode_partition_state
 from kafka_controller.zk.store_admin import AdminZNodes
 from kafka_controller.zk.store_base import StoreCore
@@ -32,6 +46,9 @@ from kafka_controller.zk.watches import CHILDREN, NODE
 _state_path = P.topic_partition_state_path
 #: The bound of ``get_partition_states``' memo of decoded states.
 _DECODED_STATES_MAX = 4096
+#: The bound of ``update_leader_and_isr``'s memo of encoded states.
+_ENCODED_STATES_MAX = 4096
+_TOPICS = P.BROKER_TOPICS_PATH
 
 
 class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
@@ -141,10 +158,7 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         """
         # The ops are a stream: each is encoded as its batch goes out and let go once it settles,
         # so a failover's 60,000 encoded writes never exist at once (the batcher's docs).
-        ops = (
-            (SET_DATA, _state_path(tp), encode_leader_and_isr(lai, controller_epoch), lai.zk_version)
-            for tp, lai in leader_and_isrs.items()
-        )
+        ops = _set_state_ops(leader_and_isrs, controller_epoch)
         out = UpdateLeaderAndIsrResult()
         try:
             result = self._run(ops, expected_controller_epoch_zk_version)
@@ -153,10 +167,18 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         except MetadataStoreError as e:
             out.finished = dict.fromkeys(leader_and_isrs, e)
             return out
+        codes = result.codes
+        if codes.count(OK) == len(codes):  # the usual outcome, in bulk
+            out.finished = dict(
+                zip(
+                    leader_and_isrs,
+                    map(_with_zk_version, leader_and_isrs.values(), result.values),
+                    strict=True,
+                )
+            )
+            return out
         finished, to_retry = out.finished, out.to_retry
-        for (tp, lai), code, version in zip(
-            leader_and_isrs.items(), result.codes, result.values, strict=True
-        ):
+        for (tp, lai), code, version in zip(leader_and_isrs.items(), codes, result.values, strict=True):
             if code == OK:
                 finished[tp] = lai.with_zk_version(version)
             elif code == BADVERSION:
@@ -251,6 +273,38 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
 
     def watch_broker(self, broker_id: int, handler: WatchHandler) -> bool:
         return self.watch_node(P.broker_id_path(broker_id), handler)
+
+
+def _with_zk_version(lai: LeaderAndIsr, zk_version: int) -> LeaderAndIsr:
+    return build_leader_and_isr(lai[0], lai[1], lai[2], zk_version)
+
+
+def _set_state_ops(
+    leader_and_isrs: Mapping[TopicPartition, LeaderAndIsr], controller_epoch: int
+) -> Iterator[Op]:
+    """The conditional sets of ``update_leader_and_isr``, made as they are taken. A failover's
+    states repeat (a few dozen distinct leader, epoch and ISR), so each distinct payload is encoded
+    once and its bytes shared, up to ``_ENCODED_STATES_MAX`` of them; states that seldom repeat
+    are encoded directly once that many have been seen with fewer hits. The path is
+    ``paths.topic_partition_state_path``, inlined: 80,000 calls on the event thread."""
+    memo: dict[tuple[int, int, tuple[int, ...]], bytes] | None = {}
+    hits = 0
+    for tp, lai in leader_and_isrs.items():
+        if memo is None:
+            data = encode_leader_and_isr(lai, controller_epoch)
+        else:
+            key = lai[:3]
+            data = memo.get(key)  # type: ignore[assignment]
+            if data is None:
+                if len(memo) >= _ENCODED_STATES_MAX:
+                    memo = {} if hits >= _ENCODED_STATES_MAX else None
+                    hits = 0
+                data = encode_leader_and_isr(lai, controller_epoch)
+                if memo is not None:
+                    memo[key] = data
+            else:
+                hits += 1
+        yield (SET_DATA, f"{_TOPICS}/{tp[0]}/partitions/{tp[1]}/state", data, lai[3])
 
 
 def _store_error(e: Exception | None) -> MetadataStoreError | None:

@@ -283,8 +283,51 @@ def test_update_leader_and_isr_encodes_each_write_as_its_batch_goes_out(
 
     monkeypatch.setattr(store_module, "encode_leader_and_isr", counting)
     monkeypatch.setattr(store.session, "iter_multi", recording)
-    lais = {tp: LeaderAndIsr(2, 1, (2,), 0) for tp in tps}
+    # Distinct states (equal ones share one encoding: the next test).
+    lais = {tp: LeaderAndIsr(2, 1 + tp.partition, (2,), 0) for tp in tps}
     result = store.update_leader_and_isr(lais, 1, -1)
     assert taken_at_multi == [12, 23, 34, 45, 50]  # 11 a multi (unfenced), one more to close it
     assert list(result.finished) == tps and result.to_retry == []
-    assert all(lai == LeaderAndIsr(2, 1, (2,), 1) for lai in result.finished.values())
+    assert all(lai == LeaderAndIsr(2, 1 + tp.partition, (2,), 1) for tp, lai in result.finished.items())
+
+
+@pytest.mark.parametrize("distinct", [3, 5000])
+def test_update_leader_and_isr_writes_each_states_own_bytes(
+    monkeypatch: pytest.MonkeyPatch, distinct: int
+) -> None:
+    """Equal states share one encoding (a few dozen distinct in a failover); past the memo's bound
+    of distinct states every write still carries exactly its own state's bytes and path."""
+    from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+    from kafka_controller.testing.memory_store import InMemoryMetadataStore
+    from kafka_controller.zk import store as store_module
+    from kafka_controller.zk.codecs import encode_leader_and_isr as encode
+    from kafka_controller.zk.paths import topic_partition_state_path
+
+    store = InMemoryMetadataStore()
+    store.session.create("/brokers/topics/t", b"{}")
+    tps = [TopicPartition("t", p) for p in range(6000)]
+    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2), 0), 1) for tp in tps}
+    assert set(store.create_partition_states(states, -1).values()) == {None}
+    encoded: list[int] = []
+
+    def counting(lai: LeaderAndIsr, controller_epoch: int) -> bytes:
+        encoded.append(1)
+        return encode(lai, controller_epoch)
+
+    written: list[Op] = []
+    inner = store.session.iter_multi
+
+    def recording(multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        for m in multis:
+            written.extend(m)
+            yield from inner([m])
+
+    monkeypatch.setattr(store_module, "encode_leader_and_isr", counting)
+    monkeypatch.setattr(store.session, "iter_multi", recording)
+    lais = {tp: LeaderAndIsr(1 + tp.partition % 3, tp.partition % distinct, (1, 2, 3), 0) for tp in tps}
+    result = store.update_leader_and_isr(lais, 7, -1)
+    assert [(op[1], op[2], op[3]) for op in written] == [
+        (topic_partition_state_path(tp), encode(lai, 7), 0) for tp, lai in lais.items()
+    ]
+    assert len(encoded) == (3 if distinct == 3 else len(tps))
+    assert result.finished == {tp: lai.with_zk_version(1) for tp, lai in lais.items()}
