@@ -146,3 +146,25 @@ def test_states_handed_over_built_are_merged_at_once_unless_requests_are_queued(
     cache.update_metadata(decoded)
     cache.update_metadata(UpdateMetadataRequest(7, 0, 1, 1, states, ()))  # behind the decoded one
     assert cache._pending == [decoded.partition_states, states]
+
+
+def test_a_queued_merge_keeps_kafkas_topic_and_partition_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The queue is merged a run of one topic at a time; topics and partitions come out in the
+    order of the state-by-state merge (first seen first), with the last state of each."""
+    monkeypatch.setattr(metadata_cache, "MIN_QUEUED_STATES", 1)
+    requests = [
+        tuple(_state(t, p, 1, 1) for p in (3, 0) for t in ("b", "a")),  # runs of one state
+        tuple(_state(t, p, 2, 2) for t in ("c", "a", "c") for p in (5, 0, 7)),  # c, a, c again
+        (_state("a", 9, 0, 3), _state("d", 1, 0, 3), _state("b", 3, 0, 4)),
+    ]
+    cache, model = MetadataCache(0), MetadataCache(0)
+    for i, states in enumerate(requests):
+        cache.update_metadata(UpdateMetadataRequest(7, 0, 1, 1, states, ()) if i % 2 else _wire(states))
+        model._merge(states, [])
+    assert len(cache._pending) == len(requests)
+    merged = cache._merged()
+    assert [(t, list(parts.items())) for t, parts in merged.items()] == [
+        (t, list(parts.items())) for t, parts in model._topics.items()
+    ]
+    assert list(merged) == ["b", "a", "c", "d"] and list(merged["a"]) == [3, 0, 5, 7, 9]
+    assert merged["c"][5] == _state("c", 5, 2, 2) and merged["b"][3] == _state("b", 3, 0, 4)
