@@ -78,7 +78,8 @@ class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
     # One ``TopicPartition`` per partition, handed out by the bulk iterators below, so that the maps
     # keyed by partition (leaderships, partition and replica states) share one key object instead
     # of a copy each: 200,000 fewer objects at 100,000 partitions, and a dict lookup is cheaper
-    # than building a NamedTuple. Entries of a removed topic go with it (a stale one is harmless).
+    # than building a NamedTuple. Entries of a removed topic go with it; a stale one would be
+    # harmless anyway (the values are immutable and equal).
     _topic_partitions: dict[str, dict[int, TopicPartition]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -121,15 +122,12 @@ class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
         per_topic = self.partition_assignments.get(topic, {})
         return {TopicPartition(topic, p): a for p, a in per_topic.items()}
 
-    def _shared_topic_partitions(self, topic: str, partitions: Collection[int]) -> list[TopicPartition]:
+    def _shared_topic_partitions(self, topic: str, partitions: Iterable[int]) -> list[TopicPartition]:
         """The shared ``TopicPartition`` of each of ``topic``'s ``partitions`` (made on first use)."""
         shared = self._topic_partitions.get(topic)
         if shared is None:
             shared = self._topic_partitions[topic] = {}
         get = shared.get
-        found = list(map(get, partitions)) if shared else [None]
-        if None not in found:  # all made already (a failover walks them several times): no loop
-            return found  # type: ignore[return-value]
         out = []
         for p in partitions:
             tp = get(p)
