@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -63,6 +64,8 @@ _ONLINE = PartitionState.ONLINE_PARTITION
 _OFFLINE = PartitionState.OFFLINE_PARTITION
 _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
 _TRIGGER_STATES = frozenset({_OFFLINE, _NEW})
+_STATE_BY_ONLINE = {True: _ONLINE, False: _OFFLINE}
+_FIRST = itemgetter(0)  # a LeaderIsrAndControllerEpoch's LeaderAndIsr, and that one's leader
 Records = PartitionRecords | None
 
 
@@ -87,14 +90,18 @@ class AbstractPartitionStateMachine(abc.ABC):
     def initialize_partition_state(self) -> None:
         """New without leadership; else Online iff the cached leader is online (leader -1 never is)."""
         ctx = self.controller_context
-        is_online = LiveReplicaFilter(ctx).is_online
-        leadership = ctx.partitions_leadership_info
+        live = LiveReplicaFilter(ctx)
+        tps = ctx.all_partitions
+        infos = list(map(ctx.partitions_leadership_info.get, tps))
+        if None not in infos and not live.has_offline_dirs:  # a failover: by leader, at C speed
+            online = map(live.broker_ids.__contains__, map(_FIRST, map(_FIRST, infos)))  # type: ignore[arg-type]
+            ctx.put_partition_states(list(zip(tps, map(_STATE_BY_ONLINE.__getitem__, online), strict=True)))
+            return
         states: list[tuple[TopicPartition, PartitionState]] = []
-        for tp, _ in ctx.iter_assignments():
-            info = leadership.get(tp)
+        for tp, info in zip(tps, infos, strict=True):
             if info is None:
                 states.append((tp, _NEW))
-            elif is_online(info.leader_and_isr.leader, tp):
+            elif live.is_online(info.leader_and_isr.leader, tp):
                 states.append((tp, _ONLINE))
             else:
                 states.append((tp, _OFFLINE))

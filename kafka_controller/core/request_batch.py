@@ -31,10 +31,10 @@ from kafka_controller.core.request_batch_send import (
 from kafka_controller.core.request_batch_states import (
     OfflineReplicas,
     fill_broker_maps,
+    leader_and_isr_and_metadata_states,
     leader_and_isr_state,
     leader_and_isr_states,
     queue_distinct_partitions,
-    update_metadata_states_like,
 )
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.requests import (
@@ -208,6 +208,11 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         ctx = self._context
         from_context = full_assignment == ctx.partition_full_replica_assignment
         states: dict[TopicPartition, LeaderAndIsrPartitionState]
+        if from_context and leadership is ctx.partitions_leadership_info:  # both kinds in one pass
+            states = leader_and_isr_and_metadata_states(ctx, partitions, is_new, self._um_partitions)
+            fill_broker_maps(self._lai, groups, states, is_new)
+            self._um_to_all_live = True
+            return
         if from_context:
             states = leader_and_isr_states(partitions, leadership, ctx.partition_assignments, is_new)
         else:
@@ -216,10 +221,7 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
                 states[tp] = leader_and_isr_state(tp, leadership[tp], full_assignment(tp), is_new)
         fill_broker_maps(self._lai, groups, states, is_new)
         self._um_to_all_live = True
-        if from_context and leadership is ctx.partitions_leadership_info:
-            update_metadata_states_like(self._context, states, self._um_partitions)
-        else:
-            self._queue_update_metadata_states(partitions)
+        self._queue_update_metadata_states(partitions)
 
     def _queue_leader_and_isr_states(
         self, entries: Iterable[LeaderAndIsrEntry], is_new: bool, memo: LeaderAndIsrMemo | None
