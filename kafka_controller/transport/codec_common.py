@@ -107,9 +107,9 @@ def _encode_states(
         transposed: list[list[Any]] = [[] for _ in fields]
         for start in range(0, len(states), _TRANSPOSE_ROWS):
             rows = states[start : start + _TRANSPOSE_ROWS]
-            for col, values in zip(transposed, zip(*rows, strict=True), strict=True):
-                col += values
-        column: Callable[[str], Sequence[Any]] = dict(zip(fields, transposed)).__getitem__
+            for col, part in zip(transposed, zip(*rows, strict=True), strict=True):
+                col += part
+        column: Callable[[str], Sequence[Any]] = dict(zip(fields, transposed, strict=True)).__getitem__
     else:
         column = lambda name: list(map(attrgetter(name), states))  # noqa: E731
     topics: Dictionary[str] = Dictionary()

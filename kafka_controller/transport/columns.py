@@ -145,13 +145,18 @@ class Columns:
         if not col:
             return ()
         first = col[0]
-        if type(first) is int and 0 <= first < len(table) and col[-1] == first and col.count(first) == self.n:
-            # One index throughout (a response's errors are all NONE, a small request's topic or
-            # replica set): the count is an identity scan, no indexing. Every value equals
-            # ``first``; ``sum`` stays an ``int`` only if none of them is a float (a boolean is
-            # the integer it equals, as below).
-            if type(sum(col)) is int:
-                return (table[first],) * self.n
+        # One index throughout (a response's errors are all NONE, a small request's topic or
+        # replica set): the count is an identity scan, no indexing. Every value then equals
+        # ``first``; ``sum`` stays an ``int`` only if none of them is a float (a boolean is the
+        # integer it equals, as below).
+        if (
+            type(first) is int
+            and 0 <= first < len(table)
+            and col[-1] == first
+            and col.count(first) == self.n
+            and type(sum(col)) is int
+        ):
+            return (table[first],) * self.n
         try:
             if min(col) < 0:  # a negative index would pick from the end of the table
                 raise IndexError

@@ -20,7 +20,10 @@ _INTS = ("partition", "controller_epoch", "leader", "leader_epoch", "zk_version"
 
 
 def _reference(
-    states: list[Any], list_fields: tuple[str, ...], optional_lists: tuple[str, ...], optional_bools: tuple[str, ...]
+    states: list[Any],
+    list_fields: tuple[str, ...],
+    optional_lists: tuple[str, ...],
+    optional_bools: tuple[str, ...],
 ) -> dict[str, Any]:
     """One state at a time, by name: what the wire format says, without any shortcut."""
     topics: dict[str, int] = {}
@@ -101,7 +104,13 @@ def test_a_column_of_one_index_looks_up_like_any_other(table: list[str], index: 
 
 @pytest.mark.parametrize(
     ("column", "picked"),
-    [([0, 0, False, 0], ["x"] * 4), ([1, True, 1], ["y"] * 3), ([0, 0.0, 0], None), ([0.0, 0], None), ([-1, -1], None)],
+    [
+        ([0, 0, False, 0], ["x"] * 4),
+        ([1, True, 1], ["y"] * 3),
+        ([0, 0.0, 0], None),
+        ([0.0, 0], None),
+        ([-1, -1], None),
+    ],
 )
 def test_a_column_of_one_value_is_type_checked(column: list[Any], picked: list[str] | None) -> None:
     """A boolean picks the entry it equals (as indexing does); a float equal to the index does not."""
