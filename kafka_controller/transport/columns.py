@@ -69,11 +69,6 @@ class Dictionary(Generic[H]):
         response's error names): one hash per run, not per row (an ``Errors`` member's hash is
         Python code), and no Python code per row. Same indexes as ``encode``."""
         index = self._index
-        if type(values) is not list and type(values) is not tuple:
-            values = list(values)
-        if values and values[-1] is values[0] and values.count(values[0]) == len(values):
-            # One value throughout (a response's errors, all NONE): an identity scan, no groupby.
-            return [index.setdefault(values[0], len(index))] * len(values)
         codes: list[int] = []
         for value, run in groupby(values):
             codes += repeat(index.setdefault(value, len(index)), len(list(run)))
@@ -144,19 +139,6 @@ class Columns:
             raise ProtocolError(f"column {self._key}.{name} must be a list of {self.n} values")
         if not col:
             return ()
-        first = col[0]
-        # One index throughout (a response's errors are all NONE, a small request's topic or
-        # replica set): the count is an identity scan, no indexing. Every value then equals
-        # ``first``; ``sum`` stays an ``int`` only if none of them is a float (a boolean is the
-        # integer it equals, as below).
-        if (
-            type(first) is int
-            and 0 <= first < len(table)
-            and col[-1] == first
-            and col.count(first) == self.n
-            and type(sum(col)) is int
-        ):
-            return (table[first],) * self.n
         try:
             if min(col) < 0:  # a negative index would pick from the end of the table
                 raise IndexError

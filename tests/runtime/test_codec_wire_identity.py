@@ -1,6 +1,5 @@
-"""The columnar encoder's and decoder's shortcuts against straightforward references: byte for byte
-on the way out (transposed columns, one-value runs), value for value and error for error on the
-way in (a column of one index)."""
+"""The columnar codec against straightforward references: the encoder's transposed columns byte for
+byte, run encoding of one value, and the decoder's checks of a column of one index."""
 
 from __future__ import annotations
 
@@ -93,7 +92,7 @@ def test_encode_runs_of_one_value_gives_encode_indexes(values: list[str], kind: 
     st.integers(1, 20),
 )
 def test_a_column_of_one_index_looks_up_like_any_other(table: list[str], index: int, n: int) -> None:
-    """In the table or outside it, the one-index shortcut answers what indexing each row does."""
+    """In the table or outside it, a column of one index answers what indexing each row does."""
     columns = Columns({"partitions": {"partition": [0] * n, "c": [index] * n}})
     if index < len(table):
         assert list(columns.lookup("c", table)) == [table[index]] * n
