@@ -101,9 +101,10 @@ def _encode_states(
     states = tuple(states)
     fields: tuple[str, ...] = getattr(type(states[0]), "_fields", ()) if states else ()
     if fields:
-        # NamedTuples: every column at once, in C-level transpositions, instead of one pass over
-        # the states per field (a dozen over 100,000 scattered tuples). In slices: ``zip`` takes
-        # an iterator per state, and 100,000 of them alive at once set off ~140 collections.
+        # NamedTuples: every field of 512 states at a time, in C (``zip``), while they are in the
+        # CPU's cache, instead of a pass over all states per field (a dozen over 100,000 scattered
+        # tuples): encoding ~35% less CPU. Not all at once: ``zip`` holds an iterator per state,
+        # and 100,000 of them alive set off the collector (measured slower than the passes).
         transposed: list[list[Any]] = [[] for _ in fields]
         for start in range(0, len(states), _TRANSPOSE_ROWS):
             rows = states[start : start + _TRANSPOSE_ROWS]
