@@ -3,6 +3,7 @@ byte, run encoding of one value, and the decoder's checks of a column of one ind
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import orjson
@@ -119,3 +120,27 @@ def test_a_column_of_one_value_is_type_checked(column: list[Any], picked: list[s
             columns.lookup("c", ["x", "y"])
     else:
         assert list(columns.lookup("c", ["x", "y"])) == picked
+
+
+def test_states_across_several_slices_encode_to_the_reference_bytes() -> None:
+    """More states than one transposition slice takes (512), the last slice partial."""
+    rng = random.Random(19)
+    shared = [(0, 1, 2), (1, 2, 3), (2, 3)]
+    states = [
+        LeaderAndIsrPartitionState(
+            f"t{i // 50}",
+            i % 50,
+            1,
+            rng.randrange(5),
+            rng.randrange(3),
+            rng.choice(shared),
+            i,
+            tuple(rng.sample(range(5), 3)),
+            (),
+            rng.choice([(), (4,)]),
+            rng.random() < 0.01,
+        )
+        for i in range(1_300)
+    ]
+    shape = (("isr", "replicas"), ("adding_replicas", "removing_replicas"), ("is_new",))
+    assert orjson.dumps(_encode_states(states, *shape)) == orjson.dumps(_reference(states, *shape))
