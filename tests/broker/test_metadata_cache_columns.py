@@ -30,6 +30,11 @@ from kafka_controller.transport.codec import (
 from kafka_controller.transport.state_columns import StateColumns
 
 
+def _NO_TIMER(delay_s: float, fn: Callable[[], None]) -> None:
+    """The idle-merge timer never fires: tests of the queue itself must not race a real 1 s timer
+    (a slow machine's decoding can take that long and merge the queue before the assertion)."""
+
+
 def _state(topic: str, p: int, leader: int, epoch: int) -> UpdateMetadataPartitionState:
     return UpdateMetadataPartitionState(topic, p, 1, leader, epoch, (leader,), 0, (0, 1, 2), ())
 
@@ -102,7 +107,7 @@ def test_the_replica_manager_answers_a_decoded_leader_and_isr_as_the_states_it_h
 
 def test_an_update_metadata_is_queued_unmerged_until_the_cache_is_read() -> None:
     states = tuple(_state(f"t{i % 7}", i, 1, 1) for i in range(metadata_cache.MIN_QUEUED_STATES))
-    cache = MetadataCache(0)
+    cache = MetadataCache(0, timer=_NO_TIMER)
     request = _wire(states)
     cache.update_metadata(request)
     assert cache._topics == {} and cache._pending == [request.partition_states]
@@ -112,7 +117,7 @@ def test_an_update_metadata_is_queued_unmerged_until_the_cache_is_read() -> None
 
 def test_the_queue_is_bounded_in_states() -> None:
     big = tuple(_state(f"t{i % 50}", i, 1, 1) for i in range(metadata_cache.MAX_PENDING_STATES // 2 + 1))
-    cache = MetadataCache(0)
+    cache = MetadataCache(0, timer=_NO_TIMER)
     cache.update_metadata(_wire(big))
     assert len(cache._pending) == 1
     cache.update_metadata(_wire(big))
@@ -157,7 +162,7 @@ def test_a_queued_merge_keeps_kafkas_topic_and_partition_order(monkeypatch: pyte
         tuple(_state(t, p, 2, 2) for t in ("c", "a", "c") for p in (5, 0, 7)),  # c, a, c again
         (_state("a", 9, 0, 3), _state("d", 1, 0, 3), _state("b", 3, 0, 4)),
     ]
-    cache, model = MetadataCache(0), MetadataCache(0)
+    cache, model = MetadataCache(0, timer=_NO_TIMER), MetadataCache(0)
     for i, states in enumerate(requests):
         cache.update_metadata(UpdateMetadataRequest(7, 0, 1, 1, states, ()) if i % 2 else _wire(states))
         model._merge(states, [])
