@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from kafka_controller.zk.backend import (
     MultiOutcome,
     Op,
 )
-from kafka_controller.zk.batching import Batcher, op_size, split_batches
+from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_OPS, Batcher, op_size, split_batches
 
 
 class Recording:
@@ -253,40 +254,51 @@ def test_controller_moved_mid_stream_stops_the_stream_and_keeps_earlier_writes(
         assert read is not None and read[0] == (b"y" if i < 20 else b"x")
 
 
-def test_update_leader_and_isr_encodes_each_write_as_its_batch_goes_out(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A failover's 60,000 ISR writes are never all encoded at once: the store streams them."""
+def _recording_store(
+    monkeypatch: pytest.MonkeyPatch, partitions: int, max_batch_ops: int = DEFAULT_MAX_BATCH_OPS
+) -> tuple[Any, list[Any], list[int], list[tuple[int, Sequence[Op]]]]:
+    """An in-memory store holding ``partitions`` states of topic ``t``, whose state encodings are
+    counted (``encoded``) and whose multis are recorded with the count when each was taken."""
     from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
     from kafka_controller.testing.memory_store import InMemoryMetadataStore
     from kafka_controller.zk import store as store_module
     from kafka_controller.zk.codecs import encode_leader_and_isr as encode
 
-    store = InMemoryMetadataStore(max_batch_ops=11)
+    store = InMemoryMetadataStore(max_batch_ops=max_batch_ops)
     store.session.create("/brokers/topics/t", b"{}")
-    tps = [TopicPartition("t", p) for p in range(50)]
+    tps = [TopicPartition("t", p) for p in range(partitions)]
     states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2), 0), 1) for tp in tps}
     assert set(store.create_partition_states(states, -1).values()) == {None}
     encoded: list[int] = []
+    multis: list[tuple[int, Sequence[Op]]] = []
 
     def counting(lai: LeaderAndIsr, controller_epoch: int) -> bytes:
         encoded.append(1)
         return encode(lai, controller_epoch)
 
-    taken_at_multi: list[int] = []
     inner = store.session.iter_multi
 
-    def recording(multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
-        for m in multis:
-            taken_at_multi.append(len(encoded))
+    def recording(batches: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
+        for m in batches:
+            multis.append((len(encoded), m))
             yield from inner([m])
 
     monkeypatch.setattr(store_module, "encode_leader_and_isr", counting)
     monkeypatch.setattr(store.session, "iter_multi", recording)
+    return store, tps, encoded, multis
+
+
+def test_update_leader_and_isr_encodes_each_write_as_its_batch_goes_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failover's 60,000 ISR writes are never all encoded at once: the store streams them."""
+    from kafka_controller.domain.values import LeaderAndIsr
+
+    store, tps, _, multis = _recording_store(monkeypatch, 50, max_batch_ops=11)
     # Distinct states (equal ones share one encoding: the next test).
     lais = {tp: LeaderAndIsr(2, 1 + tp.partition, (2,), 0) for tp in tps}
     result = store.update_leader_and_isr(lais, 1, -1)
-    assert taken_at_multi == [12, 23, 34, 45, 50]  # 11 a multi (unfenced), one more to close it
+    assert [taken for taken, _ in multis] == [12, 23, 34, 45, 50]  # 11 a multi, one more to close it
     assert list(result.finished) == tps and result.to_retry == []
     assert all(lai == LeaderAndIsr(2, 1 + tp.partition, (2,), 1) for tp, lai in result.finished.items())
 
@@ -297,35 +309,14 @@ def test_update_leader_and_isr_writes_each_states_own_bytes(
 ) -> None:
     """Equal states share one encoding (a few dozen distinct in a failover); past the memo's bound
     of distinct states every write still carries exactly its own state's bytes and path."""
-    from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-    from kafka_controller.testing.memory_store import InMemoryMetadataStore
-    from kafka_controller.zk import store as store_module
+    from kafka_controller.domain.values import LeaderAndIsr
     from kafka_controller.zk.codecs import encode_leader_and_isr as encode
     from kafka_controller.zk.paths import topic_partition_state_path
 
-    store = InMemoryMetadataStore()
-    store.session.create("/brokers/topics/t", b"{}")
-    tps = [TopicPartition("t", p) for p in range(6000)]
-    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2), 0), 1) for tp in tps}
-    assert set(store.create_partition_states(states, -1).values()) == {None}
-    encoded: list[int] = []
-
-    def counting(lai: LeaderAndIsr, controller_epoch: int) -> bytes:
-        encoded.append(1)
-        return encode(lai, controller_epoch)
-
-    written: list[Op] = []
-    inner = store.session.iter_multi
-
-    def recording(multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
-        for m in multis:
-            written.extend(m)
-            yield from inner([m])
-
-    monkeypatch.setattr(store_module, "encode_leader_and_isr", counting)
-    monkeypatch.setattr(store.session, "iter_multi", recording)
+    store, tps, encoded, multis = _recording_store(monkeypatch, 6000)
     lais = {tp: LeaderAndIsr(1 + tp.partition % 3, tp.partition % distinct, (1, 2, 3), 0) for tp in tps}
     result = store.update_leader_and_isr(lais, 7, -1)
+    written = [op for _, m in multis for op in m]
     assert [(op[1], op[2], op[3]) for op in written] == [
         (topic_partition_state_path(tp), encode(lai, 7), 0) for tp, lai in lais.items()
     ]
