@@ -100,24 +100,7 @@ def leader_and_isr_states(
     as ``partition_full_replica_assignment`` finds it: the OnlineReplica phase's 100,000 states
     in one loop, without two Python calls per partition. Partitions come topic by topic, so a
     topic's assignments are looked up once."""
-    states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
-    last_topic: str | None = None
-    per_topic: Mapping[int, ReplicaAssignment] = {}
-    for tp in partitions:
-        topic, partition = tp
-        if topic != last_topic:
-            last_topic = topic
-            per_topic = assignments.get(topic) or {}
-        a = per_topic.get(partition, EMPTY_ASSIGNMENT)
-        (leader, leader_epoch, isr, zk_version), controller_epoch = leadership[tp]
-        states[tp] = _new_tuple(
-            LeaderAndIsrPartitionState,
-            (
-                topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
-                a.replicas, a.adding_replicas, a.removing_replicas, is_new,
-            ),
-        )  # fmt: skip
-    return states
+    return _states(partitions, leadership, assignments, is_new, None)[0]
 
 
 def leader_and_isr_and_metadata_states(
@@ -137,8 +120,24 @@ def leader_and_isr_and_metadata_states(
         states = leader_and_isr_states(partitions, leadership, assignments, is_new)
         update_metadata_states_like(ctx, states, queued)
         return states
-    states = {}
-    metadata: dict[TopicPartition, UpdateMetadataPartitionState] = {}  # queued once all are built
+    states, metadata = _states(partitions, leadership, assignments, is_new, of_replicas)
+    queued.update(metadata)  # once all are built: a failure mid-loop queues nothing
+    return states
+
+
+def _states(
+    partitions: Iterable[TopicPartition],
+    leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    assignments: Mapping[str, Mapping[int, ReplicaAssignment]],
+    is_new: bool,
+    of_replicas: Callable[[tuple[int, ...]], tuple[int, ...]] | None,
+) -> tuple[
+    dict[TopicPartition, LeaderAndIsrPartitionState], dict[TopicPartition, UpdateMetadataPartitionState]
+]:
+    """The loop of both functions above: the LeaderAndIsr states and, given ``of_replicas`` (the
+    offline replicas of a replica list), the UpdateMetadata states of the same partitions."""
+    states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
+    metadata: dict[TopicPartition, UpdateMetadataPartitionState] = {}
     last_topic: str | None = None
     per_topic: Mapping[int, ReplicaAssignment] = {}
     for tp in partitions:
@@ -156,15 +155,15 @@ def leader_and_isr_and_metadata_states(
                 replicas, a.adding_replicas, a.removing_replicas, is_new,
             ),
         )  # fmt: skip
-        metadata[tp] = _new_tuple(
-            UpdateMetadataPartitionState,
-            (
-                topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
-                replicas, of_replicas(replicas),
-            ),
-        )  # fmt: skip
-    queued.update(metadata)
-    return states
+        if of_replicas is not None:
+            metadata[tp] = _new_tuple(
+                UpdateMetadataPartitionState,
+                (
+                    topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
+                    replicas, of_replicas(replicas),
+                ),
+            )  # fmt: skip
+    return states, metadata
 
 
 def update_metadata_states_like(
