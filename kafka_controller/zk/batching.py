@@ -174,10 +174,7 @@ def _stream_batches(ops: Iterable[Op], result: BatchResult, max_bytes: int, max_
     cur: list[Op] = []
     cur_bytes = 0
     for op in ops:
-        data = op[2]  # ``op_size`` inlined: a failover streams 80,000 ops through here
-        s = _OP_OVERHEAD + len(op[1]) + (len(data) if data else 0)
-        if op[0] == CREATE:
-            s += _CREATE_ACL_OVERHEAD
+        s = op_size(op)
         if cur and (cur_bytes + s > max_bytes or len(cur) >= max_ops):
             codes += [OK] * len(cur)
             values += [None] * len(cur)

@@ -48,7 +48,6 @@ _state_path = P.topic_partition_state_path
 _DECODED_STATES_MAX = 4096
 #: The bound of ``update_leader_and_isr``'s memo of encoded states.
 _ENCODED_STATES_MAX = 4096
-_TOPICS = P.BROKER_TOPICS_PATH
 
 
 class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
@@ -285,8 +284,7 @@ def _set_state_ops(
     """The conditional sets of ``update_leader_and_isr``, made as they are taken. A failover's
     states repeat (a few dozen distinct leader, epoch and ISR), so each distinct payload is encoded
     once and its bytes shared, up to ``_ENCODED_STATES_MAX`` of them; states that seldom repeat
-    are encoded directly once that many have been seen with fewer hits. The path is
-    ``paths.topic_partition_state_path``, inlined: 80,000 calls on the event thread."""
+    are encoded directly once that many have been seen with fewer hits."""
     memo: dict[tuple[int, int, tuple[int, ...]], bytes] | None = {}
     hits = 0
     for tp, lai in leader_and_isrs.items():
@@ -304,7 +302,7 @@ def _set_state_ops(
                     memo[key] = data
             else:
                 hits += 1
-        yield (SET_DATA, f"{_TOPICS}/{tp[0]}/partitions/{tp[1]}/state", data, lai[3])
+        yield (SET_DATA, _state_path(tp), data, lai[3])
 
 
 def _store_error(e: Exception | None) -> MetadataStoreError | None:
