@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_controller.cluster.local_addresses import LocalClusterAddresses
-from kafka_controller.cluster.process import BrokerProcess, broker_command, broker_pids, wait_all_exited
+from kafka_controller.cluster.process import (
+    BrokerProcess,
+    broker_command,
+    broker_pids,
+    process_alive,
+    wait_all_exited,
+)
 from kafka_controller.cluster.waits import ClusterError, ClusterWaits
 from kafka_controller.cluster.watch import LeadershipWatch, ShutdownReport, partitions_of
 from kafka_controller.domain.errors import InvalidArgumentError
@@ -367,10 +373,19 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         them too, or they outlive ``cluster up`` and keep the ports and the ZooKeeper paths."""
         if self.zk is None and self.external_zookeeper is None:
             return  # never started: no connect string, no broker of ours can exist
+        killed = []
         for broker_id in self.broker_ids:
             for pid in broker_pids(broker_id, self.connect_string):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+        # SIGKILL is not death: a process tearing down its memory still runs (and holds its ports)
+        # for a moment. ``close`` returns once they are gone, as it does for its own children.
+        deadline = time.monotonic() + 5.0
+        while killed and time.monotonic() < deadline:
+            killed = [pid for pid in killed if process_alive(pid)]
+            if killed:
+                time.sleep(0.01)
 
     def __enter__(self) -> LocalCluster:
         return self.start()
