@@ -116,9 +116,7 @@ def _check_pid(pid: int, broker_id: int) -> None:
 
 
 def _wait_exit(pid: int, deadline: float) -> None:
-    from kafka_controller.cluster.process import process_alive
+    from kafka_controller.cluster.process import wait_pids_exited
 
-    while process_alive(pid):
-        if time.monotonic() >= deadline:
-            raise common.CommandFailedError(f"process {pid} deregistered but has not exited")
-        time.sleep(POLL_S)
+    if wait_pids_exited([pid], deadline, POLL_S):
+        raise common.CommandFailedError(f"process {pid} deregistered but has not exited")

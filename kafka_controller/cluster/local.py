@@ -33,8 +33,8 @@ from kafka_controller.cluster.process import (
     BrokerProcess,
     broker_command,
     broker_pids,
-    process_alive,
     wait_all_exited,
+    wait_pids_exited,
 )
 from kafka_controller.cluster.waits import ClusterError, ClusterWaits
 from kafka_controller.cluster.watch import LeadershipWatch, ShutdownReport, partitions_of
@@ -379,13 +379,8 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
-        # SIGKILL is not death: a process tearing down its memory still runs (and holds its ports)
-        # for a moment. ``close`` returns once they are gone, as it does for its own children.
-        deadline = time.monotonic() + 5.0
-        while killed and time.monotonic() < deadline:
-            killed = [pid for pid in killed if process_alive(pid)]
-            if killed:
-                time.sleep(0.01)
+        # ``close`` returns once they are gone, as it does for its own children.
+        wait_pids_exited(killed, time.monotonic() + 5.0)
 
     def __enter__(self) -> LocalCluster:
         return self.start()

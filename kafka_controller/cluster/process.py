@@ -227,6 +227,17 @@ def wait_all_exited(processes: Sequence[BrokerProcess], deadline: float) -> list
     return pending
 
 
+def wait_pids_exited(pids: Sequence[int], deadline: float, poll_s: float = 0.01) -> list[int]:
+    """Wait until none of ``pids`` runs or ``deadline``; returns those still running. For processes
+    that are not our children (nothing to reap): a killed process still runs while its memory is
+    torn down, holding its ports."""
+    alive = [pid for pid in pids if process_alive(pid)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        alive = [pid for pid in alive if process_alive(pid)]
+    return alive
+
+
 @atexit.register
 def _kill_all() -> None:
     with _live_lock:
