@@ -236,7 +236,10 @@ def hold_election(store: KazooMetadataStore, brokers: int, timeout: float = 300.
 def settle(bench: BenchCluster, timeout: float = 600.0) -> None:
     """Until every partition is led by its preferred replica with a full ISR, twice in a row with
     the same znode versions; a preferred election is asked for if leaders are off, and again every
-    10 s while some stay off (a replica not yet back in the ISR when it was asked is skipped)."""
+    10 s while some stay off (a replica not yet back in the ISR when it was asked is skipped).
+    Audited, then until the audit rows stop growing: the first controller writes its startup's
+    ~300,000 rows for seconds after the states settle (``idle_cluster_cpu_cores`` read ~0.8-1.1
+    cores before the kill until this waited for them)."""
     deadline = time.monotonic() + timeout
     asked_at: float | None = None
     previous: dict[TopicPartition, int] | None = None
@@ -257,6 +260,10 @@ def settle(bench: BenchCluster, timeout: float = 600.0) -> None:
             bench.cluster.admin().elect_leaders("preferred")
             asked_at = time.monotonic()
         elif not off_leader and full == len(bench.partitions) and versions == previous:
+            if bench.audit_db is not None:  # the controller's startup rows, still being written
+                epoch = bench.store.get_controller_epoch()
+                left = max(1.0, deadline - time.monotonic())
+                wait_audit_drained(bench.audit_db, left, epoch=None if epoch is None else epoch[0])
             return
         if time.monotonic() > deadline:
             raise SystemExit(

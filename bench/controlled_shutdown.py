@@ -51,7 +51,7 @@ from bench._common import (
     report,
     rss_mb,
 )
-from bench.floor import read_floor, state_paths, write_floor
+from bench.floor import best_floor, state_paths
 from kafka_controller.cluster.watch import LeadershipWatch
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
 from kafka_controller.zk import paths as P
@@ -117,8 +117,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
         and a.leader_and_isr.zk_version != b.leader_and_isr.zk_version
     ]
     # The floor, on the same tree: read what the shutdown had to read, rewrite what it wrote.
-    read_s = read_floor(store, state_paths(hosted))
-    write_s = write_floor(store, state_paths(changed))
+    read_s, write_s = best_floor(store, state_paths(hosted), state_paths(changed))
     floor = read_s + write_s
     return {
         "shut_down_broker": victim,

@@ -61,7 +61,7 @@ from bench._common import (
     rss_mb,
     wait_audit_drained,
 )
-from bench.floor import failover_read_paths, read_floor, state_paths, write_floor
+from bench.floor import best_floor, failover_read_paths, state_paths
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.backend import OK
@@ -197,8 +197,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
         }
 
     gc.unfreeze()
-    read_s = read_floor(store, failover_read_paths(store, bench.partitions))
-    write_s = write_floor(store, written)
+    read_s, write_s = best_floor(store, failover_read_paths(store, bench.partitions), written)
     floor = read_s + write_s
     failover = ready - elected
     return {

@@ -76,6 +76,20 @@ def write_floor(store: KazooMetadataStore, paths: Sequence[str]) -> float:
     return elapsed
 
 
+def best_floor(
+    store: KazooMetadataStore, read_paths: Sequence[str], write_paths: Sequence[str], tries: int = 2
+) -> tuple[float, float]:
+    """The read and write floors (``read_floor``, ``write_floor``), each the fastest of ``tries``.
+
+    A floor is what the I/O cannot take less than, and a one-off stall (a ZooKeeper collection, a
+    broker still busy after the operation) only adds to it: the RF 3 failover's write floor once
+    read 1.23 s against 0.52 s in the next run. The fastest try is the floor; it can only make the
+    reported ratios higher."""
+    reads = min(read_floor(store, read_paths) for _ in range(tries))
+    writes = min(write_floor(store, write_paths) for _ in range(tries))
+    return reads, writes
+
+
 def failover_read_paths(store: KazooMetadataStore, partitions: Sequence[TopicPartition]) -> list[str]:
     """What a failover must read: broker registrations, topic znodes and every partition state."""
     brokers = [P.broker_id_path(b) for b in store.get_sorted_broker_list()]
