@@ -186,6 +186,14 @@ class BrokerServer:
         lifecycle.start()
         self._cleanup.append(("lifecycle thread", lambda: self._tasks.put(None)))
 
+        # Served before the broker registers: whoever waits for the registration (``cluster up``'s
+        # "ready", LocalCluster.start) may scrape at once, and a port that cannot be bound fails
+        # the start before the broker is visible to the controller.
+        if self.metrics_port is not None:
+            self.metrics_server = serve_metrics(self.metrics, self.metrics_host, self.metrics_port)
+            self._cleanup.append(("metrics endpoint", self.metrics_server.close))
+            log.info("Metrics on http://%s:%d/metrics", self.metrics_host, self.metrics_server.port)
+
         self.broker_epoch = store.register_broker(self.broker_info)
         log.info(
             "Registered broker %d at %s with broker epoch %d",
@@ -236,11 +244,6 @@ class BrokerServer:
         )
         self.config_changes.start()
         self._cleanup.append(("config change listener", self.config_changes.stop))
-
-        if self.metrics_port is not None:
-            self.metrics_server = serve_metrics(self.metrics, self.metrics_host, self.metrics_port)
-            self._cleanup.append(("metrics endpoint", self.metrics_server.close))
-            log.info("Metrics on http://%s:%d/metrics", self.metrics_host, self.metrics_server.port)
 
     def _open_audit(self, url: str) -> AuditSink:
         from kafka_controller.audit.writer import AuditWriter

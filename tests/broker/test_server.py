@@ -6,6 +6,7 @@ import sqlite3
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,6 +81,28 @@ def test_metrics_endpoint_serves_broker_and_controller_gauges(tree: InMemoryZooK
 
         wait_until(lambda: f"{prometheus_name(LEADER_COUNT)} 4" in scrape(), "LeaderCount 4 in the scrape")
         assert "kafka_controller_kafkacontroller_activecontrollercount 1" in scrape()
+    finally:
+        server.shutdown()
+
+
+def test_metrics_endpoint_serves_before_the_broker_registers(tree: InMemoryZooKeeper) -> None:
+    """Whoever waits for the registration (``cluster up``'s "ready") may scrape at once."""
+    scraped_at_registration: list[str] = []
+    server: BrokerServer | None = None
+
+    class Store(InMemoryMetadataStore):
+        def register_broker(self, broker: Any) -> int:
+            assert server is not None and server.metrics_server is not None, "no metrics endpoint yet"
+            url = f"http://127.0.0.1:{server.metrics_server.port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as response:
+                scraped_at_registration.append(response.read().decode())
+            return super().register_broker(broker)
+
+    server = BrokerServer(BrokerConfig.of(1, SETTINGS), Store(tree), metrics_port=0)
+    server.startup()
+    try:
+        assert len(scraped_at_registration) == 1
+        assert prometheus_name(LEADER_COUNT) in scraped_at_registration[0]
     finally:
         server.shutdown()
 
