@@ -186,9 +186,7 @@ class BrokerServer:
         lifecycle.start()
         self._cleanup.append(("lifecycle thread", lambda: self._tasks.put(None)))
 
-        # Served before the broker registers: whoever waits for the registration (``cluster up``'s
-        # "ready", LocalCluster.start) may scrape at once, and a port that cannot be bound fails
-        # the start before the broker is visible to the controller.
+        # Before registering: whoever waits for the registration (cluster up's "ready") may scrape.
         if self.metrics_port is not None:
             self.metrics_server = serve_metrics(self.metrics, self.metrics_host, self.metrics_port)
             self._cleanup.append(("metrics endpoint", self.metrics_server.close))
