@@ -6,7 +6,6 @@ import sqlite3
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,7 @@ from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.metrics import ZK_EXPIRES_PER_SEC, ZK_REQUEST_LATENCY_MS, ZK_SESSION_STATE
 from kafka_controller.broker.server import LEADER_COUNT, BrokerServer
 from kafka_controller.controller.metrics import prometheus_name
-from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+from kafka_controller.domain.values import Broker, ReplicaAssignment, TopicPartition
 from kafka_controller.ports import MetadataStore
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.memory_zk import InMemoryZooKeeper
@@ -91,7 +90,7 @@ def test_metrics_endpoint_serves_before_the_broker_registers(tree: InMemoryZooKe
     server: BrokerServer | None = None
 
     class Store(InMemoryMetadataStore):
-        def register_broker(self, broker: Any) -> int:
+        def register_broker(self, broker: Broker) -> int:
             assert server is not None and server.metrics_server is not None, "no metrics endpoint yet"
             url = f"http://127.0.0.1:{server.metrics_server.port}/metrics"
             with urllib.request.urlopen(url, timeout=10) as response:
