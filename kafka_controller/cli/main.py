@@ -101,10 +101,11 @@ class _FirstInterrupt:
         self.installed = False
         self.seen = False
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _FirstInterrupt:
         if threading.current_thread() is threading.main_thread():
             self.previous = signal.signal(signal.SIGINT, self._handle)
             self.installed = True
+        return self
 
     def _handle(self, signum: int, frame: object) -> None:
         if not self.seen:
@@ -124,26 +125,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     left_undone(None)
-    with _FirstInterrupt():
+    with _FirstInterrupt() as guard:
         try:
-            return _run(func, args)
+            return _run(func, args, guard)
         except KeyboardInterrupt:
             return _interrupted(args)
 
 
-def _run(func: Any, args: argparse.Namespace) -> int:
+def _run(func: Any, args: argparse.Namespace, guard: _FirstInterrupt) -> int:
     try:
         if "zookeeper" in vars(args):
             resolve_zookeeper(args)
             if "timeout" in vars(args):
                 check_timeout(args)
         return int(func(args) or 0)
-    except UsageError as e:
-        print(f"kafka-controller {args.command}: error: {e}", file=sys.stderr)
-        return 2
     except KafkaControllerError as e:
+        if guard.seen:  # a library that caught the interrupt made it an error (a session closing)
+            raise KeyboardInterrupt from e
         print(f"kafka-controller {args.command}: error: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, UsageError) else 1
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from kazoo.client import KazooClient, KazooState, KeeperState
+from kazoo.client import KazooState, KeeperState
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
@@ -36,6 +36,7 @@ from kafka_controller.zk.backend import (
     ZkBackend,
 )
 from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BATCH_OPS
+from kafka_controller.zk.kazoo_client import InterruptibleKazooClient
 from kafka_controller.zk.kazoo_reads import KazooReads, stat_of, translate
 from kafka_controller.zk.multiread import (
     GET_DATA,
@@ -59,7 +60,7 @@ class KazooBackend(KazooReads):
 
     def __init__(self, config: ZkClientConfig, *, client_factory: ClientFactory | None = None) -> None:
         self.config = config
-        self._factory: ClientFactory = client_factory or KazooClient
+        self._factory: ClientFactory = client_factory or InterruptibleKazooClient
         self._chroot = config.chroot
         self._multi_read = config.multi_read is not False
         #: each pipelined request's round trip in ms (the broker's ZooKeeperRequestLatencyMs)

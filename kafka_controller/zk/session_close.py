@@ -19,13 +19,13 @@ import enum
 import logging
 from collections.abc import Callable
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kafka_controller.broker.session_file import SessionRecord
 from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.zk.backend import Stat
+from kafka_controller.zk.kazoo_client import InterruptibleKazooClient
 from kafka_controller.zk.paths import broker_id_path
 from kafka_controller.zk.security import ZkClientConfig
 
@@ -60,7 +60,7 @@ def close_recorded_session(
     path = broker_id_path(record.broker_id)
     timeout_s = config.connection_timeout_ms / 1000.0
     if read_stat is None:
-        reader = _started(KazooClient(**config.kazoo_kwargs()), config, timeout_s)
+        reader = _started(InterruptibleKazooClient(**config.kazoo_kwargs()), config, timeout_s)
         try:
             raw = reader.exists(path)
         except KazooException as e:
@@ -75,7 +75,7 @@ def close_recorded_session(
         return refused
     kwargs = config.kazoo_kwargs()
     kwargs["connection_retry"] = {"max_tries": 3, "delay": 0.1, "max_delay": 0.5}
-    attach = KazooClient(client_id=(record.session_id, record.password), **kwargs)
+    attach = InterruptibleKazooClient(client_id=(record.session_id, record.password), **kwargs)
     client = _started(attach, config, timeout_s)
     try:
         attached = client.client_id
@@ -87,7 +87,9 @@ def close_recorded_session(
     return CloseOutcome.CLOSED
 
 
-def _started(client: KazooClient, config: ZkClientConfig, timeout_s: float) -> KazooClient:
+def _started(
+    client: InterruptibleKazooClient, config: ZkClientConfig, timeout_s: float
+) -> InterruptibleKazooClient:
     try:
         client.start(timeout=timeout_s)
     except (KazooTimeoutError, KazooException) as e:
@@ -98,7 +100,7 @@ def _started(client: KazooClient, config: ZkClientConfig, timeout_s: float) -> K
     return client
 
 
-def _stop(client: KazooClient) -> None:
+def _stop(client: InterruptibleKazooClient) -> None:
     try:
         client.stop()
         client.close()
