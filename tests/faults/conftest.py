@@ -176,7 +176,7 @@ class Report:
     """Collects each trial's line; at the end, replaces the results file with them and a summary
     in one rename (two runs at once — CI and a developer — never interleave their lines)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
         self.results: list[TrialResult] = []
         self.started = time.monotonic()
@@ -206,7 +206,7 @@ class Report:
         }
 
     def close(self) -> None:
-        if not self.results:
+        if not self.results or self.path is None:
             return
         lines = [orjson.dumps(r.line()) for r in self.results] + [orjson.dumps(self.summary())]
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -229,6 +229,16 @@ def _convergence(rs: list[TrialResult]) -> dict[str, dict[str, float]]:
 
 @pytest.fixture(scope="module")
 def report() -> Iterator[Report]:
-    r = Report(Path(os.environ.get("KAFKA_CONTROLLER_FAULT_RESULTS", RESULTS)))
+    r = Report(results_path())
     yield r
     r.close()
+
+
+def results_path() -> Path | None:
+    """Where the run's record goes: ``KAFKA_CONTROLLER_FAULT_RESULTS``, else the suite's file, except
+    for a one-seed replay (``KAFKA_CONTROLLER_FAULT_SEED``), which keeps its line to itself rather
+    than replace the record of a whole run with it."""
+    explicit = os.environ.get("KAFKA_CONTROLLER_FAULT_RESULTS")
+    if explicit:
+        return Path(explicit)
+    return None if os.environ.get("KAFKA_CONTROLLER_FAULT_SEED") else RESULTS
