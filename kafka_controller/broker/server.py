@@ -32,7 +32,7 @@ from typing import Any
 from kafka_controller.broker import apis as A
 from kafka_controller.broker import kafka_wire as kw
 from kafka_controller.broker import metrics as M
-from kafka_controller.broker import session_file
+from kafka_controller.broker import session_file, zk_wait
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
@@ -169,7 +169,9 @@ class BrokerServer:
         )
         self._register_metrics(store)
 
-        self.cluster_id = store.create_or_get_cluster_id(kw.new_cluster_id())  # as Kafka's brokers do
+        retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
+        new_id = kw.new_cluster_id()  # as Kafka's brokers do
+        self.cluster_id = retry(lambda: store.create_or_get_cluster_id(new_id), "Reading /cluster/id")
         apis = {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
         kafka = kw.KafkaProtocolHandler(self.metadata_cache, lambda: self.cluster_id, apis).handle
         host, port = self._listener
@@ -178,7 +180,9 @@ class BrokerServer:
         self.transport.start()
         self._cleanup.append(("listener", self.transport.stop))
         advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
-        self.broker_info = Broker(self.broker_id, (EndPoint(advertised, self.transport.port),), self.rack)
+        self.broker_info = info = Broker(
+            self.broker_id, (EndPoint(advertised, self.transport.port),), self.rack
+        )
 
         lifecycle = threading.Thread(
             target=self._run_tasks, name=f"broker-{self.broker_id}-lifecycle", daemon=True
@@ -192,13 +196,9 @@ class BrokerServer:
             self._cleanup.append(("metrics endpoint", self.metrics_server.close))
             log.info("Metrics on http://%s:%d/metrics", self.metrics_host, self.metrics_server.port)
 
-        self.broker_epoch = store.register_broker(self.broker_info)
-        log.info(
-            "Registered broker %d at %s with broker epoch %d",
-            self.broker_id,
-            self.broker_info.endpoints[0].connection_string(),
-            self.broker_epoch,
-        )
+        self.broker_epoch = epoch = retry(lambda: store.register_broker(info), "Registering the broker")
+        endpoint = info.endpoints[0].connection_string()
+        log.info("Registered broker %d at %s with broker epoch %d", self.broker_id, endpoint, epoch)
         if (data_dir := self.data_dir) is not None:
             self._cleanup.append(("session file", lambda: session_file.remove_session_file(data_dir)))
             session_file.record_session(data_dir, store, self.broker_id, self.broker_epoch)
@@ -240,7 +240,7 @@ class BrokerServer:
             on_broker_config=controller.update_dynamic_broker_configs,
             on_topic_config=self.min_isr.on_topic_config,
         )
-        self.config_changes.start()
+        retry(self.config_changes.start, "Watching /config/changes")
         self._cleanup.append(("config change listener", self.config_changes.stop))
 
     def _open_audit(self, url: str) -> AuditSink:

@@ -308,18 +308,15 @@ class ControllerBase(abc.ABC):
 
     def _on_session_event(self, event: SessionEvent) -> None:
         """Kafka's ``beforeInitializingSession`` / ``afterInitializingSession``: Expire jumps the
-        queue (preempting what waits), then a new session re-registers and re-elects."""
+        queue (preempting what waits), then a new session re-registers and re-elects. Any other
+        CONNECTED is a reconnection, even one whose loss came before this listener was added."""
         if event is SessionEvent.EXPIRED:
             self._session_expired = True
             self.event_manager.clear_and_put(Expire())
-        elif event is SessionEvent.SUSPENDED:
-            self._session_suspended = True
         elif event is SessionEvent.CONNECTED and self._session_expired:
-            self._session_expired = self._session_suspended = False
+            self._session_expired = False
             self.enqueue(RegisterBrokerAndReelect())
-        elif event is SessionEvent.CONNECTED and self._session_suspended:
-            self._session_suspended = False
+        elif event is SessionEvent.CONNECTED:
             self.enqueue(SessionReconnected())
 
     _session_expired = False
-    _session_suspended = False

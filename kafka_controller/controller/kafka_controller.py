@@ -359,14 +359,14 @@ class KafkaController(
 
     def process_session_reconnected(self) -> None:
         """Finish what the connection loss may have cut short (not Kafka's, whose ZooKeeper calls
-        wait for the connection instead of failing): an event that failed meanwhile may have written
-        an ISR that completes a reassignment and then failed to read it back, and no later ISR
-        change would re-check it; or failed to elect leaders. So re-check every reassignment in
-        flight (one batched read; the ones whose targets are all in the ISR are completed), and
-        elect what is offline. Watch-driven work needs nothing: the watch layer re-arms dropped
-        watches and fires those whose znode changed."""
+        wait for the connection instead of failing). A candidate elects unless someone is the
+        controller: its Startup or Reelect may have failed, and an absent ``/controller`` fires no
+        watch. The controller re-checks every reassignment in flight (one batched read; an event
+        may have written an ISR that completes one and failed to read it back) and elects what is
+        offline. Watch-driven work needs nothing: dropped watches are re-armed and fired for what
+        changed."""
         if not self.is_active:
-            return
+            return self.elect()
         ctx = self.controller_context
         reassigning = sorted(ctx.partitions_being_reassigned)
         log.info("Session reconnected: re-checking %d reassignments in flight", len(reassigning))

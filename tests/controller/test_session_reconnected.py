@@ -65,3 +65,33 @@ def test_a_reassignment_whose_completion_check_failed_while_suspended_completes_
     cluster.wait_idle()
     assert _assignment(cluster).replicas == (0, 1, 2)
     assert not active.controller.controller_context.partitions_being_reassigned
+
+
+def test_a_candidate_whose_startup_was_cut_short_elects_on_reconnection(cluster: Cluster) -> None:
+    """Seen in a fault trial: a broker cut from ZooKeeper while it started. Its Startup could not
+    read ``/controller``; absent before and after, the re-armed watch never fired, and with no
+    other broker alive the cluster stayed without a controller. Kafka's Startup would have waited
+    for the connection and elected."""
+    sim = cluster.start(0, launch=False)
+    sim.store.disconnect()
+    cluster.launch(0)
+    assert not sim.controller.is_active
+    assert cluster.admin.get_controller_id() is None, "the election should have failed while suspended"
+
+    sim.store.reconnect()
+    assert cluster.active() is sim
+    assert cluster.controller_epoch()[0] == 1
+
+
+def test_a_candidate_that_is_not_the_controller_stays_so_on_reconnection(cluster: Cluster) -> None:
+    cluster.start_all([0, 1])
+    active = cluster.active()
+    other = cluster.brokers[1 - active.id]
+    epoch = cluster.controller_epoch()
+    other.store.disconnect()
+    other.store.reconnect()
+    cluster.wait_idle()
+    assert cluster.active() is active
+    assert not other.controller.is_active
+    assert other.controller.active_controller_id == active.id
+    assert cluster.controller_epoch() == epoch
