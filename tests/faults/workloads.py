@@ -89,7 +89,12 @@ class RollingShutdown(Workload):
         self.epochs = t.cluster.registered()
         controller = t.controller()
         order = sorted(t.cluster.broker_ids, key=lambda b: (b == controller, b))
-        self._in_background(t, lambda: [self._roll(t, b) for b in order])
+
+        def roll_all() -> None:
+            for b in order:
+                self._roll(t, b)
+
+        self._in_background(t, roll_all)
 
     def _roll(self, t: TrialContext, broker: int) -> None:
         for attempt in range(4):
@@ -127,7 +132,7 @@ class Reassignment(Workload):
     def plan(rng: random.Random, ids: tuple[int, ...]) -> dict[TopicPartition, tuple[int, ...]]:
         """The targets, drawn from ``rng`` (the trial's, right after its spec was drawn)."""
         layout = topic_layout(ids)
-        out = {}
+        out: dict[TopicPartition, tuple[int, ...]] = {}
         for p, (a, b) in layout.items():
             c = next(x for x in ids if x not in layout[p])
             out[TopicPartition(TOPIC, p)] = (b, c) if rng.random() < 0.5 else (a, b, c)
