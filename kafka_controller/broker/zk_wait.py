@@ -39,14 +39,18 @@ class UntilConnected:
         self._clock = clock
 
     def __call__(self, step: Callable[[], T], what: str) -> T:
+        first = True
         while True:
             try:
                 return step()
             except StoreUnavailableError as e:
-                log.warning("%s was cut short (%s); waiting until connected to ZooKeeper", what, e)
+                if first:  # a flapping link is logged once
+                    log.warning("%s was cut short (%s); waiting until connected to ZooKeeper", what, e)
                 if not self._wait_connected():
                     raise
-                log.info("Connected to ZooKeeper again: %s once more", what)
+                if first:
+                    log.info("Connected to ZooKeeper again: %s once more", what)
+                first = False
 
     def _wait_connected(self) -> bool:
         """False if ``stop`` was set first. At least one poll interval passes, so that an error the

@@ -16,6 +16,7 @@ import pytest
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.metrics import NOT_RUNNING
 from kafka_controller.broker.server import BrokerServer
+from kafka_controller.broker.zk_wait import UntilConnected
 from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.ports import SystemClock
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
@@ -111,3 +112,25 @@ def test_a_stop_asked_for_while_waiting_ends_the_start_and_leaves_nothing(
     admin = InMemoryMetadataStore(tree)
     assert admin.get_sorted_broker_list() == []
     assert admin.get_controller_id() is None
+
+
+def test_a_step_that_keeps_failing_is_retried_once_connected_and_warned_of_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = InMemoryMetadataStore(InMemoryZooKeeper())
+    calls: list[int] = []
+
+    def flapping() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise StoreUnavailableError("connection loss")
+        return "done"
+
+    caplog.set_level("DEBUG", logger="kafka_controller.broker.zk_wait")
+    retry = UntilConnected(store, threading.Event(), SystemClock())
+    assert retry(flapping, "A step") == "done"
+    assert len(calls) == 3
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.getMessage() for r in warnings] == [
+        "A step was cut short (connection loss); waiting until connected to ZooKeeper"
+    ]
