@@ -49,6 +49,8 @@ from kafka_controller.ports import AuditSink, Clock, MetadataStore, SessionEvent
 
 log = logging.getLogger(__name__)
 __all__ = ["LEADER_COUNT", "BrokerServer"]
+#: Re-registration attempts after a session expiry that fail otherwise than by a lost connection.
+REREGISTER_ATTEMPTS = 30
 
 
 class BrokerServer:
@@ -290,26 +292,23 @@ class BrokerServer:
             self._tasks.put(self._reregister)
 
     def _reregister(self) -> None:
-        assert self.store is not None and self.broker_info is not None
-        for attempt in range(1, 31):
-            if self._stopped:
+        store, info = self.store, self.broker_info
+        assert store is not None and info is not None
+        retry = zk_wait.UntilConnected(store, self._halted, self.clock)  # a lost link costs no attempt
+        for attempt in range(1, REREGISTER_ATTEMPTS + 1):
+            if self._halted.is_set():
                 return
             try:
-                epoch = self.store.register_broker(self.broker_info)
+                epoch = retry(lambda: store.register_broker(info), "Re-registering the broker")
             except MetadataStoreError as e:
                 log.warning("Re-registering broker %d failed (attempt %d): %s", self.broker_id, attempt, e)
                 if self._halted.wait(min(5.0, 0.2 * attempt)):
                     return
                 continue
-            log.info(
-                "Re-registered broker %d after session expiry: broker epoch %d -> %d",
-                self.broker_id,
-                self.broker_epoch,
-                epoch,
-            )
-            self.broker_epoch = epoch
+            old, self.broker_epoch = self.broker_epoch, epoch
+            log.info("Re-registered broker %d (session expired): epoch %d -> %d", self.broker_id, old, epoch)
             if self.data_dir is not None:  # the new session is the one to close should this process die
-                session_file.record_session(self.data_dir, self.store, self.broker_id, epoch)
+                session_file.record_session(self.data_dir, store, self.broker_id, epoch)
             return
         log.error("Broker %d could not re-register; the controller will treat it as dead", self.broker_id)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kafka_controller.broker import server as server_module
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.metrics import NOT_RUNNING
 from kafka_controller.broker.server import BrokerServer
@@ -134,3 +135,30 @@ def test_a_step_that_keeps_failing_is_retried_once_connected_and_warned_of_once(
     assert [r.getMessage() for r in warnings] == [
         "A step was cut short (connection loss); waiting until connected to ZooKeeper"
     ]
+
+
+def test_a_lost_connection_while_re_registering_costs_no_attempt(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a session expiry the broker registers again on its own thread, a bounded number of
+    attempts for refusals; a connection lost meanwhile is waited out, as Kafka's client does. With
+    one attempt allowed, the old loop gave up on the lost connection."""
+    monkeypatch.setattr(server_module, "REREGISTER_ATTEMPTS", 1)
+    tree = InMemoryZooKeeper()
+    store = InMemoryMetadataStore(tree)
+    server = BrokerServer(BrokerConfig.of(1, SETTINGS), store).startup()
+    try:
+        old_epoch = server.broker_epoch
+        _before_first(store, "register_broker", store.disconnect)
+        caplog.set_level("INFO", logger="kafka_controller.broker.zk_wait")
+        store.expire_session()
+        wait_until(
+            lambda: any("Re-registering the broker was cut short" in r.getMessage() for r in caplog.records),
+            "the re-registration to wait for the connection",
+        )
+        store.reconnect()
+        wait_until(lambda: server.broker_epoch > old_epoch, "re-registration with a new broker epoch")
+        admin = InMemoryMetadataStore(tree)
+        assert {b.id: e for b, e in admin.get_all_brokers_and_epochs().items()} == {1: server.broker_epoch}
+    finally:
+        server.shutdown()
