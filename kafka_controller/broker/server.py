@@ -294,10 +294,10 @@ class BrokerServer:
     def _reregister(self) -> None:
         store, info = self.store, self.broker_info
         assert store is not None and info is not None
+        if self._halted.is_set():  # stopped before the task ran; later attempts check as they back off
+            return
         retry = zk_wait.UntilConnected(store, self._halted, self.clock)  # a lost link costs no attempt
         for attempt in range(1, REREGISTER_ATTEMPTS + 1):
-            if self._halted.is_set():
-                return
             try:
                 epoch = retry(lambda: store.register_broker(info), "Re-registering the broker")
             except MetadataStoreError as e:
