@@ -16,11 +16,14 @@ led to. Everything else — no cache, a newer controller epoch, no leader electa
 the partitions the dead broker led were written a moment before by the ISR removal, so their
 20,000 re-reads at 100,000 partitions RF 3 are saved.
 
-A partition with no online replica gets no leader in that round whatever its state and its topic's
-config say (every strategy elects an online replica of the assignment), and its failure there is
-dropped for Kafka's read round, which reads both. So the cached round reads only the topic configs
-that can decide an election there, and fails such partitions with one shared placeholder error
-instead of a message each (at failover at RF 1, the 20,000 partitions of the dead broker).
+A partition with no online replica gets no leader whatever its state and its topic's config say
+(every strategy elects an online replica of the assignment, which is the context's, not the state
+znode's), so Kafka's read round could only fail it too: the cached round fails it at once with
+Kafka's message, and reads neither its state nor its topic's config (at failover at RF 1, the
+20,000 partitions of the dead broker and their topics). Only the reason could differ, for a state
+changed behind the controller's back: Kafka's read would report a deleted state znode or a newer
+controller epoch where this reports no leader, and audits the state it read as ``before`` where
+this audits the cached one; the partition's state, the store and the requests are the same.
 """
 
 from __future__ import annotations
@@ -132,6 +135,7 @@ class PartitionLeaderElection:
     ) -> list[TopicPartition]:
         """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
         cached, unread = self.controller_context.cached_leaderships(partitions)
+        self._fail_without_online_replica(cached, strategy, notes, finished)
         if not cached:
             return unread
         elected, failed, retry = self._do_elect_leader_for_partitions(list(cached), strategy, notes, cached)
@@ -143,6 +147,26 @@ class PartitionLeaderElection:
                 finished[tp] = error  # the write failed: final, as after Kafka's read
                 self._log_failed(tp, self.controller_context.partition_states[tp], _ONLINE, error)
         return unread + retry
+
+    def _fail_without_online_replica(
+        self,
+        cached: dict[TopicPartition, LeaderIsrAndControllerEpoch],
+        strategy: PartitionLeaderElectionStrategy,
+        notes: ElectionNotes | None,
+        finished: dict[TopicPartition, ElectionOutcome],
+    ) -> None:
+        """Fail, with Kafka's message, and take out of ``cached`` the partitions with no online
+        replica, which no state or config Kafka's read could find would give a leader (module docs)."""
+        ctx = self.controller_context
+        any_online, assignment = LiveReplicaFilter(ctx).any_online, ctx.partition_replica_assignment
+        hopeless = [tp for tp in cached if not any_online(assignment(tp), tp)]
+        strategy_text, states = str(strategy), ctx.partition_states
+        for tp in hopeless:
+            cached_state = cached.pop(tp)
+            if notes is not None:
+                notes.before[tp] = cached_state.leader_and_isr
+            finished[tp] = error = self._no_leader_error(tp, strategy_text, None)
+            self._log_failed(tp, states[tp], _ONLINE, error)
 
     def _do_elect_leader_for_partitions(
         self,
@@ -183,7 +207,7 @@ class PartitionLeaderElection:
         if not valid:
             return {}, failed, []
         config_failures: dict[str, Exception] = {}
-        decisions = self._run_strategy(valid, strategy, config_failures, cached is not None)
+        decisions = self._run_strategy(valid, strategy, config_failures)
         to_update: dict[TopicPartition, LeaderAndIsr] = {}
         recipients: dict[TopicPartition, tuple[int, ...]] = {}
         strategy_text = str(strategy)
@@ -244,12 +268,11 @@ class PartitionLeaderElection:
         valid: list[tuple[TopicPartition, LeaderAndIsr]],
         strategy: PartitionLeaderElectionStrategy,
         config_failures: dict[str, Exception],
-        from_cache: bool = False,
     ) -> list[ElectionDecision]:
         ctx = self.controller_context
         if isinstance(strategy, OfflinePartitionLeaderElectionStrategy):
             with_unclean = self._collect_unclean_leader_election_state(
-                valid, strategy.allow_unclean, config_failures, from_cache
+                valid, strategy.allow_unclean, config_failures
             )
             return offline_election_decisions(ctx, with_unclean)
         results: list[ElectionResult]
@@ -268,14 +291,11 @@ class PartitionLeaderElection:
         valid: list[tuple[TopicPartition, LeaderAndIsr]],
         allow_unclean: bool,
         config_failures: dict[str, Exception],
-        from_cache: bool = False,
     ) -> list[tuple[TopicPartition, LeaderAndIsr | None, bool]]:
         """Unclean is allowed per partition only when no ISR member is online (§3.6 step 4).
 
         With ``allow_unclean`` false the topic configs are read even for an empty topic set, as
         Kafka does; a topic whose config cannot be read or is invalid fails its partitions.
-        ``from_cache`` (the round without a read, module docs): only the configs of topics with a
-        partition that has an online replica are read; the others' partitions fail undecided.
         """
         live = LiveReplicaFilter(self.controller_context)
         no_live_isr: list[tuple[TopicPartition, LeaderAndIsr]] = []
@@ -296,11 +316,7 @@ class PartitionLeaderElection:
                     with_live_isr.append((tp, leader_and_isr, False))
         if allow_unclean:
             return [(tp, lai, True) for tp, lai in no_live_isr] + with_live_isr
-        if from_cache:
-            any_online, assignment = live.any_online, self.controller_context.partition_replica_assignment
-            topics = {tp.topic for tp, _ in no_live_isr if any_online(assignment(tp), tp)}
-        else:
-            topics = {tp.topic for tp, _ in no_live_isr}
+        topics = {tp.topic for tp, _ in no_live_isr}
         configs, failures = self._store.get_log_configs(topics, self._broker_config)
         config_failures.update(failures)
         unclean_by_topic: dict[str, bool] = {}

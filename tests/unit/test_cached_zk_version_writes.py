@@ -123,9 +123,14 @@ def _run(seed: int, cached: bool) -> list[dict[str, Any]]:
     snapshots = [_snapshot(h)]
     for step in steps:
         try:
-            step(h)
+            outcomes = step(h)
         except KafkaControllerError as e:  # a refused flow must be refused either way
             snapshots.append({"refused": type(e).__name__})
+        else:  # an election's result per partition: the new leadership, or the kind of failure
+            if isinstance(outcomes, dict):
+                snapshots.append(
+                    {tp: o if isinstance(o, LeaderAndIsr) else type(o).__name__ for tp, o in outcomes.items()}
+                )
         snapshots.append(_snapshot(h))
     return snapshots
 
@@ -185,24 +190,32 @@ def test_off_by_default_in_the_state_machines() -> None:
 
 
 @pytest.mark.parametrize("cached", [True, False])
-def test_no_online_replica_reads_its_topic_config_once(cached: bool) -> None:
-    """Partitions whose replicas are all dead get no leader from the cache whatever their topic's
-    config says: the config is read once, by Kafka's read round, and the failures audited are
-    Kafka's (its message, the state read as ``before``)."""
+def test_no_online_replica_reads_neither_state_nor_config_from_the_cache(cached: bool) -> None:
+    """Partitions whose replicas are all dead get no leader whatever their state and their topic's
+    config say: Kafka's read round reads both once and fails them; the cached round fails them at
+    once, reading neither, and the failures audited are Kafka's (its message, the state as
+    ``before``)."""
     configs: list[set[str]] = []
+    reads: list[list[TopicPartition]] = []
     audit = RecordingAuditSink()
     h = CoreHarness(BROKERS, broker_config=DEFAULTS, write_on_cached_zk_version=cached, audit=audit)
     solo = h.create_topic("solo", [[1], [1]])
     h.create_topic("t", [[2, 3]])
-    real = h.store.get_log_configs
+    real_configs, real_reads = h.store.get_log_configs, h.store.get_partition_states
 
-    def recording(topics: Any, defaults: Any) -> Any:
+    def recording_configs(topics: Any, defaults: Any) -> Any:
         configs.append(set(topics))
-        return real(topics, defaults)
+        return real_configs(topics, defaults)
 
-    h.store.get_log_configs = recording  # type: ignore[method-assign, assignment]
+    def recording_reads(partitions: Any) -> Any:
+        reads.append(list(partitions))
+        return real_reads(partitions)
+
+    h.store.get_log_configs = recording_configs  # type: ignore[method-assign, assignment]
+    h.store.get_partition_states = recording_reads  # type: ignore[method-assign]
     h.fail_brokers([1])
-    assert [c for c in configs if c] == [{"solo"}]
+    assert [c for c in configs if c] == ([] if cached else [{"solo"}])
+    assert [r for r in reads if set(r) & set(solo)] == ([] if cached else [solo, solo])
     failed = [r for r in audit.records if isinstance(r, PartitionTransition) and r.outcome == OUTCOME_FAILED]
     assert [(r.topic, r.partition, r.leader_before, r.error) for r in failed] == [
         (
