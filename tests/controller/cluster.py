@@ -30,7 +30,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.ports import AuditSink
+from kafka_controller.ports import AuditSink, MetadataStore
 from kafka_controller.testing.clock import ManualClock
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.memory_zk import InMemoryZooKeeper
@@ -118,7 +118,7 @@ class Cluster:
 
     def __post_init__(self) -> None:
         self.tree = InMemoryZooKeeper(self.clock.time_ms)
-        self.admin = self.new_store()
+        self.admin: MetadataStore = self.new_store()
         self.brokers: dict[int, SimBroker] = {}
 
     def new_store(self) -> Any:
