@@ -192,9 +192,9 @@ def test_off_by_default_in_the_state_machines() -> None:
 @pytest.mark.parametrize("cached", [True, False])
 def test_no_online_replica_reads_neither_state_nor_config_from_the_cache(cached: bool) -> None:
     """Partitions whose replicas are all dead get no leader whatever their state and their topic's
-    config say: Kafka's read round reads both once and fails them; the cached round fails them at
-    once, reading neither, and the failures audited are Kafka's (its message, the state as
-    ``before``)."""
+    config say. Kafka's sequence reads their states (the election's read round, then the ISR
+    removal's) and their topic's config, and fails them; the cached one fails them at once, reading
+    neither, and the failures audited are the same (Kafka's message, the state as ``before``)."""
     configs: list[set[str]] = []
     reads: list[list[TopicPartition]] = []
     audit = RecordingAuditSink()
