@@ -198,12 +198,14 @@ class BrokerServer:
             self._cleanup.append(("metrics endpoint", self.metrics_server.close))
             log.info("Metrics on http://%s:%d/metrics", self.metrics_host, self.metrics_server.port)
 
+        if (data_dir := self.data_dir) is not None:  # before registering: see session_file's docstring
+            self._cleanup.append(("session file", lambda: session_file.remove_session_file(data_dir)))
+            session_file.record_session(data_dir, store, self.broker_id)
         self.broker_epoch = epoch = retry(lambda: store.register_broker(info), "Registering the broker")
         endpoint = info.endpoints[0].connection_string()
         log.info("Registered broker %d at %s with broker epoch %d", self.broker_id, endpoint, epoch)
-        if (data_dir := self.data_dir) is not None:
-            self._cleanup.append(("session file", lambda: session_file.remove_session_file(data_dir)))
-            session_file.record_session(data_dir, store, self.broker_id, self.broker_epoch)
+        if data_dir is not None:  # the epoch, and the session should it have changed while registering
+            session_file.record_session(data_dir, store, self.broker_id, epoch)
 
         self.alter_isr.start()
         self._cleanup.append(("AlterIsr sender", self.alter_isr.stop))
@@ -297,6 +299,8 @@ class BrokerServer:
         if self._halted.is_set():  # stopped before the task ran; later attempts check as they back off
             return
         retry = zk_wait.UntilConnected(store, self._halted, self.clock)  # a lost link costs no attempt
+        if self.data_dir is not None:  # the new session, before it registers (as at startup)
+            session_file.record_session(self.data_dir, store, self.broker_id)
         for attempt in range(1, REREGISTER_ATTEMPTS + 1):
             try:
                 epoch = retry(lambda: store.register_broker(info), "Re-registering the broker")
@@ -353,12 +357,8 @@ class BrokerServer:
                 log.warning("Controlled shutdown request of broker %d failed: %s", self.broker_id, e)
                 fresh = True
             if remaining > 0:
-                log.warning(
-                    "Retrying controlled shutdown of broker %d in %.1fs (%d attempts left)",
-                    self.broker_id,
-                    backoff_s,
-                    remaining,
-                )
+                retrying = "Retrying controlled shutdown of broker %d in %.1fs (%d attempts left)"
+                log.warning(retrying, self.broker_id, backoff_s, remaining)
                 self.clock.sleep(backoff_s)
         log.warning(
             "Proceeding to an unclean shutdown of broker %d: every controlled-shutdown attempt failed",

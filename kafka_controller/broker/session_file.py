@@ -4,9 +4,11 @@ Kafka notices a dead broker only when its ZooKeeper session expires (``zookeeper
 18 s by default). A supervisor that *observed* the broker process exit (``LocalCluster``, systemd's
 ``ExecStopPost=``) can do better: ZooKeeper lets a client re-attach to a live session with its id and
 password and then close it, and closing it deletes the session's ephemerals (``/brokers/ids/<id>``,
-``/controller``) at once. So the broker writes what that takes, when it registers, to
+``/controller``) at once. So the broker writes what that takes to
 ``<data dir>/zookeeper-session.json`` (mode 0600: the password is a credential for that session),
-atomically (a reader sees the old record or the new one, never half of one).
+atomically (a reader sees the old record or the new one, never half of one). It writes it *before*
+it registers, with the broker epoch unknown, and again with the epoch once registered: a process
+killed between registering and writing would otherwise leave a registration no record can close.
 
 The record names the process (pid and its start time, so that a recycled pid is not mistaken for
 it), the broker id and the broker epoch (the registration's czxid), so that a closer can refuse a
@@ -25,6 +27,8 @@ from kafka_controller.domain.errors import InvalidArgumentError
 
 SESSION_FILE_NAME = "zookeeper-session.json"
 _FORMAT_VERSION = 1
+#: The record's broker epoch before the registration it is written for exists.
+UNKNOWN_BROKER_EPOCH = -1
 
 
 class SessionFileError(InvalidArgumentError):
@@ -38,6 +42,7 @@ class SessionRecord(NamedTuple):
     pid_start: int
     session_id: int
     password: bytes
+    #: The registration's czxid; ``UNKNOWN_BROKER_EPOCH`` when written before registering.
     broker_epoch: int
 
     def to_json(self) -> str:
@@ -131,9 +136,13 @@ def remove_session_file(data_dir: str | Path, pid: int | None = None) -> None:
             session_file(data_dir).unlink()
 
 
-def record_session(data_dir: str | Path, store: object, broker_id: int, broker_epoch: int) -> bool:
+def record_session(
+    data_dir: str | Path, store: object, broker_id: int, broker_epoch: int = UNKNOWN_BROKER_EPOCH
+) -> bool:
     """Write this process's record for ``store``'s current session; False when the store cannot
-    tell its session's password (only the kazoo store can: fakes have no session to re-attach to)."""
+    tell its session's password (only the kazoo store can: fakes have no session to re-attach to).
+
+    Called before registering (epoch unknown) and after (epoch known); see the module's docstring."""
     credentials = getattr(getattr(store, "backend", None), "session_credentials", None)
     found = credentials() if callable(credentials) else None
     if found is None:

@@ -1,7 +1,7 @@
 """``kafka-controller close-session --data-dir DIR``: end a dead broker's ZooKeeper session now.
 
 For a supervisor that saw the broker process exit (systemd's ``ExecStopPost=``): it reads the
-session the broker recorded in its ``--data-dir`` when it registered, and, only if that process is
+session the broker recorded in its ``--data-dir`` as it registered, and, only if that process is
 gone and that session still owns ``/brokers/ids/<id>``, re-attaches to the session and closes it,
 so that the broker's registration (and ``/controller``, if it was the controller) go at once
 instead of after ``zookeeper.session.timeout.ms``. A clean shutdown leaves no record: nothing to

@@ -9,6 +9,9 @@ broker process exit uses this one.
 Never close a session that is not the dead process's: the caller checks the pid; this module
 checks that the recorded session still owns ``/brokers/ids/<id>`` (its ``ephemeralOwner``) and
 that the registration is the one the record was written for (its czxid is the broker epoch).
+A record written before its registration (broker epoch unknown) is closed when its session owns
+the registration, and also when there is none: the process died before or while registering, a
+create it sent may still be applied, and closing the dead process's session removes either way.
 A session that expired meanwhile cannot be re-attached to (the server answers with timeout 0),
 so the re-attached client is checked to hold the recorded id before it closes anything.
 """
@@ -22,7 +25,7 @@ from collections.abc import Callable
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kafka_controller.broker.session_file import SessionRecord
+from kafka_controller.broker.session_file import UNKNOWN_BROKER_EPOCH, SessionRecord
 from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.zk.backend import Stat
 from kafka_controller.zk.kazoo_client import InterruptibleKazooClient
@@ -44,9 +47,10 @@ class CloseOutcome(enum.Enum):
 
 def check_owner(record: SessionRecord, stat: Stat | None) -> CloseOutcome | None:
     """None when ``record``'s session holds the registration it was written for; else why not."""
+    unknown = record.broker_epoch == UNKNOWN_BROKER_EPOCH  # written before registering
     if stat is None:
-        return CloseOutcome.NOT_REGISTERED
-    if stat.ephemeral_owner != record.session_id or stat.czxid != record.broker_epoch:
+        return None if unknown else CloseOutcome.NOT_REGISTERED
+    if stat.ephemeral_owner != record.session_id or not (unknown or stat.czxid == record.broker_epoch):
         return CloseOutcome.NOT_OWNER
     return None
 

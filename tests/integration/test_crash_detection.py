@@ -15,16 +15,24 @@ from pathlib import Path
 
 import pytest
 
+from kafka_controller.broker.config import BrokerConfig, zookeeper_store
+from kafka_controller.broker.server import BrokerServer
 from kafka_controller.broker.session_file import (
     SESSION_FILE_NAME,
+    UNKNOWN_BROKER_EPOCH,
     SessionRecord,
     read_session_file,
     write_session_file,
 )
 from kafka_controller.cli.main import main
 from kafka_controller.cluster import LocalCluster
+from kafka_controller.ports import SystemClock
+from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from kafka_controller.zk.paths import broker_id_path
-from kafka_controller.zk.session_close import CloseOutcome
+from kafka_controller.zk.security import ZkClientConfig
+from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
+from tests.broker.helpers import wait_until
 from tests.integration.conftest import ClusterFactory
 from tests.integration.helpers import TIMEOUT, live_replicas_have_live_leaders, wait_all_led, wait_healthy
 
@@ -162,3 +170,47 @@ def test_close_session_error_paths_are_one_line(tmp_path: Path, capsys: pytest.C
     assert "cannot connect to ZooKeeper" in err and len(err.strip().splitlines()) == 1
     assert read_session_file(tmp_path) is not None  # nothing closed, so the record stays
     assert os.path.exists(tmp_path / SESSION_FILE_NAME)
+
+
+def test_a_broker_killed_right_after_registering_leaves_a_record_that_closes_its_session(
+    zk_server: EmbeddedZooKeeper, tmp_path: Path
+) -> None:
+    """Seen in a fault trial: a broker killed between registering and writing its record left a
+    registration that only the session timeout removed. The record is written before registering,
+    so what the supervisor would read at any moment after the registration closes its session."""
+    config = BrokerConfig.of(1, {"zookeeper.session.timeout.ms": str(int(SESSION_TIMEOUT_S * 1000))})
+    connect = f"{zk_server.connect_string}/it/crash-window"
+    store = zookeeper_store(connect, config, SystemClock())
+    assert isinstance(store, KazooMetadataStore)
+    at_registering: list[SessionRecord | None] = []
+    register = store.register_broker
+
+    def registering(*args: object) -> int:  # what a supervisor would read were the process killed now
+        at_registering.append(read_session_file(tmp_path))
+        return register(*args)  # type: ignore[arg-type]
+
+    store.register_broker = registering  # type: ignore[method-assign,assignment]
+    server = BrokerServer(config, store, data_dir=tmp_path).startup()
+    admin = KazooMetadataStore(connect)
+    try:
+        early = at_registering[0]
+        assert early is not None and early.broker_epoch == UNKNOWN_BROKER_EPOCH
+        owner = admin.backend.exists(broker_id_path(1))
+        assert owner is not None and owner.ephemeral_owner == early.session_id
+        after = read_session_file(tmp_path)  # rewritten with the registration's epoch
+        assert owner.czxid == server.broker_epoch
+        assert after == early._replace(broker_epoch=server.broker_epoch)
+
+        # The process "dies" here, before the rewrite: its early record must be enough.
+        epoch = server.broker_epoch  # the re-registration that follows the close gets a new one
+        outcome = close_recorded_session(ZkClientConfig(connect, connection_timeout_ms=10_000), early)
+        assert outcome is CloseOutcome.CLOSED
+
+        def first_registration_gone() -> bool:
+            now = admin.backend.exists(broker_id_path(1))
+            return now is None or now.czxid != epoch
+
+        wait_until(first_registration_gone, "the closed session's registration to go", timeout=FAST_S)
+    finally:
+        admin.close()
+        server.shutdown()

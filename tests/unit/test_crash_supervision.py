@@ -15,6 +15,7 @@ import pytest
 
 from kafka_controller.broker.session_file import (
     SESSION_FILE_NAME,
+    UNKNOWN_BROKER_EPOCH,
     SessionFileError,
     SessionRecord,
     process_start,
@@ -73,6 +74,13 @@ def test_only_the_session_holding_the_registration_it_was_written_for_is_closed(
     assert check_owner(RECORD, None) is CloseOutcome.NOT_REGISTERED
     assert check_owner(RECORD, _stat(RECORD.session_id + 1, RECORD.broker_epoch)) is CloseOutcome.NOT_OWNER
     assert check_owner(RECORD, _stat(RECORD.session_id, RECORD.broker_epoch + 1)) is CloseOutcome.NOT_OWNER
+
+
+def test_a_record_written_before_registering_closes_its_session_whatever_its_registration() -> None:
+    early = RECORD._replace(broker_epoch=UNKNOWN_BROKER_EPOCH)
+    assert check_owner(early, _stat(early.session_id, 0x777)) is None  # registered after writing
+    assert check_owner(early, None) is None  # died before or while registering: a create may be in flight
+    assert check_owner(early, _stat(early.session_id + 1, 0x777)) is CloseOutcome.NOT_OWNER
 
 
 def _sleeper(tmp_path: Path, broker_id: int) -> BrokerProcess:
