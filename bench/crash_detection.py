@@ -59,6 +59,7 @@ def crash_controller(bench: BenchCluster, supervised: bool) -> dict[str, Any]:
     if old is None:
         raise SystemExit("no controller")
     cluster.session_closer.enabled = supervised
+    earlier = len(cluster.session_closer.outcomes)  # outcomes of earlier runs' kills are not this one's
     load = round(os.getloadavg()[0], 2)
     killed = time.time()
     cluster.crash_broker(old)
@@ -77,7 +78,7 @@ def crash_controller(bench: BenchCluster, supervised: bool) -> dict[str, Any]:
             raise SystemExit(f"{pending} partitions with a live replica still have no live leader")
         time.sleep(0.1)
     led = max(elected, last_write)
-    closed = [o for b, _, o in cluster.session_closer.outcomes if b == old]
+    closed = [o for b, _, o in cluster.session_closer.outcomes[earlier:] if b == old]
     result = {
         "mode": "supervised" if supervised else "unsupervised",
         "old_controller": old,
