@@ -16,6 +16,8 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
+from itertools import repeat
+from operator import eq
 from typing import Protocol, cast
 
 from kafka_controller.controller.auditing import ControllerAuditSink
@@ -59,6 +61,7 @@ from kafka_controller.ports import (
     BrokerChannel,
     Clock,
     MetadataStore,
+    PartitionStateRead,
     SessionEvent,
     TopicIdReplicaAssignment,
     ZNodeEvent,
@@ -68,6 +71,8 @@ from kafka_controller.ports import (
 log = logging.getLogger("kafka_controller.controller")
 #: ``update_leader_and_isr_cache``: the types of reads that are all states (none missing or failed).
 _ALL_READ = {LeaderIsrAndControllerEpoch}
+#: A partition ``update_leader_and_isr_cache`` was not handed a read of.
+_UNREAD = object()
 
 # Kafka's znode paths (CONTRACT §1) that the controller names when it drops a watch or parses a
 # watch event; the store owns everything else about them.
@@ -166,13 +171,29 @@ class ControllerBase(abc.ABC):
         except IllegalControllerStateError as e:
             self.handle_illegal_state(e)
 
-    def update_leader_and_isr_cache(self, partitions: Collection[TopicPartition] | None = None) -> None:
-        """Re-read the state znodes (all partitions when None), batched, into the context."""
+    def update_leader_and_isr_cache(
+        self,
+        partitions: Collection[TopicPartition] | None = None,
+        *,
+        already_read: Mapping[TopicPartition, PartitionStateRead] | None = None,
+    ) -> None:
+        """Re-read the state znodes (all partitions when None), batched, into the context; those in
+        ``already_read`` (read with the topics by a failover's context load) are not read again."""
         ctx = self.controller_context
         tps = ctx.all_partitions if partitions is None else list(dict.fromkeys(partitions))
         if not tps:
             return
-        reads = self.store.get_partition_states(tps)
+        reads: Mapping[TopicPartition, PartitionStateRead]
+        if already_read is None:
+            reads = self.store.get_partition_states(tps)
+        elif len(already_read) == len(tps) and all(map(eq, tps, already_read)):
+            reads = already_read  # a failover's: every partition, read in the context's order
+        else:  # in the partitions' order, as a read of them would be
+            found: list[object] = list(map(already_read.get, tps, repeat(_UNREAD, len(tps))))
+            if _UNREAD in found:
+                more = self.store.get_partition_states([tp for tp in tps if tp not in already_read])
+                found = [more[tp] if f is _UNREAD else f for tp, f in zip(tps, found, strict=True)]
+            reads = cast("dict[TopicPartition, PartitionStateRead]", dict(zip(tps, found, strict=True)))
         if set(map(type, reads.values())) == _ALL_READ:  # a failover's 100,000: each a state, cached as read
             ctx.put_partition_leadership_infos(
                 cast("dict[TopicPartition, LeaderIsrAndControllerEpoch]", reads).items()

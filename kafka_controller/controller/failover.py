@@ -199,7 +199,12 @@ class ControllerFailover(ControllerBase):
         ctx.set_live_brokers(self.compatible_brokers(store.get_all_brokers_and_epochs()))
         log.info("Initialized broker epochs cache: %s", ctx.live_broker_id_and_epochs)
         ctx.set_all_topics(store.get_all_topics())
-        reads = store.get_replica_assignment_and_topic_ids(ctx.all_topics, watch_handler=self._on_topic_znode)
+        # Kafka 2.8 reads the topics, then the states of their partitions (``updateLeaderAndIsrCache``
+        # below); read together, ZooKeeper answers the first states while later topics decode
+        # (README deviation 19: the same context, states read before the topic ids are written).
+        reads, states = store.get_replica_assignments_and_partition_states(
+            ctx.all_topics, watch_handler=self._on_topic_znode
+        )
         assignments: list[TopicIdReplicaAssignment] = []
         for topic, read in reads.items():
             if isinstance(read, MetadataStoreError):
@@ -214,7 +219,7 @@ class ControllerFailover(ControllerBase):
             being_reassigned.update(tp for tp, ra in a.assignment.items() if ra.is_being_reassigned)
         ctx.shutting_down_broker_ids.clear()
         self.register_broker_modifications_handlers(ctx.live_or_shutting_down_broker_ids)
-        self.update_leader_and_isr_cache()
+        self.update_leader_and_isr_cache(already_read=states)
         self.channel_manager.startup(ctx.live_or_shutting_down_brokers)
         log.info(
             "Currently active brokers in the cluster: %s; shutting down: %s",

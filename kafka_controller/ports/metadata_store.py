@@ -14,7 +14,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.ports.partition_state import PartitionStateStore
+from kafka_controller.ports.partition_state import PartitionStateRead, PartitionStateStore
 
 __all__ = [
     "FeatureZNode",
@@ -164,6 +164,15 @@ class MetadataStore(PartitionStateStore, Protocol):
     ) -> dict[str, TopicIdReplicaAssignment | MetadataStoreError]:
         """Batched read of topic znodes (v1-3); missing topics left out, corrupt ones map to their
         error. ``watch_handler`` arms a data watch on each topic znode in the same request."""
+        ...
+
+    def get_replica_assignments_and_partition_states(
+        self, topics: Collection[str], *, watch_handler: WatchHandler | None = None
+    ) -> tuple[
+        dict[str, TopicIdReplicaAssignment | MetadataStoreError], dict[TopicPartition, PartitionStateRead]
+    ]:
+        """``get_replica_assignment_and_topic_ids``, and ``get_partition_states`` of the partitions
+        of every topic it decoded; the store may read the states while it decodes later topics."""
         ...
 
     def create_topic(

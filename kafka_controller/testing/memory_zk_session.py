@@ -22,6 +22,7 @@ from kafka_controller.zk.backend import (
     RawSessionListener,
     RawWatch,
     Stat,
+    chunked,
     error_for_code,
 )
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["InMemorySession"]
 
 _Event = tuple[RawWatch, str, str]
+#: Paths per reply of ``iter_data_versions_streamed``: ZkClientConfig's default ``read_chunk``, so
+#: the fake answers in the chunks a real server's multi-reads would.
+STREAMED_READ_CHUNK = 1000
 
 
 def _deliver(events: list[_Event]) -> None:
@@ -152,6 +156,11 @@ class InMemorySession:
                     datas.append(node.data)
                     versions.append(node.version)
         yield codes, datas, versions
+
+    def iter_data_versions_streamed(self, paths: Iterable[str]) -> Iterator[DataVersions]:
+        self._check()
+        for chunk in chunked(paths, STREAMED_READ_CHUNK):
+            yield from self.iter_data_versions_many(chunk)
 
     def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:
         self._check()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
 from kafka_controller.domain.errors import (
@@ -181,6 +182,12 @@ class ZkBackend(Protocol):
         failover reads 100,000 partition states and uses nothing else of their stats."""
         ...
 
+    def iter_data_versions_streamed(self, paths: Iterable[str]) -> Iterator[DataVersions]:
+        """``iter_data_versions_many`` over a stream of paths, taken a chunk at a time as the window
+        of reads in flight frees up: the caller works out the next paths (a failover decodes the
+        topics that name them) while ZooKeeper answers the earlier ones."""
+        ...
+
     def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:
         """Batched getChildren; ``watch`` is armed as a child watch on every path that exists."""
         ...
@@ -212,3 +219,10 @@ def read_raise(path: str, code: int) -> None:
     """Raise the error for a failed single read (helper for single-path wrappers)."""
     if code != OK:
         raise error_for_code(code, path)
+
+
+def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    """``items`` in lists of ``size`` (the last may be shorter), taken from the stream as needed."""
+    stream = iter(items)
+    while chunk := list(islice(stream, size)):
+        yield chunk

@@ -13,7 +13,9 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 from kazoo.client import KazooState
@@ -36,6 +38,7 @@ from kafka_controller.zk.backend import (
     DataVersions,
     RawWatch,
     Stat,
+    chunked,
     data_version_columns,
     error_for_code,
 )
@@ -74,6 +77,12 @@ def translate(e: BaseException, path: str | None = None) -> MetadataStoreError:
 
 def stat_of(s: Any) -> Stat:
     return Stat._make(s)
+
+
+def _checked(chunks: Iterator[list[str]]) -> Iterator[list[str]]:
+    for chunk in chunks:
+        check_paths(chunk)
+        yield chunk
 
 
 class KazooReads:
@@ -137,6 +146,10 @@ class KazooReads:
     def iter_data_versions_many(self, paths: Sequence[str]) -> Iterator[DataVersions]:
         return self._read_chunks(GET_DATA, paths, None, columns=True)
 
+    def iter_data_versions_streamed(self, paths: Iterable[str]) -> Iterator[DataVersions]:
+        self._check()
+        return self._unwatched_chunks(GET_DATA, _checked(chunked(paths, self.config.read_chunk)), True)
+
     def _read_many(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> list[Any]:
         return [r for chunk in self._read_chunks(op_type, paths, watch) for r in chunk]
 
@@ -159,19 +172,36 @@ class KazooReads:
                     raise
                 log.warning("server rejected multi-read (%s): falling back to pipelined reads", e.code)
                 self._multi_read = False
-        if self._multi_read and wrapper is None:
+        if wrapper is None:
             n = self.config.read_chunk
-            chroot = self._chroot
-            chunks = [paths[i : i + n] for i in range(0, len(paths), n)]
-            requests: list[MultiRead] = (
-                [DataVersionsMultiRead(chunk, chroot) for chunk in chunks]
-                if columns
-                else [MultiRead(op_type, chunk, chroot) for chunk in chunks]
+            yield from self._unwatched_chunks(
+                op_type, (paths[i : i + n] for i in range(0, len(paths), n)), columns
             )
+            return
+        yield self._read_pipelined(op_type, paths, wrapper)
+
+    def _unwatched_chunks(
+        self, op_type: int, chunks: Iterator[Sequence[str]], columns: bool
+    ) -> Iterator[Any]:
+        """A multi-read per chunk, taken from ``chunks`` as the window frees up, replies in order;
+        pipelined reads, chunk by chunk, once the server has rejected a first multi-read (the chunks
+        it was sent are read again)."""
+        if self._multi_read:
+            chroot = self._chroot
+            sent: deque[Sequence[str]] = deque()  # chunks in flight, oldest first
+
+            def requests() -> Iterator[MultiRead]:
+                for chunk in chunks:
+                    sent.append(chunk)
+                    yield (
+                        DataVersionsMultiRead(chunk, chroot) if columns else MultiRead(op_type, chunk, chroot)
+                    )
+
             replied = False
             try:
-                for reply in self._pipeline(requests, "multi-read"):
+                for reply in self._pipeline(requests(), "multi-read"):
                     replied = True
+                    sent.popleft()
                     yield reply
                 return
             except MetadataStoreError as e:
@@ -180,8 +210,10 @@ class KazooReads:
                     raise
                 log.warning("server rejected multi-read (%s): falling back to pipelined reads", e.code)
                 self._multi_read = False
-        reads = self._read_pipelined(op_type, paths, wrapper)
-        yield data_version_columns(reads) if columns else reads
+            chunks = chain(sent, chunks)
+        for chunk in chunks:
+            reads = self._read_pipelined(op_type, chunk, None)
+            yield data_version_columns(reads) if columns else reads
 
     def _read_watched(self, op_type: int, paths: Sequence[str], wrapper: Any) -> list[Any]:
         """Multi-reads, then one ``SetWatches`` per multi-read relative to the zxid it was served

@@ -9,7 +9,7 @@ contract suite tests one piece of logic twice.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -23,7 +23,12 @@ from kafka_controller.domain.values import (
     TopicPartition,
     build_leader_and_isr,
 )
-from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult, WatchHandler
+from kafka_controller.ports import (
+    PartitionStateRead,
+    TopicIdReplicaAssignment,
+    UpdateLeaderAndIsrResult,
+    WatchHandler,
+)
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.admin_codecs import decode_entity_config
 from kafka_controller.zk.backend import (
@@ -33,6 +38,7 @@ from kafka_controller.zk.backend import (
     OK,
     PERSISTENT,
     SET_DATA,
+    DataVersions,
     Op,
     error_for_code,
 )
@@ -65,63 +71,31 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
     ) -> dict[TopicPartition, PartitionStateRead]:
         """Batched read of the state znodes: value, None (missing/empty) or the per-znode error."""
         paths = list(map(_state_path, partitions))
-        out: dict[TopicPartition, PartitionStateRead] = {}
-        # A settled cluster's states repeat: at 100,000 partitions a few dozen distinct (data, zk
-        # version) pairs. Each is decoded once per call and its (immutable) value shared by every
-        # partition that has it: equal to decoding each, without the JSON parse, the checks and
-        # the two tuples per partition. Failures are not kept (each is reported with its path).
-        # A long-lived cluster's states may all differ (each partition its own leader epoch): once
-        # the memo is full with fewer hits than entries, the rest is decoded directly, so the memo
-        # costs such a cluster little (``memo`` None from then on).
-        memo: dict[tuple[bytes | None, int], LeaderIsrAndControllerEpoch | None] | None = {}
-        hits = 0
-        done = 0
-        # Chunk by chunk as the replies arrive: a failover's 100,000 states are decoded while the
-        # rest are still being read, and the raw replies never all exist at once. Each chunk comes
-        # as columns (codes, data, versions); a chunk whose every state the memo holds is shared
-        # out in C-speed bulk (``map``/``zip``), the others partition by partition.
-        for codes, datas, versions in self._backend.iter_data_versions_many(paths):
-            n = min(len(codes), len(paths) - done)  # a surplus answer is ignored, as before
-            chunk_tps = partitions[done : done + n]
-            if memo is not None and codes.count(OK) == len(codes):
-                shared = list(map(memo.get, zip(datas, versions, strict=True)))
-                if None not in shared:
-                    out.update(zip(chunk_tps, shared, strict=False))
-                    hits += n
-                    done += n
-                    continue
-            for i in range(n):
-                tp = chunk_tps[i]
-                code = codes[i]
-                if code == OK:
-                    key = (datas[i], versions[i])
-                    if memo is not None:
-                        state = memo.get(key)
-                        if state is not None:
-                            hits += 1
-                            out[tp] = state
-                            continue
-                    try:
-                        state = decode_partition_state(key[0], key[1], paths[done + i])
-                    except ZNodeDecodeError as e:
-                        out[tp] = e
-                        continue
-                    out[tp] = state
-                    if memo is not None and state is not None:
-                        if len(memo) >= _DECODED_STATES_MAX:
-                            # Keep no raw replies alive; stop sharing if the states seldom repeat.
-                            memo = {} if hits >= _DECODED_STATES_MAX else None
-                            hits = 0
-                        if memo is not None:
-                            memo[key] = state
-                elif code == NONODE:
-                    out[tp] = None
-                else:
-                    out[tp] = error_for_code(code, paths[done + i])
-            done += n
-        if done < len(paths):
-            raise MetadataStoreError(f"the store answered fewer than the {len(paths)} partition state reads")
-        return out
+        return _decode_states(partitions, paths, self._backend.iter_data_versions_many(paths))
+
+    def get_replica_assignments_and_partition_states(
+        self, topics: Collection[str], *, watch_handler: WatchHandler | None = None
+    ) -> tuple[
+        dict[str, TopicIdReplicaAssignment | MetadataStoreError], dict[TopicPartition, PartitionStateRead]
+    ]:
+        """``get_replica_assignment_and_topic_ids``, then ``get_partition_states`` of every
+        partition it found, overlapped: a topic's state reads go out as soon as it is decoded, so
+        ZooKeeper answers them while the later topics are decoded (a failover's context load)."""
+        assignments: dict[str, TopicIdReplicaAssignment | MetadataStoreError] = {}
+        partitions: list[TopicPartition] = []
+        paths: list[str] = []
+
+        def state_paths() -> Iterator[str]:
+            for topic, read in self._decoded_topics(topics, watch_handler):
+                assignments[topic] = read
+                if not isinstance(read, MetadataStoreError):
+                    start = len(paths)
+                    partitions.extend(read.assignment)
+                    paths.extend(map(_state_path, partitions[start:]))
+                    yield from paths[start:]
+
+        states = _decode_states(partitions, paths, self._backend.iter_data_versions_streamed(state_paths()))
+        return assignments, states
 
     def create_partition_states(
         self,
@@ -307,3 +281,67 @@ def _set_state_ops(
 
 def _store_error(e: Exception | None) -> MetadataStoreError | None:
     return e if e is None or isinstance(e, MetadataStoreError) else MetadataStoreError(str(e))
+
+
+def _decode_states(
+    partitions: Sequence[TopicPartition], paths: Sequence[str], replies: Iterable[DataVersions]
+) -> dict[TopicPartition, PartitionStateRead]:
+    """Each reply's states, for ``partitions[k]`` at ``paths[k]`` in reply order (both may still
+    grow while ``replies`` is iterated: ``get_replica_assignments_and_partition_states``)."""
+    out: dict[TopicPartition, PartitionStateRead] = {}
+    # A settled cluster's states repeat: at 100,000 partitions a few dozen distinct (data, zk
+    # version) pairs. Each is decoded once per call and its (immutable) value shared by every
+    # partition that has it: equal to decoding each, without the JSON parse, the checks and
+    # the two tuples per partition. Failures are not kept (each is reported with its path).
+    # A long-lived cluster's states may all differ (each partition its own leader epoch): once
+    # the memo is full with fewer hits than entries, the rest is decoded directly, so the memo
+    # costs such a cluster little (``memo`` None from then on).
+    memo: dict[tuple[bytes | None, int], LeaderIsrAndControllerEpoch | None] | None = {}
+    hits = 0
+    done = 0
+    # Chunk by chunk as the replies arrive: a failover's 100,000 states are decoded while the
+    # rest are still being read, and the raw replies never all exist at once. Each chunk comes
+    # as columns (codes, data, versions); a chunk whose every state the memo holds is shared
+    # out in C-speed bulk (``map``/``zip``), the others partition by partition.
+    for codes, datas, versions in replies:
+        n = min(len(codes), len(paths) - done)  # a surplus answer is ignored, as before
+        chunk_tps = partitions[done : done + n]
+        if memo is not None and codes.count(OK) == len(codes):
+            shared = list(map(memo.get, zip(datas, versions, strict=True)))
+            if None not in shared:
+                out.update(zip(chunk_tps, shared, strict=False))
+                hits += n
+                done += n
+                continue
+        for i in range(n):
+            tp = chunk_tps[i]
+            code = codes[i]
+            if code == OK:
+                key = (datas[i], versions[i])
+                if memo is not None:
+                    state = memo.get(key)
+                    if state is not None:
+                        hits += 1
+                        out[tp] = state
+                        continue
+                try:
+                    state = decode_partition_state(key[0], key[1], paths[done + i])
+                except ZNodeDecodeError as e:
+                    out[tp] = e
+                    continue
+                out[tp] = state
+                if memo is not None and state is not None:
+                    if len(memo) >= _DECODED_STATES_MAX:
+                        # Keep no raw replies alive; stop sharing if the states seldom repeat.
+                        memo = {} if hits >= _DECODED_STATES_MAX else None
+                        hits = 0
+                    if memo is not None:
+                        memo[key] = state
+            elif code == NONODE:
+                out[tp] = None
+            else:
+                out[tp] = error_for_code(code, paths[done + i])
+        done += n
+    if done < len(paths):
+        raise MetadataStoreError(f"the store answered fewer than the {len(paths)} partition state reads")
+    return out

@@ -3,7 +3,7 @@ deletion, topic configs and config-change notifications (spec §7.1, §7.3, §8.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from kafka_controller.domain.errors import (
     InvalidArgumentError,
@@ -28,6 +28,7 @@ from kafka_controller.zk.backend import (
     PERSISTENT,
     PERSISTENT_SEQUENTIAL,
     SET_DATA,
+    DataRead,
     error_for_code,
 )
 from kafka_controller.zk.codecs import decode_topic, encode_topic, is_topic_id, validate_replicas
@@ -53,6 +54,14 @@ class TopicZNodes(StoreCore):
         """Batched read of topic znodes (versions 1-3). Missing topics are left out; a corrupt one
         maps to its ``ZNodeDecodeError``. With ``watch_handler``, a data watch is armed on every
         topic read (Kafka's partition-modification handlers) in the same batched request."""
+        return dict(self._decoded_topics(topics, watch_handler))
+
+    def _decoded_topics(
+        self, topics: Collection[str], watch_handler: WatchHandler | None
+    ) -> Iterator[tuple[str, TopicIdReplicaAssignment | MetadataStoreError]]:
+        """``get_replica_assignment_and_topic_ids``' items: the znodes are read (and the watches
+        armed) at once, each topic decoded only as it is taken, so a caller can act on the first
+        topics while the rest are still to be decoded."""
         names = list(dict.fromkeys(topics))
         paths = [P.topic_path(t) for t in names]
         w = self._watches
@@ -65,22 +74,10 @@ class TopicZNodes(StoreCore):
             if watch_handler is not None:
                 w.arm_failed(paths, NODE)
             raise
-        out: dict[str, TopicIdReplicaAssignment | MetadataStoreError] = {}
-        for topic, path, (code, data, stat) in zip(names, paths, reads, strict=True):
-            if watch_handler is not None:
+        if watch_handler is not None:
+            for path, (code, _, stat) in zip(paths, reads, strict=True):
                 w.remember(path, stat if code == OK else None)
-            if code == NONODE:
-                continue
-            if code != OK or stat is None:
-                out[topic] = error_for_code(code, path)
-                continue
-            try:
-                topic_id, assignment = decode_topic(topic, data, path)
-            except MetadataStoreError as e:
-                out[topic] = e
-                continue
-            out[topic] = TopicIdReplicaAssignment(topic, topic_id, assignment, stat.version)
-        return out
+        return _decode_topics(names, paths, reads)
 
     def create_topic(
         self,
@@ -257,3 +254,21 @@ def _validate_assignment(topic: str, assignment: Assignment) -> dict[int, Replic
             f"topic {topic!r}: partitions have different replication factors {sorted(sizes)}"
         )
     return out
+
+
+def _decode_topics(
+    names: Sequence[str], paths: Sequence[str], reads: Sequence[DataRead]
+) -> Iterator[tuple[str, TopicIdReplicaAssignment | MetadataStoreError]]:
+    """Missing topics left out, a failed read or an undecodable znode as its error."""
+    for topic, path, (code, data, stat) in zip(names, paths, reads, strict=True):
+        if code == NONODE:
+            continue
+        if code != OK or stat is None:
+            yield topic, error_for_code(code, path)
+            continue
+        try:
+            topic_id, assignment = decode_topic(topic, data, path)
+        except MetadataStoreError as e:
+            yield topic, e
+            continue
+        yield topic, TopicIdReplicaAssignment(topic, topic_id, assignment, stat.version)

@@ -5,6 +5,9 @@ Several cases mirror Kafka's ``KafkaZkClientTest`` (spec §9.7).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 import orjson
 import pytest
 
@@ -30,6 +33,7 @@ from kafka_controller.zk.store import ZkMetadataStore
 from .conftest import StoreEnv
 
 TP = TopicPartition
+K = TypeVar("K")
 
 
 def elected(env: StoreEnv, broker_id: int = 1) -> tuple[ZkMetadataStore, int, int]:
@@ -312,6 +316,42 @@ def test_topic_data_watches_armed_by_the_batched_read(env: StoreEnv, events: obj
     admin.set_topic_assignment("b", None, {0: ReplicaAssignment.of([1]), 1: ReplicaAssignment.of([2])}, -1)
     event = events.next()
     assert (event.type.value, event.path) == ("data_changed", "/brokers/topics/b")
+
+
+def _plain(reads: Mapping[K, object]) -> dict[K, object]:
+    """Errors as (type, message): exceptions compare by identity."""
+    return {k: (type(v), str(v)) if isinstance(v, Exception) else v for k, v in reads.items()}
+
+
+def test_topics_and_their_states_read_together_are_the_two_reads(env: StoreEnv, events: object) -> None:
+    """A failover's context load: the topics, then the states of every partition they name,
+    over chunks (a topic of 1,500 partitions spans two of the default 1,000), with a missing and a
+    corrupt state, a corrupt and a missing topic; each decoded topic's watch armed as before."""
+    from .conftest import Events
+
+    assert isinstance(events, Events)
+    admin, epoch, zkv = elected(env)
+    big = [TP("big", p) for p in range(1500)]
+    with_states(admin, epoch, zkv, *big, TP("a", 0), TP("a", 1))
+    admin.create_topic("nostate", {0: ReplicaAssignment.of([1])})
+    env.raw_put(state_path(TP("a", 1)), b"{not json")
+    env.raw_put("/brokers/topics/broken", b"[1, 2]")
+    topics = ["a", "big", "broken", "nostate", "ghost"]
+    controller = env.store()
+    together, states = controller.get_replica_assignments_and_partition_states(topics, watch_handler=events)
+    assignments = admin.get_replica_assignment_and_topic_ids(topics)
+    assert _plain(together) == _plain(assignments) and set(together) == {"a", "big", "broken", "nostate"}
+    assert isinstance(together["broken"], ZNodeDecodeError)
+    named = [
+        tp for read in together.values() if not isinstance(read, ZNodeDecodeError) for tp in read.assignment
+    ]
+    assert list(states) == named  # each decoded topic's partitions, in the topics' order
+    assert _plain(states) == _plain(admin.get_partition_states(named))
+    assert states[TP("nostate", 0)] is None and isinstance(states[TP("a", 1)], ZNodeDecodeError)
+    assert states[big[-1]] == LeaderIsrAndControllerEpoch(LeaderAndIsr.initial(1, [1, 2]), epoch)
+    admin.set_topic_assignment("a", None, {0: ReplicaAssignment.of([2]), 1: ReplicaAssignment.of([2])}, -1)
+    event = events.next()
+    assert (event.type.value, event.path) == ("data_changed", "/brokers/topics/a")
 
 
 def test_writes_fail_fast_while_disconnected_and_watches_come_back(env: StoreEnv, events: object) -> None:

@@ -1,7 +1,8 @@
 """``ControllerBase.update_leader_and_isr_cache`` caches every state read in one pass when each read
 is a state (issue 19: a failover's context load), and skips missing and failed reads otherwise: the
 same cache, in the same order, and imbalance count as caching each read state one at a time, on
-random layouts."""
+random layouts. Handed states already read (a failover reads them with the topics), it reads only
+the partitions they lack, and caches in the context's order whatever order they came in."""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ from kafka_controller.domain.values import (
 class _Store:
     def __init__(self, reads: dict[TopicPartition, Any]) -> None:
         self.reads = reads
+        self.asked: list[TopicPartition] = []
 
     def get_partition_states(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, Any]:
+        self.asked.extend(partitions)
         return {tp: self.reads[tp] for tp in partitions if tp in self.reads}
 
 
@@ -50,9 +53,22 @@ def test_caches_the_read_states_as_one_at_a_time(seed: int) -> None:
     expected = ControllerContext()
     expected.partition_assignments.update(ctx.partition_assignments)
 
-    ControllerBase.update_leader_and_isr_cache(
-        SimpleNamespace(controller_context=ctx, store=_Store(reads)),  # type: ignore[arg-type]
-    )
+    store = _Store(reads)
+    if seed % 4 < 2:
+        ControllerBase.update_leader_and_isr_cache(
+            SimpleNamespace(controller_context=ctx, store=store),  # type: ignore[arg-type]
+        )
+    else:  # a failover: most states read with the topics (in another order), the rest read now
+        if seed % 8 == 6:  # all of them, in the context's order: taken as they are
+            given = {tp: reads[tp] for tp in ctx.all_partitions}
+        else:
+            given = {tp: reads[tp] for tp in rng.sample(tps, len(tps)) if seed % 4 == 2 or rng.random() < 0.8}
+            given[TopicPartition("gone", 0)] = None  # not in the context: not cached
+        ControllerBase.update_leader_and_isr_cache(
+            SimpleNamespace(controller_context=ctx, store=store),  # type: ignore[arg-type]
+            already_read=given,
+        )
+        assert store.asked == [tp for tp in tps if tp not in given]
 
     for tp in tps:
         if isinstance(reads[tp], LeaderIsrAndControllerEpoch):

@@ -26,7 +26,15 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.zk import kazoo_reads, multiread
-from kafka_controller.zk.backend import CREATE, NONODE, OK, PERSISTENT, data_version_columns
+from kafka_controller.zk.backend import (
+    CREATE,
+    NONODE,
+    OK,
+    PERSISTENT,
+    UNIMPLEMENTED,
+    data_version_columns,
+    error_for_code,
+)
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore, translate
 from kafka_controller.zk.multiread import MultiError, first_failure
 from kafka_controller.zk.security import ZkClientConfig
@@ -211,6 +219,54 @@ def test_server_without_multi_read_falls_back(
     tps = seed(store, 5)
     reads = store.get_partition_states(tps)
     assert [r.leader_and_isr.leader_epoch for r in reads.values()] == [0, 1, 2, 3, 4]  # type: ignore[union-attr]
+
+
+@pytest.mark.zk
+def test_streamed_reads_take_their_paths_as_the_window_frees_up(
+    zk_connect: str, stores: list[KazooMetadataStore]
+) -> None:
+    store = open_store(stores, config(zk_connect, read_chunk=7, max_in_flight=2))
+    seed(store, 40)
+    paths = [f"/brokers/topics/t/partitions/{p}/state" for p in range(42)]  # two missing
+    taken: list[str] = []
+
+    def stream() -> Iterator[str]:
+        for path in paths:
+            taken.append(path)
+            yield path
+
+    replies = store.backend.iter_data_versions_streamed(stream())
+    first = next(replies)
+    assert len(first[0]) == 7
+    assert len(taken) <= 3 * 7  # the window's 2 chunks and the one sent as the first came back
+    assert [first, *replies] == list(store.backend.iter_data_versions_many(paths))
+    assert taken == paths
+    assert list(store.backend.iter_data_versions_streamed(iter([]))) == []
+
+
+@pytest.mark.zk
+def test_a_streamed_read_rejected_as_a_multi_read_reads_again_what_it_sent(
+    zk_connect: str, stores: list[KazooMetadataStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that rejects multi-read after the probe (an ensemble member of an older version)
+    answers UNIMPLEMENTED to the first one; simulated here once two chunks went out, since a real
+    one also drops the connection. The chunks already taken from the stream are read again."""
+    store = open_store(stores, config(zk_connect, read_chunk=7, max_in_flight=2))
+    seed(store, 40)
+    paths = [f"/brokers/topics/t/partitions/{p}/state" for p in range(42)]
+    expected = list(store.backend.iter_data_versions_many(paths))
+
+    def rejecting(requests: Iterator[Any], *args: Any) -> Iterator[Any]:
+        next(requests), next(requests)
+        raise error_for_code(UNIMPLEMENTED, None)
+        yield  # a generator, as the real one
+
+    monkeypatch.setattr(kazoo_reads, "pipelined", rejecting)
+    assert store.backend.uses_multi_read
+    replies = list(store.backend.iter_data_versions_streamed(iter(paths)))
+    assert not store.backend.uses_multi_read
+    assert [len(codes) for codes, _, _ in replies] == [7] * 6
+    assert replies == expected
 
 
 @pytest.mark.zk
