@@ -11,7 +11,7 @@ checks that the recorded session still owns ``/brokers/ids/<id>`` (its ``ephemer
 that the registration is the one the record was written for (its czxid is the broker epoch).
 A record written before its registration (broker epoch unknown) is closed when its session owns
 the registration, and also when there is none: the process died before or while registering, a
-create it sent may still be applied, and closing the dead process's session removes either way.
+create it sent may still be applied, and closing its session removes whatever that created.
 A session that expired meanwhile cannot be re-attached to (the server answers with timeout 0),
 so the re-attached client is checked to hold the recorded id before it closes anything.
 """
