@@ -77,7 +77,8 @@ def bulk_segment(r: ReplicaTransitions | PartitionTransitions) -> Segment | str:
         r.topic,
         r.partition,
     ]
-    tail: list[Any] = [{"c": r.outcome}, {"c": None}, {"c": r.timestamp_ms}, {"c": 1 if r.dry_run else 0}]
+    error = r.error if isinstance(r, PartitionTransitions) and r.error is not None else {"c": None}
+    tail: list[Any] = [{"c": r.outcome}, error, {"c": r.timestamp_ms}, {"c": 1 if r.dry_run else 0}]
     common = [r.leader_before, r.leader_after, r.isr_before, r.isr_after]
     common += [r.leader_epoch_before, r.leader_epoch_after]
     if isinstance(r, ReplicaTransitions):

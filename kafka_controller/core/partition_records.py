@@ -1,10 +1,12 @@
 """Audit records of partition transitions (``PartitionTransition``), built positionally: one
 per partition of a failover, so the field order is checked once, at import. For a sink that
-accepts bulk records, successes are gathered as columns instead (``PartitionTransitions``)."""
+accepts bulk records, successes are gathered as columns instead (``PartitionTransitions``), and so
+are failed elections, with a column of their messages."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Any, cast
 
@@ -142,15 +144,51 @@ def record_elections(
         for tp, outcome, current in zip(tps, outcomes, currents, strict=True):
             record_election(records, bulk, tp, current, outcome, strategy, notes, cached)
         return
-    failed = [i for i, o in enumerate(outcomes) if not isinstance(o, LeaderAndIsr)]
+    elected_at = list(map(isinstance, outcomes, repeat(LeaderAndIsr, len(outcomes))))
     start = 0
-    for stop in [*failed, len(tps)]:
-        if start < stop:
+    for ok, run in groupby(elected_at):
+        stop = start + sum(1 for _ in run)
+        if ok:
             elected = cast("list[LeaderAndIsr]", outcomes[start:stop])
             _extend_elected(records, tps[start:stop], elected, currents[start:stop], strategy, notes)
-        if stop < len(tps):
-            record_election(records, bulk, tps[stop], currents[stop], outcomes[stop], strategy, notes, cached)
-        start = stop + 1
+        else:
+            failures = cast("list[Exception]", outcomes[start:stop])
+            _extend_failed(records, tps[start:stop], failures, currents[start:stop], strategy, notes, cached)
+        start = stop
+
+
+def _extend_failed(
+    records: PartitionRecords,
+    tps: list[TopicPartition],
+    errors: list[Exception],
+    currents: list[PartitionState],
+    strategy: str,
+    notes: ElectionNotes,
+    cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
+) -> None:
+    """``record_election`` of each of these failed elections, in bulk: rows of the trailing failed
+    record, with their messages (at RF 1 a failover fails 20,000, one single record each before)."""
+    befores: list[LeaderAndIsr | None] = list(map(notes.before.get, tps))
+    if None in befores:  # an election that noted nothing: the cached leadership, as record_election
+        for i, tp in enumerate(tps):
+            if befores[i] is None and (info := cached(tp)) is not None:
+                befores[i] = info.leader_and_isr
+    leaders, isrs, epochs = leader_and_isr_columns(befores)
+    nones = [None] * len(tps)
+    last = _trailing(records, _KAFKA_NAME[_ONLINE], strategy, OUTCOME_FAILED)
+    if last.error is None:
+        last.error = []
+    last.topic.extend(map(itemgetter(0), tps))
+    last.partition.extend(map(itemgetter(1), tps))
+    last.from_state.extend(map(_KAFKA_NAME.__getitem__, currents))
+    last.leader_before.extend(leaders)
+    last.leader_after.extend(nones)
+    last.isr_before.extend(isrs)
+    last.isr_after.extend(nones)
+    last.leader_epoch_before.extend(epochs)
+    last.leader_epoch_after.extend(nones)
+    last.unclean.extend(repeat(False, len(tps)))
+    last.error.extend(map(error_text, errors))
 
 
 def _extend_elected(
@@ -228,15 +266,19 @@ _RECORD_FIELDS = [
 require_leading_fields(PartitionTransition, _RECORD_FIELDS, "partition_records.partition_transition")
 
 
-def _trailing(records: PartitionRecords, to_state: str, strategy: str | None) -> PartitionTransitions:
-    """The trailing ``PartitionTransitions`` of ``to_state`` and ``strategy`` in ``records``; a new
-    one appended when the last record is anything else (the order of rows is the order of calls)."""
+def _trailing(
+    records: PartitionRecords, to_state: str, strategy: str | None, outcome: str = OUTCOME_OK
+) -> PartitionTransitions:
+    """The trailing ``PartitionTransitions`` of ``to_state``, ``strategy`` and ``outcome`` in
+    ``records``; a new one appended when the last record is anything else (the order of rows is
+    the order of calls)."""
     last = records[-1] if records else None
     if (
         type(last) is not PartitionTransitions
         or last.to_state != to_state
         or last.election_strategy != strategy
+        or last.outcome != outcome
     ):
-        last = PartitionTransitions(to_state, OUTCOME_OK, strategy)
+        last = PartitionTransitions(to_state, outcome, strategy)
         records.append(last)
     return last

@@ -166,8 +166,7 @@ class ReplicaTransitions:
         isr: tuple[int, ...] | None,
         leader_epoch: int | None,
     ) -> None:
-        """``add`` of a row whose after values are its before values; on a record that does not
-        share its after columns, exactly ``add``."""
+        """``add`` of a row whose after values are its before values (just ``add`` if not shared)."""
         if self.leader_after is not self.leader_before:
             self.add(
                 topic, partition, replica, from_state, leader, leader, isr, isr, leader_epoch, leader_epoch
@@ -274,8 +273,8 @@ class ReplicaTransitions:
 
 @dataclass(slots=True)
 class PartitionTransitions:
-    """Successful partition transitions to one state under one strategy, as columns (see
-    ``ReplicaTransitions``)."""
+    """Partition transitions to one state under one strategy with one outcome, as columns (see
+    ``ReplicaTransitions``); ``error``: each row's message (failed elections), or None for none."""
 
     to_state: str
     outcome: str = OUTCOME_OK
@@ -290,6 +289,7 @@ class PartitionTransitions:
     leader_epoch_before: list[int | None] = field(default_factory=list)
     leader_epoch_after: list[int | None] = field(default_factory=list)
     unclean: list[bool] = field(default_factory=list)
+    error: list[str | None] | None = None
     # stamped by the runtime, once for every row
     controller_id: int = -1
     controller_epoch: int = -1
@@ -329,7 +329,7 @@ class PartitionTransitions:
     def expand(self) -> list[PartitionTransition]:
         """One ``PartitionTransition`` per row, as the state machine would have built them."""
         first, to_state, outcome = self.sequence, self.to_state, self.outcome
-        strategy = self.election_strategy
+        strategy, errors = self.election_strategy, self.error or [None] * len(self.topic)
         columns = zip(
             self.topic,
             self.partition,
@@ -341,6 +341,7 @@ class PartitionTransitions:
             self.leader_epoch_before,
             self.leader_epoch_after,
             self.unclean,
+            errors,
             strict=True,
         )
         return [
@@ -358,6 +359,7 @@ class PartitionTransitions:
                 ea,
                 strategy,
                 u,
+                err,
                 controller_id=self.controller_id,
                 controller_epoch=self.controller_epoch,
                 event=self.event,
@@ -366,7 +368,7 @@ class PartitionTransitions:
                 timestamp_ms=self.timestamp_ms,
                 dry_run=self.dry_run,
             )
-            for i, (t, p, f, lb, la, ib, ia, eb, ea, u) in enumerate(columns)
+            for i, (t, p, f, lb, la, ib, ia, eb, ea, u, err) in enumerate(columns)
         ]
 
 

@@ -151,7 +151,7 @@ def test_held_records_count_rows_and_bulk_records_are_stamped_once() -> None:
 
 
 def _bulk_of(records: list[Any]) -> ReplicaTransitions | PartitionTransitions:
-    """The bulk record of consecutive ok single records (same target, stamps and strategy)."""
+    """The bulk record of consecutive single records (same target, outcome, stamps and strategy)."""
     r0 = records[0]
     if isinstance(r0, ReplicaTransition):
         b: Any = ReplicaTransitions(r0.to_state)
@@ -159,10 +159,12 @@ def _bulk_of(records: list[Any]) -> ReplicaTransitions | PartitionTransitions:
             b.add(r.topic, r.partition, r.replica, r.from_state, r.leader_before, r.leader_after,
                   r.isr_before, r.isr_after, r.leader_epoch_before, r.leader_epoch_after)  # fmt: skip
     else:
-        b = PartitionTransitions(r0.to_state, election_strategy=r0.election_strategy)
+        b = PartitionTransitions(r0.to_state, r0.outcome, r0.election_strategy)
         for r in records:
             b.add(r.topic, r.partition, r.from_state, r.leader_before, r.leader_after, r.isr_before,
                   r.isr_after, r.leader_epoch_before, r.leader_epoch_after, r.unclean)  # fmt: skip
+        if any(r.error is not None for r in records):  # failed elections: a message per row
+            b.error = [r.error for r in records]
     for name in ("controller_id", "controller_epoch", "event", "operation_id", "sequence", "timestamp_ms"):
         setattr(b, name, getattr(r0, name))
     b.dry_run = r0.dry_run
@@ -188,6 +190,36 @@ def test_segment_rows_equal_the_rows_of_the_single_records(first: int) -> None:
         expected = to_batch([records]).batch[table]
         assert repr(segment_rows(segment)) == repr(expected)  # the same types too (1, not True)
         assert repr(segment_rows(segment, 2, 7)) == repr(expected[2:7])
+
+
+def test_failed_elections_as_columns_are_the_single_records_rows_through_journal_and_writer(
+    tmp_path: Path,
+) -> None:
+    """A failover at RF 1 fails 20,000 elections: recorded as one bulk record with a message per
+    row, they reach the journal and the database as the single records would."""
+    failed = _stamped([partition_transition(i, outcome="failed", leader_after=None, isr_after=None,
+                                            leader_epoch_after=None, error=f"no leader for {i}")
+                       for i in range(12)], 1)  # fmt: skip
+    bulk = _bulk_of(failed)
+    assert bulk.outcome == "failed" and bulk.error == [f"no leader for {i}" for i in range(12)]
+    assert expand_records([bulk]) == failed
+    segment = bulk_segment(bulk)
+    assert not isinstance(segment, str)
+    assert repr(segment_rows(segment)) == repr(to_batch([failed]).batch["partition_transitions"])
+    _, parts, n = queue_units([bulk], 1000)
+    journal = Spool(tmp_path / "spool", name=JOURNAL_FILE, durable=False)
+    journal.append_parts(parts, n)
+    journal.close()
+    urls = [f"sqlite:///{tmp_path / name}.db" for name in ("replayed", "expected")]
+    for url in urls:
+        upgrade_database(url)
+    with AuditWriter(urls[0], spool_dir=tmp_path / "spool") as writer:
+        assert writer.wait_replayed(WAIT)
+    with AuditWriter(urls[1], spool_dir=tmp_path / "spool-expected") as writer:
+        writer.record(failed)
+        assert writer.flush(WAIT)
+    rows = _rows(urls[0])
+    assert rows == _rows(urls[1]) and len(rows["partition_transitions"]) == 12
 
 
 def test_a_malformed_bulk_record_is_set_aside_whole() -> None:
