@@ -137,9 +137,9 @@ def record_elections(
     notes: ElectionNotes,
     cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
 ) -> None:
-    """``record_election`` of each election, in order; for a bulk sink, each run of successes
-    between failures as columns at C speed (a failover's 20,000 elections at RF 3), not ten
-    appends and a call chain a partition."""
+    """``record_election`` of each election, in order; for a bulk sink, each run of successes and
+    each run of failures as columns at C speed (a failover's 20,000 elections), not ten appends
+    and a call chain a partition."""
     if not bulk:
         for tp, outcome, current in zip(tps, outcomes, currents, strict=True):
             record_election(records, bulk, tp, current, outcome, strategy, notes, cached)
