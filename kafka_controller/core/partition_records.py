@@ -5,7 +5,7 @@ are failed elections, with a column of their messages."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Any, cast
@@ -114,13 +114,11 @@ def record_election(
 ) -> None:
     """Record one election's outcome; a failure's ``before`` is the cached leadership if the
     election noted none."""
-    before = notes.before.get(tp)
     if isinstance(outcome, LeaderAndIsr):
+        before = notes.before.get(tp)
         record_success(records, bulk, tp, current, _ONLINE, before, outcome, strategy, tp in notes.unclean)
         return
-    if before is None:
-        info = cached(tp)
-        before = info.leader_and_isr if info is not None else None
+    before = _failed_before(tp, notes, cached)
     error = error_text(outcome)
     records.append(
         partition_transition(tp, current, _ONLINE, OUTCOME_FAILED, before, None, strategy, error=error)
@@ -157,6 +155,18 @@ def record_elections(
         start = stop
 
 
+def _failed_before(
+    tp: TopicPartition,
+    notes: ElectionNotes,
+    cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
+) -> LeaderAndIsr | None:
+    """A failed election's ``before``: what it noted, else the cached leadership."""
+    before = notes.before.get(tp)
+    if before is None and (info := cached(tp)) is not None:
+        return info.leader_and_isr
+    return before
+
+
 def _extend_failed(
     records: PartitionRecords,
     tps: list[TopicPartition],
@@ -169,25 +179,13 @@ def _extend_failed(
     """``record_election`` of each of these failed elections, in bulk: rows of the trailing failed
     record, with their messages (at RF 1 a failover fails 20,000, one single record each before)."""
     befores: list[LeaderAndIsr | None] = list(map(notes.before.get, tps))
-    if None in befores:  # an election that noted nothing: the cached leadership, as record_election
-        for i, tp in enumerate(tps):
-            if befores[i] is None and (info := cached(tp)) is not None:
-                befores[i] = info.leader_and_isr
-    leaders, isrs, epochs = leader_and_isr_columns(befores)
-    nones = [None] * len(tps)
+    if None in befores:
+        befores = [_failed_before(tp, notes, cached) for tp in tps]
+    nones: list[None] = [None] * len(tps)
     last = _trailing(records, _KAFKA_NAME[_ONLINE], strategy, OUTCOME_FAILED)
+    _extend_rows(last, tps, currents, befores, (nones, nones, nones), repeat(False, len(tps)))
     if last.error is None:
         last.error = []
-    last.topic.extend(map(itemgetter(0), tps))
-    last.partition.extend(map(itemgetter(1), tps))
-    last.from_state.extend(map(_KAFKA_NAME.__getitem__, currents))
-    last.leader_before.extend(leaders)
-    last.leader_after.extend(nones)
-    last.isr_before.extend(isrs)
-    last.isr_after.extend(nones)
-    last.leader_epoch_before.extend(epochs)
-    last.leader_epoch_after.extend(nones)
-    last.unclean.extend(repeat(False, len(tps)))
     last.error.extend(map(error_text, errors))
 
 
@@ -202,17 +200,33 @@ def _extend_elected(
     """``record_success`` of each of these elections (every outcome a ``LeaderAndIsr``), in bulk."""
     last = _trailing(records, _KAFKA_NAME[_ONLINE], strategy)
     # an election that noted no state before: its before columns are None
-    leaders, isrs, epochs = leader_and_isr_columns(list(map(notes.before.get, tps)))
+    befores = list(map(notes.before.get, tps))
+    afters = leader_and_isr_columns(outcomes)
+    _extend_rows(last, tps, currents, befores, afters, map(notes.unclean.__contains__, tps))
+
+
+def _extend_rows(
+    last: PartitionTransitions,
+    tps: list[TopicPartition],
+    currents: list[PartitionState],
+    befores: list[LeaderAndIsr | None],
+    afters: tuple[list[Any], list[Any], list[Any]],
+    unclean: Iterable[bool],
+) -> None:
+    """Rows of ``tps`` into ``last``'s columns: the leadership before each (None: none noted),
+    the (leaders, ISRs, leader epochs) after, at C speed."""
+    leaders, isrs, epochs = leader_and_isr_columns(befores)
+    leaders_after, isrs_after, epochs_after = afters
     last.topic.extend(map(itemgetter(0), tps))
     last.partition.extend(map(itemgetter(1), tps))
     last.from_state.extend(map(_KAFKA_NAME.__getitem__, currents))
     last.leader_before.extend(leaders)
-    last.leader_after.extend(map(itemgetter(0), outcomes))
+    last.leader_after.extend(leaders_after)
     last.isr_before.extend(isrs)
-    last.isr_after.extend(map(itemgetter(2), outcomes))
+    last.isr_after.extend(isrs_after)
     last.leader_epoch_before.extend(epochs)
-    last.leader_epoch_after.extend(map(itemgetter(1), outcomes))
-    last.unclean.extend(map(notes.unclean.__contains__, tps))
+    last.leader_epoch_after.extend(epochs_after)
+    last.unclean.extend(unclean)
 
 
 def leader_and_isr_columns(
