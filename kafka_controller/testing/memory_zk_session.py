@@ -25,6 +25,7 @@ from kafka_controller.zk.backend import (
     chunked,
     error_for_code,
 )
+from kafka_controller.zk.security import DEFAULT_READ_CHUNK
 
 if TYPE_CHECKING:
     from kafka_controller.testing.memory_zk import InMemoryZooKeeper
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["InMemorySession"]
 
 _Event = tuple[RawWatch, str, str]
-#: Paths per reply of ``iter_data_versions_streamed``: ZkClientConfig's default ``read_chunk``, so
-#: the fake answers in the chunks a real server's multi-reads would.
-STREAMED_READ_CHUNK = 1000
 
 
 def _deliver(events: list[_Event]) -> None:
@@ -159,7 +157,7 @@ class InMemorySession:
 
     def iter_data_versions_streamed(self, paths: Iterable[str]) -> Iterator[DataVersions]:
         self._check()
-        for chunk in chunked(paths, STREAMED_READ_CHUNK):
+        for chunk in chunked(paths, DEFAULT_READ_CHUNK):  # as a real server's multi-reads
             yield from self.iter_data_versions_many(chunk)
 
     def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:

@@ -44,6 +44,10 @@ def digest_from_env(environ: Mapping[str, str] | None = None) -> tuple[str, str]
     return user, password
 
 
+#: Paths per multi-read (``ZkClientConfig.read_chunk``).
+DEFAULT_READ_CHUNK = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class ZkClientConfig:
     """Everything the kazoo store needs to connect. Defaults are Kafka's where Kafka has one."""
@@ -65,7 +69,7 @@ class ZkClientConfig:
     create_paths: bool = True
     #: Multi-read (opcode 22): None = use it and fall back if the server rejects it; False = never.
     multi_read: bool | None = None
-    read_chunk: int = 1000
+    read_chunk: int = DEFAULT_READ_CHUNK
     max_in_flight: int = 8
     request_timeout_s: float = 30.0
 
