@@ -123,6 +123,7 @@ class ControllerFailover(ControllerBase):
         # 8. state machines
         self.replica_state_machine.startup()
         self._start_partition_state_machine()
+        self.replica_state_machine.finish_offline_left_to_election()
         log.info("Ready to serve as the new controller with epoch %d", ctx.epoch)
         # 9-11. reassignments, deletions, preferred elections left pending by the previous controller
         self.initialize_partition_reassignments()

@@ -159,10 +159,10 @@ class KafkaController(
         self.partition_state_machine = PartitionStateMachine(
             cid, ctx, store, batch(), broker_config=self._log_config_defaults(), audit=audit
         )
-        # The store's writes are conditional on the zk version: the machines may write from the
-        # states cached in the context and re-read only what a write refuses (core.replica_isr).
-        self.replica_state_machine.write_on_cached_zk_version = True
-        self.partition_state_machine.write_on_cached_zk_version = True
+        # Writes from the context's cached states, conditional on their zk version (core.replica_isr);
+        # startup leaves the offline leaders' ISR removal to the election (core.replica_offline).
+        rsm, self.partition_state_machine.write_on_cached_zk_version = self.replica_state_machine, True
+        rsm.write_on_cached_zk_version = rsm.leave_offline_leaders_to_election = True
         self.topic_deletion_manager = TopicDeletionManager(
             cid,
             ctx,

@@ -16,11 +16,11 @@ from itertools import repeat
 from operator import itemgetter
 from typing import cast
 
-from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
+from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.core.replica_init import initial_replica_states
-from kafka_controller.core.replica_isr import ReplicaIsrRemoval
+from kafka_controller.core.replica_offline import ReplicaOffline
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     AuditItem,
@@ -48,8 +48,6 @@ _DELETION_STARTED = ReplicaState.REPLICA_DELETION_STARTED
 _DELETION_INELIGIBLE = ReplicaState.REPLICA_DELETION_INELIGIBLE
 _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 
-#: Audit text for a replica that kept its state although nothing failed (spec §4.4 step 5).
-_DROPPED = "state znode missing and the topic is queued for deletion: change dropped"
 
 _Leadership = LeaderIsrAndControllerEpoch | None
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
@@ -85,6 +83,9 @@ class AbstractReplicaStateMachine(abc.ABC):
             self._initialized_online = None
         del online
         _LOG.info("Triggering offline replica state changes")
+        self._startup_offline(offline)
+
+    def _startup_offline(self, offline: list[PartitionAndReplica]) -> None:
         self.handle_state_changes(offline, _OFFLINE)
 
     def shutdown(self) -> None:
@@ -106,7 +107,7 @@ class AbstractReplicaStateMachine(abc.ABC):
         """Move ``replicas`` to ``target``; invalid transitions are logged and skipped."""
 
 
-class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
+class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
     """Kafka's ``ZkReplicaStateMachine``: the real one, writing through a ``PartitionStateStore``."""
 
     def __init__(
@@ -320,77 +321,3 @@ class ReplicaStateMachine(ReplicaIsrRemoval, AbstractReplicaStateMachine):
             if tracking:
                 info = leadership.get(tp)
                 self._succeeded(replica, state, _ONLINE, info, info)
-
-    def _to_offline(self, replica_id: int, valid: _Valid) -> None:
-        ctx = self.controller_context
-        states = ctx.replica_states
-        leadership = ctx.partitions_leadership_info
-        broker_ids = (replica_id,)
-        self._batch.add_stop_replica_requests(broker_ids, [r.topic_partition for r, _ in valid], False)
-        led: list[tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch]] = []
-        leaderless: _Valid = []
-        for replica, state in valid:
-            info = leadership.get(replica.topic_partition)
-            if info is None:
-                leaderless.append((replica, state))
-            else:
-                led.append((replica, state, info))
-
-        if led:
-            failures: dict[TopicPartition, Exception] = {}
-            updated = self.remove_replicas_from_isr(
-                replica_id, [r.topic_partition for r, _, _ in led], failures
-            )
-            queued_for_deletion = ctx.topics_to_be_deleted
-            full_assignment = ctx.partition_full_replica_assignment
-            requests: list[LeaderAndIsrEntry] = []
-            log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
-            tracking = self._tracking
-            run = self._changed_run(_OFFLINE)  # successes recorded in bulk, in runs between failures
-            # Recipients = RS minus this replica; few distinct RS exist, so compute each once.
-            recipients_of: dict[tuple[int, ...], tuple[int, ...]] = {}
-            for replica, state, before in led:
-                tp = replica.topic_partition
-                after = updated.get(tp)
-                if after is None:  # failed (logged already) or dropped: the state stays
-                    self._record_changed(run, _OFFLINE)
-                    error = failures.get(tp)
-                    self._audit_record(
-                        replica, state, _OFFLINE, OUTCOME_FAILED, before, None, error or _DROPPED
-                    )
-                    continue
-                if log_info and self._isr_lines.take():
-                    _STATE_CHANGE_LOG.info(
-                        "Partition %s state changed to %s after removing replica %s from the ISR as part "
-                        "of transition to OfflineReplica",
-                        tp,
-                        after,
-                        replica_id,
-                    )
-                if tp.topic not in queued_for_deletion:
-                    a = full_assignment(tp)
-                    recipients = recipients_of.get(a.replicas)
-                    if recipients is None:
-                        recipients = tuple(b for b in a.replicas if b != replica_id)
-                        recipients_of[a.replicas] = recipients
-                    requests.append((recipients, tp, after, a))
-                states[replica] = _OFFLINE
-                if run is not None:
-                    run.append((replica, state, before, after))
-                elif tracking:
-                    self._succeeded(replica, state, _OFFLINE, before, after)
-            self._record_changed(run, _OFFLINE)
-            # Queueing the requests is the failover's memory peak: let the ISR removal's maps go first.
-            del led, updated, failures
-            self._batch.add_leader_and_isr_requests(requests, False)
-
-        if leaderless:
-            # KAFKA-6650: UpdateMetadata with only the live broker list. One call for all of them
-            # queues exactly what Kafka's one call per partition does.
-            self._batch.add_update_metadata_request_for_brokers(
-                sorted(ctx.live_or_shutting_down_broker_ids), [r.topic_partition for r, _ in leaderless]
-            )
-            for replica, state in leaderless:
-                states[replica] = _OFFLINE
-                if self._tracking:
-                    self._succeeded(replica, state, _OFFLINE)

@@ -1,0 +1,192 @@
+"""OfflineReplica for ``ReplicaStateMachine`` (spec §4.4), which inherits it and sets the attributes;
+and the startup's partitions left to the election (README deviation 20).
+
+Kafka's controller startup moves every offline replica to OfflineReplica before the partition
+state machine starts: a partition the dead broker led is written once by the ISR removal (no
+leader, ISR without it, next leader epoch, LeaderAndIsr and UpdateMetadata for it), then again by
+the offline election (new leader, next leader epoch, requests again). With
+``leave_offline_leaders_to_election`` set (``KafkaController`` sets it), startup leaves to the
+election each partition led by an offline replica (or by none) whose topic is not queued for
+deletion and whose ISR holds an online replica of its assignment. The offline election elects such
+a partition from its ISR and keeps only the ISR's online replicas, so its one write gives the
+leader and ISR that Kafka's two give, with the leader epoch bumped once instead of twice; no
+intermediate leaderless state reaches ZooKeeper or the brokers. Its offline replicas still become
+OfflineReplica now, their StopReplica queued, with no write and no request of their own. A
+partition the election leaves without a leader (its state changed behind the controller's back)
+goes through Kafka's ISR removal afterwards (``finish_offline_left_to_election``), so it ends as
+in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
+from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.replica_isr import ReplicaIsrRemoval
+from kafka_controller.domain.audit_records import OUTCOME_FAILED
+from kafka_controller.domain.states import PartitionState, ReplicaState
+from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
+
+__all__ = ["ReplicaOffline"]
+
+_STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
+_OFFLINE = ReplicaState.OFFLINE_REPLICA
+_ONLINE_PARTITION = PartitionState.ONLINE_PARTITION
+#: Audit text for a replica that kept its state although nothing failed (spec §4.4 step 5).
+_DROPPED = "state znode missing and the topic is queued for deletion: change dropped"
+_Valid = list[tuple[PartitionAndReplica, ReplicaState]]
+
+
+class ReplicaOffline(ReplicaIsrRemoval):
+    """``_to_offline`` and the startup's offline replicas of ``ReplicaStateMachine``."""
+
+    _batch: RequestBatch
+    _tracking: bool
+    _isr_lines: LogBudget
+    #: Leave the partitions the offline election will write to it at startup (module docs).
+    leave_offline_leaders_to_election: bool = False
+    # The startup's partitions left to the election while its offline replicas move, then their
+    # offline replicas until ``finish_offline_left_to_election``.
+    _leaving: frozenset[TopicPartition] = frozenset()
+    _left: Sequence[PartitionAndReplica] = ()
+
+    if TYPE_CHECKING:
+
+        def handle_state_changes(
+            self, replicas: Sequence[PartitionAndReplica], target: ReplicaState
+        ) -> None: ...
+
+    def _startup_offline(self, offline: Sequence[PartitionAndReplica]) -> None:
+        """Startup's offline replicas to OfflineReplica, leaving some partitions to the election."""
+        self._left = ()
+        if self.leave_offline_leaders_to_election:
+            self._leaving = left_to_election(self, offline)
+            self._left = [r for r in offline if r.topic_partition in self._leaving] if self._leaving else ()
+        try:
+            self.handle_state_changes(offline, _OFFLINE)
+        finally:
+            self._leaving = frozenset()
+
+    def finish_offline_left_to_election(self) -> None:
+        """After the partition state machine's startup: Kafka's ISR removal for the partitions left
+        to the election that it did not bring online (none, unless a state changed meanwhile)."""
+        left, self._left = self._left, ()
+        states = self.controller_context.partition_states
+        unled = [r for r in left if states.get(r.topic_partition) is not _ONLINE_PARTITION]
+        if unled:
+            self.handle_state_changes(unled, _OFFLINE)
+
+    def _to_offline(self, replica_id: int, valid: _Valid) -> None:
+        ctx = self.controller_context
+        states = ctx.replica_states
+        leadership = ctx.partitions_leadership_info
+        broker_ids = (replica_id,)
+        self._batch.add_stop_replica_requests(broker_ids, [r.topic_partition for r, _ in valid], False)
+        led: list[tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch]] = []
+        leaderless: _Valid = []
+        leaving = self._leaving
+        run = self._changed_run(_OFFLINE)  # successes recorded in bulk, in runs between failures
+        for replica, state in valid:
+            info = leadership.get(replica.topic_partition)
+            if info is None:
+                leaderless.append((replica, state))
+            elif leaving and replica.topic_partition in leaving:
+                states[replica] = _OFFLINE  # the election writes and sends its new state
+                if run is not None:
+                    run.append((replica, state, info, info))
+                elif self._tracking:
+                    self._succeeded(replica, state, _OFFLINE, info, info)
+            else:
+                led.append((replica, state, info))
+        self._record_changed(run, _OFFLINE)
+
+        if led:
+            failures: dict[TopicPartition, Exception] = {}
+            updated = self.remove_replicas_from_isr(
+                replica_id, [r.topic_partition for r, _, _ in led], failures
+            )
+            queued_for_deletion = ctx.topics_to_be_deleted
+            full_assignment = ctx.partition_full_replica_assignment
+            requests: list[LeaderAndIsrEntry] = []
+            log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
+            tracking = self._tracking
+            run = self._changed_run(_OFFLINE)
+            # Recipients = RS minus this replica; few distinct RS exist, so compute each once.
+            recipients_of: dict[tuple[int, ...], tuple[int, ...]] = {}
+            for replica, state, before in led:
+                tp = replica.topic_partition
+                after = updated.get(tp)
+                if after is None:  # failed (logged already) or dropped: the state stays
+                    self._record_changed(run, _OFFLINE)
+                    error = failures.get(tp)
+                    self._audit_record(
+                        replica, state, _OFFLINE, OUTCOME_FAILED, before, None, error or _DROPPED
+                    )
+                    continue
+                if log_info and self._isr_lines.take():
+                    _STATE_CHANGE_LOG.info(
+                        "Partition %s state changed to %s after removing replica %s from the ISR as part "
+                        "of transition to OfflineReplica",
+                        tp,
+                        after,
+                        replica_id,
+                    )
+                if tp.topic not in queued_for_deletion:
+                    a = full_assignment(tp)
+                    recipients = recipients_of.get(a.replicas)
+                    if recipients is None:
+                        recipients = tuple(b for b in a.replicas if b != replica_id)
+                        recipients_of[a.replicas] = recipients
+                    requests.append((recipients, tp, after, a))
+                states[replica] = _OFFLINE
+                if run is not None:
+                    run.append((replica, state, before, after))
+                elif tracking:
+                    self._succeeded(replica, state, _OFFLINE, before, after)
+            self._record_changed(run, _OFFLINE)
+            # Queueing the requests is the failover's memory peak: let the ISR removal's maps go first.
+            del led, updated, failures
+            self._batch.add_leader_and_isr_requests(requests, False)
+
+        if leaderless:
+            # KAFKA-6650: UpdateMetadata with only the live broker list. One call for all of them
+            # queues exactly what Kafka's one call per partition does.
+            self._batch.add_update_metadata_request_for_brokers(
+                sorted(ctx.live_or_shutting_down_broker_ids), [r.topic_partition for r, _ in leaderless]
+            )
+            for replica, state in leaderless:
+                states[replica] = _OFFLINE
+                if self._tracking:
+                    self._succeeded(replica, state, _OFFLINE)
+
+
+def left_to_election(
+    machine: ReplicaOffline, offline: Sequence[PartitionAndReplica]
+) -> frozenset[TopicPartition]:
+    """The partitions of ``offline`` replicas that the startup leaves to the election (module docs):
+    led by no online replica, topic not queued for deletion, an online replica of the assignment in
+    the ISR (the offline election's clean candidates, so it elects whatever the topic's config)."""
+    ctx = machine.controller_context
+    leadership = ctx.partitions_leadership_info
+    is_online = ctx.is_replica_online
+    live = ctx.live_broker_ids
+    # Online means live unless some broker is shutting down or has offline log dirs
+    simple = not ctx.shutting_down_broker_ids and not ctx.replicas_on_offline_dirs
+    to_delete = ctx.topics_to_be_deleted
+    left: set[TopicPartition] = set()
+    for replica in offline:
+        tp = replica.topic_partition
+        info = leadership.get(tp)
+        if info is None:
+            continue
+        lai = info.leader_and_isr
+        leader = lai.leader
+        if (leader in live if simple else is_online(leader, tp)) or tp.topic in to_delete:
+            continue
+        isr = lai.isr
+        if any(r in isr and is_online(r, tp) for r in ctx.partition_replica_assignment(tp)):
+            left.add(tp)
+    return frozenset(left)

@@ -1,0 +1,162 @@
+"""A new controller's startup leaves the offline leaders' ISR removal to the election (deviation 20).
+
+Kafka's startup takes each dead replica out of its ISR (a partition it led is written leaderless,
+leader epoch + 1), then elects (written again, + 1). With ``leave_offline_leaders_to_election``
+(``KafkaController`` sets it) a partition the election will elect cleanly is written once, by the
+election. Each seeded scenario loads a controller's startup twice, with the flag on and off, over
+the same store (ISRs shrunk, writes behind the controller's back, unclean topics, topics queued for
+deletion, one or two brokers dead): leaders, ISRs, states and what every broker is last told must
+come out the same, with fewer writes and no leader epoch above Kafka's.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from kafka_controller.domain.requests import LeaderAndIsrRequest, UpdateMetadataRequest
+from kafka_controller.domain.states import PartitionState, ReplicaState
+from kafka_controller.domain.values import NO_LEADER, LeaderAndIsr, PartitionAndReplica, TopicPartition
+from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
+
+BROKERS = [1, 2, 3, 4, 5]
+DEFAULTS = {UNCLEAN_LEADER_ELECTION_ENABLE: "false"}
+
+
+def _layout(seed: int) -> tuple[dict[str, list[list[int]]], random.Random]:
+    rnd = random.Random(seed)
+    topics = {
+        f"t{i}": [rnd.sample(BROKERS, rf) for _ in range(rnd.randint(1, 5))]
+        for i, rf in enumerate(rnd.choice((1, 2, 3)) for _ in range(rnd.randint(2, 5)))
+    }
+    return topics, rnd
+
+
+def _startup(seed: int, leave: bool) -> tuple[CoreHarness, int]:
+    """The seed's cluster, then a new controller's startup with brokers dead; returns the harness
+    and where the startup's requests begin in ``channel.sent``."""
+    topics, rnd = _layout(seed)
+    h = CoreHarness(BROKERS, broker_config=DEFAULTS)
+    for topic, parts in topics.items():
+        h.create_topic(topic, parts)
+    ctx = h.context
+    tps = sorted(ctx.all_partitions)
+    for tp in rnd.sample(tps, rnd.randint(0, len(tps))):  # the leader shrinks its ISR
+        lai = ctx.partition_leadership_info(tp).leader_and_isr  # type: ignore[union-attr]
+        others = [b for b in lai.isr if b != lai.leader]
+        h.set_isr(tp, [lai.leader, *rnd.sample(others, rnd.randint(0, len(others)))])
+    for tp in rnd.sample(tps, rnd.randint(0, 3)):  # written behind the controller's back
+        lai = h.store.get_partition_states([tp])[tp].leader_and_isr  # type: ignore[union-attr]
+        isr = tuple(rnd.sample(h.context.partition_replica_assignment(tp), 1))
+        changed = LeaderAndIsr(lai.leader, lai.leader_epoch, isr, lai.zk_version)
+        h.store.update_leader_and_isr({tp: changed}, ctx.epoch, ctx.epoch_zk_version)
+    for topic in rnd.sample(sorted(topics), rnd.randint(0, 1)):
+        h.store.change_topic_config(topic, {UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
+    ctx.queue_topic_deletion(set(rnd.sample(sorted(topics), rnd.randint(0, 1))))
+    # The new controller: the dead brokers are gone before it loads; states start over.
+    ctx.remove_live_brokers(rnd.sample(BROKERS, rnd.randint(1, 2)))
+    ctx.replica_states.clear()
+    ctx.partition_states.clear()
+    h.rsm.leave_offline_leaders_to_election = leave
+    start = len(h.channel.sent)
+    h.rsm.startup()
+    h.psm.startup()
+    h.rsm.finish_offline_left_to_election()
+    return h, start
+
+
+def _last_told(h: CoreHarness, start: int) -> dict[tuple[str, int, str, int], tuple[int, tuple[int, ...]]]:
+    """What each broker was last told of each partition's leader and ISR, per request kind."""
+    told: dict[tuple[str, int, str, int], tuple[int, tuple[int, ...]]] = {}
+    for s in h.channel.sent[start:]:
+        if isinstance(s.request, LeaderAndIsrRequest | UpdateMetadataRequest):
+            kind = type(s.request).__name__
+            for p in s.request.partition_states:
+                told[(kind, s.broker_id, p.topic, p.partition)] = (p.leader, tuple(p.isr))
+    return told
+
+
+def _outcome(h: CoreHarness, start: int) -> dict[str, Any]:
+    ctx = h.context
+    tps = sorted(ctx.all_partitions)
+    stored = h.store.get_partition_states(tps)
+    return {
+        "store": {tp: (r.leader_and_isr.leader, r.leader_and_isr.isr) for tp, r in stored.items()},  # type: ignore[union-attr]
+        "cache": {
+            tp: (i.leader_and_isr.leader, i.leader_and_isr.isr)
+            for tp, i in ctx.partitions_leadership_info.items()
+        },
+        "partition_states": dict(ctx.partition_states),
+        "replica_states": dict(ctx.replica_states),
+        "told": _last_told(h, start),
+    }
+
+
+def _versions(h: CoreHarness) -> dict[TopicPartition, tuple[int, int]]:
+    stored = h.store.get_partition_states(sorted(h.context.all_partitions))
+    return {tp: (r.leader_and_isr.leader_epoch, r.leader_and_isr.zk_version) for tp, r in stored.items()}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_leaving_offline_leaders_to_the_election_gives_kafkas_outcome(seed: int) -> None:
+    (left, left_start), (kafka, kafka_start) = _startup(seed, True), _startup(seed, False)
+    assert _outcome(left, left_start) == _outcome(kafka, kafka_start)
+    ours, theirs = _versions(left), _versions(kafka)
+    for tp, (epoch, zk_version) in ours.items():
+        assert epoch <= theirs[tp][0] and zk_version <= theirs[tp][1], tp
+
+
+def test_a_partition_led_by_a_dead_broker_is_written_once_and_never_told_leaderless() -> None:
+    h = CoreHarness(BROKERS, broker_config=DEFAULTS)
+    (a,) = h.create_topic("a", [[1, 2, 3]])
+    (b,) = h.create_topic("b", [[2, 1, 3]])
+    before = {tp: h.store.get_partition_states([tp])[tp].leader_and_isr for tp in (a, b)}  # type: ignore[union-attr]
+    h.context.remove_live_brokers([1])
+    h.context.replica_states.clear()
+    h.context.partition_states.clear()
+    h.rsm.leave_offline_leaders_to_election = True
+    start = len(h.channel.sent)
+    h.rsm.startup()
+    h.psm.startup()
+    h.rsm.finish_offline_left_to_election()
+    after = {tp: h.store.get_partition_states([tp])[tp].leader_and_isr for tp in (a, b)}  # type: ignore[union-attr]
+    # a: led by the dead broker, elected in one write (Kafka: two, epoch + 2)
+    assert (after[a].leader, after[a].isr) == (2, (2, 3))
+    assert after[a].leader_epoch == before[a].leader_epoch + 1
+    assert after[a].zk_version == before[a].zk_version + 1
+    # b: followed by the dead broker, its ISR removal as in Kafka
+    assert (after[b].leader, after[b].isr) == (2, (2, 3))
+    assert after[b].leader_epoch == before[b].leader_epoch + 1
+    told = [
+        p.leader
+        for s in h.channel.sent[start:]
+        if isinstance(s.request, LeaderAndIsrRequest | UpdateMetadataRequest)
+        for p in s.request.partition_states
+        if (p.topic, p.partition) == ("a", 0)
+    ]
+    assert told and NO_LEADER not in told and told[-1] == 2
+    assert h.context.replica_states[PartitionAndReplica(a, 1)] is ReplicaState.OFFLINE_REPLICA
+    assert h.context.partition_states[a] is PartitionState.ONLINE_PARTITION
+
+
+def test_a_left_partition_the_election_cannot_lead_goes_through_kafkas_isr_removal() -> None:
+    """The cache says a live replica is in the ISR; the store, written behind the controller's back,
+    says only the dead leader is: the election fails, and the ISR removal then writes leaderless."""
+    h = CoreHarness(BROKERS, broker_config=DEFAULTS)
+    (a,) = h.create_topic("a", [[1, 2]])
+    lai = h.store.get_partition_states([a])[a].leader_and_isr  # type: ignore[union-attr]
+    shrunk = LeaderAndIsr(lai.leader, lai.leader_epoch, (1,), lai.zk_version)
+    h.store.update_leader_and_isr({a: shrunk}, h.context.epoch, h.context.epoch_zk_version)
+    h.context.remove_live_brokers([1])
+    h.context.replica_states.clear()
+    h.context.partition_states.clear()
+    h.rsm.leave_offline_leaders_to_election = True
+    h.rsm.startup()
+    assert h.store.get_partition_states([a])[a].leader_and_isr.leader == 1  # type: ignore[union-attr]
+    h.psm.startup()
+    h.rsm.finish_offline_left_to_election()
+    after = h.store.get_partition_states([a])[a].leader_and_isr  # type: ignore[union-attr]
+    assert (after.leader, after.isr) == (NO_LEADER, (1,))
+    assert h.context.partition_states[a] is PartitionState.OFFLINE_PARTITION
