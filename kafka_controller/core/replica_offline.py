@@ -2,19 +2,25 @@
 and the startup's partitions left to the election (README deviation 20).
 
 Kafka's controller startup moves every offline replica to OfflineReplica before the partition
-state machine starts: a partition the dead broker led is written once by the ISR removal (no
-leader, ISR without it, next leader epoch, LeaderAndIsr and UpdateMetadata for it), then again by
-the offline election (new leader, next leader epoch, requests again). With
-``leave_offline_leaders_to_election`` set (``KafkaController`` sets it), startup leaves to the
-election each partition led by an offline replica (or by none) whose topic is not queued for
-deletion and whose ISR holds an online replica of its assignment. The offline election elects such
-a partition from its ISR and keeps only the ISR's online replicas, so its one write gives the
-leader and ISR that Kafka's two give, with the leader epoch bumped once instead of twice; no
-intermediate leaderless state reaches ZooKeeper or the brokers. Its offline replicas still become
-OfflineReplica now, their StopReplica queued, with no write and no request of their own. A
-partition the election leaves without a leader (its state changed behind the controller's back)
-goes through Kafka's ISR removal afterwards (``finish_offline_left_to_election``), so it ends as
-in Kafka.
+state machine starts. A partition the dead broker led is then written twice: by the ISR removal
+(no leader, ISR without it, next leader epoch, with its LeaderAndIsr and UpdateMetadata), then by
+the offline election (new leader, next leader epoch, requests again).
+
+With ``leave_offline_leaders_to_election`` set (``KafkaController`` sets it), startup leaves to the
+election each partition that
+* is led by an offline replica, or by none;
+* belongs to a topic not queued for deletion;
+* has its offline replicas all on brokers that are gone (a replica on a live broker's failed log
+  dir would be told the leaderless state: such a partition goes Kafka's way);
+* has an online replica of its assignment in its ISR.
+
+The offline election elects such a partition from its ISR and keeps only the ISR's online
+replicas, so its one write gives the leader and ISR that Kafka's two give, with the leader epoch
+bumped once instead of twice; no leaderless state reaches ZooKeeper or the brokers in between. Its
+offline replicas still become OfflineReplica at once (their StopReplica queued) without a write or
+a request of their own. A partition the election leaves without a leader (its state changed behind
+the controller's back) then goes through Kafka's ISR removal (``finish_offline_left_to_election``),
+so it ends as in Kafka.
 """
 
 from __future__ import annotations
@@ -167,16 +173,19 @@ def left_to_election(
     machine: ReplicaOffline, offline: Sequence[PartitionAndReplica]
 ) -> frozenset[TopicPartition]:
     """The partitions of ``offline`` replicas that the startup leaves to the election (module docs):
-    led by no online replica, topic not queued for deletion, an online replica of the assignment in
-    the ISR (the offline election's clean candidates, so it elects whatever the topic's config)."""
+    led by no online replica, topic not queued for deletion, every offline replica on a broker that
+    is gone (no request reaches it), an online replica of the assignment in the ISR (the offline
+    election's clean candidates, so it elects whatever the topic's config)."""
     ctx = machine.controller_context
     leadership = ctx.partitions_leadership_info
     is_online = ctx.is_replica_online
     live = ctx.live_broker_ids
     # Online means live unless some broker is shutting down or has offline log dirs
     simple = not ctx.shutting_down_broker_ids and not ctx.replicas_on_offline_dirs
+    registered = ctx.live_or_shutting_down_broker_ids
     to_delete = ctx.topics_to_be_deleted
     left: set[TopicPartition] = set()
+    decided: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
     for replica in offline:
         tp = replica.topic_partition
         info = leadership.get(tp)
@@ -187,6 +196,22 @@ def left_to_election(
         if (leader in live if simple else is_online(leader, tp)) or tp.topic in to_delete:
             continue
         isr = lai.isr
-        if any(r in isr and is_online(r, tp) for r in ctx.partition_replica_assignment(tp)):
+        if not simple:
+            assignment = ctx.partition_replica_assignment(tp)
+            # An offline replica on a registered broker (a failed log dir, a shutdown under way) is
+            # told the ISR removal's leaderless state in Kafka: its partition goes Kafka's way.
+            if any(r in registered and not is_online(r, tp) for r in assignment):
+                continue
+            if any(r in isr and is_online(r, tp) for r in assignment):
+                left.add(tp)
+            continue
+        if live.isdisjoint(isr):  # no live ISR member (RF 1's every partition): at C speed
+            continue
+        # Online is live here, so the answer depends on the ISR and the assignment alone (few distinct)
+        assignment = ctx.partition_replica_assignment(tp)
+        elects = decided.get((isr, assignment))
+        if elects is None:
+            elects = decided[(isr, assignment)] = any(r in isr and r in live for r in assignment)
+        if elects:
             left.add(tp)
     return frozenset(left)

@@ -3,10 +3,10 @@
 Kafka's startup takes each dead replica out of its ISR (a partition it led is written leaderless,
 leader epoch + 1), then elects (written again, + 1). With ``leave_offline_leaders_to_election``
 (``KafkaController`` sets it) a partition the election will elect cleanly is written once, by the
-election. Each seeded scenario loads a controller's startup twice, with the flag on and off, over
-the same store (ISRs shrunk, writes behind the controller's back, unclean topics, topics queued for
-deletion, one or two brokers dead): leaders, ISRs, states and what every broker is last told must
-come out the same, with fewer writes and no leader epoch above Kafka's.
+election. Each seeded scenario runs a controller's startup twice, with the flag on and off, over
+the same store: ISRs shrunk, writes behind the controller's back, unclean topics, topics queued for
+deletion, one or two brokers dead, sometimes a live broker's failed log dir. Leaders, ISRs, states
+and what every broker is last told must come out the same, with no leader epoch above Kafka's.
 """
 
 from __future__ import annotations
@@ -56,7 +56,11 @@ def _startup(seed: int, leave: bool) -> tuple[CoreHarness, int]:
         h.store.change_topic_config(topic, {UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
     ctx.queue_topic_deletion(set(rnd.sample(sorted(topics), rnd.randint(0, 1))))
     # The new controller: the dead brokers are gone before it loads; states start over.
-    ctx.remove_live_brokers(rnd.sample(BROKERS, rnd.randint(1, 2)))
+    dead = rnd.sample(BROKERS, rnd.randint(1, 2))
+    ctx.remove_live_brokers(dead)
+    if rnd.random() < 0.3:  # a live broker's log dir failed: its replicas there are offline too
+        failed_dir = rnd.choice([b for b in BROKERS if b not in dead])
+        ctx.replicas_on_offline_dirs[failed_dir] = set(rnd.sample(tps, rnd.randint(1, len(tps))))
     ctx.replica_states.clear()
     ctx.partition_states.clear()
     h.rsm.leave_offline_leaders_to_election = leave
