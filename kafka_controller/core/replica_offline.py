@@ -18,7 +18,10 @@ The offline election elects such a partition from its ISR and keeps only the ISR
 replicas, so its one write gives the leader and ISR that Kafka's two give, with the leader epoch
 bumped once instead of twice; no leaderless state reaches ZooKeeper or the brokers in between. Its
 offline replicas still become OfflineReplica at once (their StopReplica queued) without a write or
-a request of their own. A partition the election leaves without a leader (its state changed behind
+a request of their own, and the startup's OnlineReplica requests (LeaderAndIsr to its online
+replicas, UpdateMetadata to every broker) skip it: they would carry the dead leader's state, which
+brokers already have from the previous controller, a moment before the election's carry the new
+one. A partition the election leaves without a leader (its state changed behind
 the controller's back) then goes through Kafka's ISR removal (``finish_offline_left_to_election``),
 so it ends as in Kafka.
 """
@@ -65,12 +68,15 @@ class ReplicaOffline(ReplicaIsrRemoval):
             self, replicas: Sequence[PartitionAndReplica], target: ReplicaState
         ) -> None: ...
 
-    def _startup_offline(self, offline: Sequence[PartitionAndReplica]) -> None:
-        """Startup's offline replicas to OfflineReplica, leaving some partitions to the election."""
-        self._left = ()
+    def _prepare_startup(self, offline: Sequence[PartitionAndReplica]) -> None:
+        """Before startup's online replicas move (their requests skip the partitions left)."""
+        self._leaving, self._left = frozenset(), ()
         if self.leave_offline_leaders_to_election:
             self._leaving = left_to_election(self, offline)
             self._left = [r for r in offline if r.topic_partition in self._leaving] if self._leaving else ()
+
+    def _startup_offline(self, offline: Sequence[PartitionAndReplica]) -> None:
+        """Startup's offline replicas to OfflineReplica, leaving some partitions to the election."""
         try:
             self.handle_state_changes(offline, _OFFLINE)
         finally:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import filterfalse, repeat
 from operator import itemgetter
 from typing import cast
 
@@ -75,6 +75,7 @@ class AbstractReplicaStateMachine(abc.ABC):
         """
         _LOG.info("Initializing replica state")
         online, offline = self.initialize_replica_state()
+        self._prepare_startup(offline)
         _LOG.info("Triggering online replica state changes")
         self._initialized_online = online
         try:
@@ -84,6 +85,9 @@ class AbstractReplicaStateMachine(abc.ABC):
         del online
         _LOG.info("Triggering offline replica state changes")
         self._startup_offline(offline)
+
+    def _prepare_startup(self, offline: list[PartitionAndReplica]) -> None:  # noqa: B027 (a hook)
+        """Before the online replicas move: what the offline ones' move will need (none here)."""
 
     def _startup_offline(self, offline: list[PartitionAndReplica]) -> None:
         self.handle_state_changes(offline, _OFFLINE)
@@ -282,7 +286,9 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
         ctx = self.controller_context
         leadership = ctx.partitions_leadership_info
         tps = list(map(itemgetter(0), replicas))
-        self._online_requests.append((replica_id, list(filter(leadership.__contains__, tps))))
+        # partitions the startup leaves to the election get its requests instead (core.replica_offline)
+        told = filterfalse(self._leaving.__contains__, tps) if self._leaving else tps
+        self._online_requests.append((replica_id, list(filter(leadership.__contains__, told))))
         if previous.count(_ONLINE) != len(previous):  # a failover's replicas are Online already
             ctx.replica_states.update(zip(replicas, repeat(_ONLINE)))
         self._record_unchanged(replica_id, tps, cast("list[ReplicaState]", previous), _ONLINE)
@@ -315,7 +321,7 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
                         (*a.replicas, replica_id), a.adding_replicas, a.removing_replicas
                     )
                     ctx.update_partition_full_replica_assignment(tp, fixed)
-            elif tp in leadership:
+            elif tp in leadership and tp not in self._leaving:
                 requests.append(tp)
             states[replica] = _ONLINE
             if tracking:
