@@ -11,6 +11,7 @@ and what every broker is last told must come out the same, with no leader epoch 
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any
 
@@ -112,7 +113,20 @@ def test_leaving_offline_leaders_to_the_election_gives_kafkas_outcome(seed: int)
         assert epoch <= theirs[tp][0] and zk_version <= theirs[tp][1], tp
 
 
-def test_a_partition_led_by_a_dead_broker_is_written_once_and_told_only_its_new_leader() -> None:
+@pytest.mark.parametrize("seed", range(20))
+def test_the_same_with_each_transition_logged(seed: int, caplog: pytest.LogCaptureFixture) -> None:
+    """Debug logging moves replicas one at a time (no bulk path): the same outcome."""
+    caplog.set_level(logging.DEBUG, logger="kafka_controller.state_change")
+    (left, left_start), (kafka, kafka_start) = _startup(seed, True), _startup(seed, False)
+    assert _outcome(left, left_start) == _outcome(kafka, kafka_start)
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["bulk", "one_at_a_time"])
+def test_a_partition_led_by_a_dead_broker_is_written_once_and_told_only_its_new_leader(
+    logged: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    if logged:  # debug logging moves replicas one at a time
+        caplog.set_level(logging.DEBUG, logger="kafka_controller.state_change")
     h = CoreHarness(BROKERS, broker_config=DEFAULTS)
     (a,) = h.create_topic("a", [[1, 2, 3]])
     (b,) = h.create_topic("b", [[2, 1, 3]])
