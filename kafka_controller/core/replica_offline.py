@@ -16,14 +16,15 @@ election each partition that
 
 The offline election elects such a partition from its ISR and keeps only the ISR's online
 replicas, so its one write gives the leader and ISR that Kafka's two give, with the leader epoch
-bumped once instead of twice; no leaderless state reaches ZooKeeper or the brokers in between. Its
-offline replicas still become OfflineReplica at once (their StopReplica queued) without a write or
-a request of their own, and the startup's OnlineReplica requests (LeaderAndIsr to its online
-replicas, UpdateMetadata to every broker) skip it: they would carry the dead leader's state, which
-brokers already have from the previous controller, a moment before the election's carry the new
-one. A partition the election leaves without a leader (its state changed behind
-the controller's back) then goes through Kafka's ISR removal (``finish_offline_left_to_election``),
-so it ends as in Kafka.
+bumped once instead of twice; no leaderless state reaches ZooKeeper or the brokers in between.
+
+Its offline replicas still become OfflineReplica at once (their StopReplica queued), without a
+write or a request of their own. The startup's OnlineReplica requests (LeaderAndIsr to its online
+replicas, UpdateMetadata to every broker) skip it too: they would carry the dead leader's state,
+which the brokers have from the previous controller, a moment before the election's carry the new
+one. A partition the election leaves without a leader (its state changed behind the controller's
+back) then goes through Kafka's ISR removal (``finish_offline_left_to_election``), so it ends as in
+Kafka.
 """
 
 from __future__ import annotations

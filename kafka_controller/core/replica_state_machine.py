@@ -48,7 +48,6 @@ _DELETION_STARTED = ReplicaState.REPLICA_DELETION_STARTED
 _DELETION_INELIGIBLE = ReplicaState.REPLICA_DELETION_INELIGIBLE
 _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 
-
 _Leadership = LeaderIsrAndControllerEpoch | None
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
 
