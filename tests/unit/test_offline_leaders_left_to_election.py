@@ -4,9 +4,10 @@ Kafka's startup takes each dead replica out of its ISR (a partition it led is wr
 leader epoch + 1), then elects (written again, + 1). With ``leave_offline_leaders_to_election``
 (``KafkaController`` sets it) a partition the election will elect cleanly is written once, by the
 election. Each seeded scenario runs a controller's startup twice, with the flag on and off, over
-the same store: ISRs shrunk, writes behind the controller's back, unclean topics, topics queued for
-deletion, one or two brokers dead, sometimes a live broker's failed log dir. Leaders, ISRs, states
-and what every broker is last told must come out the same, with no leader epoch above Kafka's.
+the same store: ISRs shrunk, writes behind the controller's back, partitions left leaderless,
+unclean topics, topics queued for deletion, one or two brokers dead, sometimes a live broker's
+failed log dir. Leaders, ISRs, states and what every broker is last told must come out the same,
+with no leader epoch above Kafka's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ import pytest
 
 from kafka_controller.domain.requests import LeaderAndIsrRequest, UpdateMetadataRequest
 from kafka_controller.domain.states import PartitionState, ReplicaState
-from kafka_controller.domain.values import NO_LEADER, LeaderAndIsr, PartitionAndReplica, TopicPartition
+from kafka_controller.domain.values import (
+    NO_LEADER,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    TopicPartition,
+)
 from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
 
 BROKERS = [1, 2, 3, 4, 5]
@@ -53,6 +60,13 @@ def _startup(seed: int, leave: bool) -> tuple[CoreHarness, int]:
         isr = tuple(rnd.sample(h.context.partition_replica_assignment(tp), 1))
         changed = LeaderAndIsr(lai.leader, lai.leader_epoch, isr, lai.zk_version)
         h.store.update_leader_and_isr({tp: changed}, ctx.epoch, ctx.epoch_zk_version)
+    for tp in rnd.sample(tps, rnd.randint(0, 2)):  # left leaderless by a controller that then died
+        lai = h.store.get_partition_states([tp])[tp].leader_and_isr  # type: ignore[union-attr]
+        leaderless = LeaderAndIsr(NO_LEADER, lai.leader_epoch + 1, lai.isr, lai.zk_version)
+        written = h.store.update_leader_and_isr({tp: leaderless}, ctx.epoch, ctx.epoch_zk_version)
+        after = written.finished.get(tp)
+        if isinstance(after, LeaderAndIsr):  # the new controller's context load reads it
+            ctx.put_partition_leadership_info(tp, LeaderIsrAndControllerEpoch(after, ctx.epoch))
     for topic in rnd.sample(sorted(topics), rnd.randint(0, 1)):
         h.store.change_topic_config(topic, {UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
     ctx.queue_topic_deletion(set(rnd.sample(sorted(topics), rnd.randint(0, 1))))
