@@ -70,7 +70,9 @@ def _startup(seed: int, leave: bool) -> tuple[CoreHarness, int]:
     for topic in rnd.sample(sorted(topics), rnd.randint(0, 1)):
         h.store.change_topic_config(topic, {UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
     ctx.queue_topic_deletion(set(rnd.sample(sorted(topics), rnd.randint(0, 1))))
-    # The new controller: the dead brokers are gone before it loads; states start over.
+    # The new controller: the dead brokers are gone before it loads; states start over. Its cached
+    # leaderships are the harness's, stale where written behind its back (its writes then hit
+    # BADVERSION and go Kafka's read-first way).
     dead = rnd.sample(BROKERS, rnd.randint(1, 2))
     ctx.remove_live_brokers(dead)
     if rnd.random() < 0.3:  # a live broker's log dir failed: its replicas there are offline too
