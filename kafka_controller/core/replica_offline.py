@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
+from kafka_controller.core.election import LiveReplicaFilter
 from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.core.replica_isr import ReplicaIsrRemoval
 from kafka_controller.domain.audit_records import OUTCOME_FAILED
@@ -185,11 +186,12 @@ def left_to_election(
     election's clean candidates, so it elects whatever the topic's config)."""
     ctx = machine.controller_context
     leadership = ctx.partitions_leadership_info
-    is_online = ctx.is_replica_online
-    live = ctx.live_broker_ids
-    # Online means live unless some broker is shutting down or has offline log dirs
-    simple = not ctx.shutting_down_broker_ids and not ctx.replicas_on_offline_dirs
+    live = LiveReplicaFilter(ctx)
+    ids, online = live.broker_ids, live.is_online
     registered = ctx.live_or_shutting_down_broker_ids
+    # No failed log dir and no broker shutting down: online is live, and no offline replica is on a
+    # registered broker, so the answer depends on the ISR and the assignment alone (few distinct).
+    simple = not live.has_offline_dirs and not ctx.shutting_down_broker_ids
     to_delete = ctx.topics_to_be_deleted
     left: set[TopicPartition] = set()
     decided: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
@@ -199,26 +201,21 @@ def left_to_election(
         if info is None:
             continue
         lai = info.leader_and_isr
-        leader = lai.leader
-        if (leader in live if simple else is_online(leader, tp)) or tp.topic in to_delete:
+        if online(lai.leader, tp) or tp.topic in to_delete:
             continue
         isr = lai.isr
-        if not simple:
-            assignment = ctx.partition_replica_assignment(tp)
-            # An offline replica on a registered broker (a failed log dir, a shutdown under way) is
-            # told the ISR removal's leaderless state in Kafka: its partition goes Kafka's way.
-            if any(r in registered and not is_online(r, tp) for r in assignment):
-                continue
-            if any(r in isr and is_online(r, tp) for r in assignment):
-                left.add(tp)
+        if simple and ids.isdisjoint(isr):  # no live ISR member (RF 1's every partition): at C speed
             continue
-        if live.isdisjoint(isr):  # no live ISR member (RF 1's every partition): at C speed
-            continue
-        # Online is live here, so the answer depends on the ISR and the assignment alone (few distinct)
         assignment = ctx.partition_replica_assignment(tp)
-        elects = decided.get((isr, assignment))
-        if elects is None:
-            elects = decided[(isr, assignment)] = any(r in isr and r in live for r in assignment)
+        if simple:
+            elects = decided.get((isr, assignment))
+            if elects is None:
+                elects = decided[(isr, assignment)] = any(r in isr and r in ids for r in assignment)
+        elif any(r in registered and not online(r, tp) for r in assignment):
+            # in Kafka that replica's broker is told the ISR removal's leaderless state: Kafka's way
+            continue
+        else:
+            elects = any(r in isr and online(r, tp) for r in assignment)
         if elects:
             left.add(tp)
     return frozenset(left)
