@@ -155,14 +155,14 @@ class KafkaController(
 
         audit = self.audit if self.audit.enabled else None
         self.broker_request_batch = batch()
-        self.replica_state_machine = ReplicaStateMachine(cid, ctx, store, batch(), audit=audit)
-        self.partition_state_machine = PartitionStateMachine(
+        self.replica_state_machine = rsm = ReplicaStateMachine(cid, ctx, store, batch(), audit=audit)
+        self.partition_state_machine = psm = PartitionStateMachine(
             cid, ctx, store, batch(), broker_config=self._log_config_defaults(), audit=audit
         )
         # Writes from the context's cached states, conditional on their zk version (core.replica_isr);
         # startup leaves the offline leaders' ISR removal to the election (core.replica_offline).
-        rsm, self.partition_state_machine.write_on_cached_zk_version = self.replica_state_machine, True
-        rsm.write_on_cached_zk_version = rsm.leave_offline_leaders_to_election = True
+        psm.write_on_cached_zk_version = rsm.write_on_cached_zk_version = True
+        rsm.leave_offline_leaders_to_election = True
         self.topic_deletion_manager = TopicDeletionManager(
             cid,
             ctx,
