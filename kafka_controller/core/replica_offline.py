@@ -59,6 +59,8 @@ class ReplicaOffline(ReplicaIsrRemoval):
     _isr_lines: LogBudget
     #: Leave the partitions the offline election will write to it at startup (module docs).
     leave_offline_leaders_to_election: bool = False
+    #: Start startup's ISR-removal write while its online replicas move (``core.replica_isr``).
+    prewrite_isr_removal: bool = False
     # The startup's partitions left to the election while its offline replicas move, then their
     # offline replicas until ``finish_offline_left_to_election``.
     _leaving: frozenset[TopicPartition] = frozenset()
@@ -76,6 +78,15 @@ class ReplicaOffline(ReplicaIsrRemoval):
         if self.leave_offline_leaders_to_election:
             self._leaving = left_to_election(self, offline)
             self._left = [r for r in offline if r.topic_partition in self._leaving] if self._leaving else ()
+        if self.prewrite_isr_removal and offline:
+            # One dead broker (one replica id): its ISR removal is one round, which starts now.
+            leaving = self._leaving
+            removed = [r.topic_partition for r in offline if r.topic_partition not in leaving]
+            if removed and len({r.replica for r in offline}) == 1:
+                self.start_isr_prewrite(offline[0].replica, removed)
+
+    def _end_startup(self) -> None:
+        self.abandon_isr_prewrite()  # taken by the OfflineReplica step unless startup failed first
 
     def _startup_offline(self, offline: Sequence[PartitionAndReplica]) -> None:
         """Startup's offline replicas to OfflineReplica, leaving some partitions to the election."""

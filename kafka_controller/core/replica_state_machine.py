@@ -75,18 +75,24 @@ class AbstractReplicaStateMachine(abc.ABC):
         _LOG.info("Initializing replica state")
         online, offline = self.initialize_replica_state()
         self._prepare_startup(offline)
-        _LOG.info("Triggering online replica state changes")
-        self._initialized_online = online
         try:
-            self.handle_state_changes(online, _ONLINE)
+            _LOG.info("Triggering online replica state changes")
+            self._initialized_online = online
+            try:
+                self.handle_state_changes(online, _ONLINE)
+            finally:
+                self._initialized_online = None
+            del online
+            _LOG.info("Triggering offline replica state changes")
+            self._startup_offline(offline)
         finally:
-            self._initialized_online = None
-        del online
-        _LOG.info("Triggering offline replica state changes")
-        self._startup_offline(offline)
+            self._end_startup()
 
     def _prepare_startup(self, offline: list[PartitionAndReplica]) -> None:  # noqa: B027 (a hook)
         """Before the online replicas move: what the offline ones' move will need (none here)."""
+
+    def _end_startup(self) -> None:  # noqa: B027 (a hook)
+        """After the offline replicas' move, or instead of it if startup failed first."""
 
     def _startup_offline(self, offline: list[PartitionAndReplica]) -> None:
         self.handle_state_changes(offline, _OFFLINE)

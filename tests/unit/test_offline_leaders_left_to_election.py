@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -42,7 +43,9 @@ def _layout(seed: int) -> tuple[dict[str, list[list[int]]], random.Random]:
     return topics, rnd
 
 
-def _startup(seed: int, leave: bool) -> tuple[CoreHarness, int]:
+def _startup(
+    seed: int, leave: bool, before_startup: Callable[[CoreHarness], None] | None = None
+) -> tuple[CoreHarness, int]:
     """The seed's cluster, then a new controller's startup with brokers dead; returns the harness
     and where the startup's requests begin in ``channel.sent``."""
     topics, rnd = _layout(seed)
@@ -81,6 +84,8 @@ def _startup(seed: int, leave: bool) -> tuple[CoreHarness, int]:
     ctx.replica_states.clear()
     ctx.partition_states.clear()
     h.rsm.leave_offline_leaders_to_election = leave
+    if before_startup is not None:
+        before_startup(h)
     start = len(h.channel.sent)
     h.rsm.startup()
     h.psm.startup()

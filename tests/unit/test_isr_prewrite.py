@@ -1,0 +1,166 @@
+"""A new controller's startup starts its ISR-removal write while its online replicas move
+(``prewrite_isr_removal``, README deviation 21).
+
+The write round is the one the OfflineReplica step would make from the cached states a moment
+later; started on a thread of its own, ZooKeeper works through it while the event thread builds
+the online replicas' requests. Each seeded scenario (``test_offline_leaders_left_to_election``'s)
+runs the startup with and without it over the same store: the store, the cache, every state,
+every request in order and every audit record must come out identical.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from kafka_controller.domain.errors import ControllerMovedError
+from kafka_controller.domain.requests import LeaderAndIsrRequest
+from kafka_controller.domain.states import ReplicaState
+from kafka_controller.domain.values import LeaderAndIsr, PartitionAndReplica, TopicPartition
+from kafka_controller.ports import UpdateLeaderAndIsrResult
+from kafka_controller.testing.core_harness import CoreHarness
+from tests.unit.test_offline_leaders_left_to_election import _outcome, _startup, _versions
+
+_Write = Callable[[Mapping[TopicPartition, LeaderAndIsr], int, int], UpdateLeaderAndIsrResult]
+
+
+def _writes_by_thread(h: CoreHarness) -> list[tuple[str, int]]:
+    """Wrap the store's state writes: each call's thread name and partition count, in order."""
+    calls: list[tuple[str, int]] = []
+    write: _Write = h.store.update_leader_and_isr
+
+    def recorded(
+        states: Mapping[TopicPartition, LeaderAndIsr], epoch: int, version: int
+    ) -> UpdateLeaderAndIsrResult:
+        calls.append((threading.current_thread().name, len(states)))
+        return write(states, epoch, version)
+
+    h.store.update_leader_and_isr = recorded  # type: ignore[method-assign]
+    return calls
+
+
+def _run(seed: int, prewrite: bool) -> tuple[CoreHarness, int, list[tuple[str, int]]]:
+    """The seed's startup, its state writes recorded from the new controller's on."""
+    writes: list[list[tuple[str, int]]] = []
+
+    def before_startup(h: CoreHarness) -> None:
+        h.rsm.prewrite_isr_removal = prewrite
+        writes.append(_writes_by_thread(h))
+
+    h, start = _startup(seed, True, before_startup)
+    return h, start, writes[0]
+
+
+def _requests(h: CoreHarness, start: int) -> list[tuple[int, Any]]:
+    return [(s.broker_id, s.request) for s in h.channel.sent[start:]]
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_the_early_write_changes_nothing_but_when_it_is_made(seed: int) -> None:
+    (early, early_start, early_writes), (late, late_start, late_writes) = _run(seed, True), _run(seed, False)
+    assert _outcome(early, early_start) == _outcome(late, late_start)
+    assert _versions(early) == _versions(late)  # the same writes: the same epochs and zk versions
+    assert _requests(early, early_start) == _requests(late, late_start)
+    assert early.audit.records == late.audit.records  # type: ignore[attr-defined]
+    assert [n for _, n in early_writes] == [n for _, n in late_writes]
+    assert all(name != "isr-prewrite" for name, _ in late_writes)
+
+
+def test_the_scenarios_with_one_dead_broker_write_early() -> None:
+    """Without the early write the test above compares a startup with itself."""
+    early = [seed for seed in range(150) if any(name == "isr-prewrite" for name, _ in _run(seed, True)[2])]
+    assert len(early) >= 40, early  # 49 of these seeds
+
+
+def test_the_write_runs_while_the_online_replicas_move() -> None:
+    """The early write waits, in the store, until the online replicas' requests are sent: the
+    startup finishes only if the write does not stand in the event thread's way."""
+    h = CoreHarness([1, 2, 3], broker_config={"unclean.leader.election.enable": "false"})
+    tps = h.create_topic("t", [[1, 2, 3], [2, 3, 1], [3, 1, 2], [1, 3, 2]])
+    online_sent = threading.Event()
+    send = h.channel.send_request
+
+    def sending(broker_id: int, request: Any, callback: Any = None) -> None:
+        if isinstance(request, LeaderAndIsrRequest):
+            online_sent.set()
+        send(broker_id, request, callback)
+
+    h.channel.send_request = sending  # type: ignore[method-assign]
+    calls = _writes_by_thread(h)
+    write = h.store.update_leader_and_isr
+    waited: list[bool] = []
+
+    def held(
+        states: Mapping[TopicPartition, LeaderAndIsr], epoch: int, version: int
+    ) -> UpdateLeaderAndIsrResult:
+        if threading.current_thread().name == "isr-prewrite":
+            waited.append(online_sent.wait(30))
+        return write(states, epoch, version)
+
+    h.store.update_leader_and_isr = held  # type: ignore[method-assign]
+    ctx = h.context
+    ctx.remove_live_brokers([3])
+    ctx.replica_states.clear()
+    ctx.partition_states.clear()
+    h.rsm.leave_offline_leaders_to_election = h.rsm.prewrite_isr_removal = True
+    h.rsm.startup()
+    h.psm.startup()
+    assert waited == [True]
+    # broker 3 followed t-0, t-1 and t-3 (removed from their ISRs early) and led t-2 (elected)
+    assert calls == [("isr-prewrite", 3), ("MainThread", 1)]
+    states = h.store.get_partition_states(tps)
+    assert {tp.partition: s.leader_and_isr.isr for tp, s in states.items()} == {  # type: ignore[union-attr]
+        0: (1, 2),
+        1: (2, 1),
+        2: (1, 2),
+        3: (1, 2),
+    }
+    assert all(s.leader_and_isr.leader_epoch == 1 for s in states.values())  # type: ignore[union-attr]
+
+
+def test_a_controller_moved_error_of_the_early_write_surfaces_where_kafkas_would() -> None:
+    h = CoreHarness([1, 2, 3])
+    h.create_topic("t", [[1, 2, 3], [2, 3, 1]])
+    ctx = h.context
+    ctx.epoch_zk_version += 1  # /controller_epoch is not where this controller left it: fenced
+    ctx.remove_live_brokers([3])
+    ctx.replica_states.clear()
+    ctx.partition_states.clear()
+    h.rsm.prewrite_isr_removal = True
+    with pytest.raises(ControllerMovedError):
+        h.rsm.startup()
+    assert h.rsm._prewrite is None
+    # the online replicas moved first, as in Kafka; the offline ones stayed where startup put them
+    assert ctx.replica_states[PartitionAndReplica(TopicPartition("t", 0), 1)] is ReplicaState.ONLINE_REPLICA
+    assert (
+        ctx.replica_states[PartitionAndReplica(TopicPartition("t", 0), 3)] is not ReplicaState.OFFLINE_REPLICA
+    )
+
+
+def test_a_startup_that_fails_before_the_offline_step_waits_for_the_early_write() -> None:
+    h = CoreHarness([1, 2, 3])
+    tps = h.create_topic("t", [[1, 2, 3], [2, 3, 1]])
+    ctx = h.context
+    ctx.remove_live_brokers([3])
+    ctx.replica_states.clear()
+    ctx.partition_states.clear()
+    h.rsm.prewrite_isr_removal = True
+    moves = h.rsm.handle_state_changes
+
+    def moved(replicas: Any, target: ReplicaState) -> None:
+        if target is ReplicaState.ONLINE_REPLICA:
+            raise ControllerMovedError("controller moved while the online replicas moved")
+        moves(replicas, target)
+
+    h.rsm.handle_state_changes = moved  # type: ignore[method-assign]
+    with pytest.raises(ControllerMovedError):
+        h.rsm.startup()
+    assert h.rsm._prewrite is None
+    assert not any(t.name == "isr-prewrite" for t in threading.enumerate())
+    # the write was made: ZooKeeper has it, and so does the cache (as after a failure past Kafka's write)
+    stored = h.store.get_partition_states(tps)
+    assert {tp.partition: s.leader_and_isr.isr for tp, s in stored.items()} == {0: (1, 2), 1: (2, 1)}  # type: ignore[union-attr]
+    assert {tp: ctx.partition_leadership_info(tp) for tp in tps} == stored
