@@ -121,8 +121,11 @@ class ControllerFailover(ControllerBase):
         # 7. brokers learn the live brokers before any LeaderAndIsr
         self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), ())
         # 8. state machines
-        self.replica_state_machine.startup()
-        self._start_partition_state_machine()
+        try:
+            self.replica_state_machine.startup()
+            self._start_partition_state_machine()
+        finally:
+            self.partition_state_machine.abandon_election_prewrite()  # taken by the election, if it ran
         self.replica_state_machine.finish_offline_left_to_election()
         log.info("Ready to serve as the new controller with epoch %d", ctx.epoch)
         # 9-11. reassignments, deletions, preferred elections left pending by the previous controller

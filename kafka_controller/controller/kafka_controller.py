@@ -159,10 +159,10 @@ class KafkaController(
         self.partition_state_machine = psm = PartitionStateMachine(
             cid, ctx, store, batch(), broker_config=self._log_config_defaults(), audit=audit
         )
-        # Writes from cached states, conditional on their zk version, the startup's started early
-        # (core.replica_isr); startup leaves the offline leaders to the election (core.replica_offline).
+        # Cached-state writes, offline leaders left to the election, writes started early (core.*).
         psm.write_on_cached_zk_version = rsm.write_on_cached_zk_version = True
         rsm.leave_offline_leaders_to_election = rsm.prewrite_isr_removal = True
+        rsm.on_left_to_election = psm.start_election_prewrite
         self.topic_deletion_manager = TopicDeletionManager(
             cid,
             ctx,

@@ -43,6 +43,7 @@ from kafka_controller.core.election import (
     leader_for_reassign,
     offline_election_decisions,
 )
+from kafka_controller.core.election_early import EarlyElectionWrite
 from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.core.strategies import (
@@ -90,7 +91,7 @@ class ElectionNotes:
     unclean: set[TopicPartition] = field(default_factory=set)
 
 
-class PartitionLeaderElection:
+class PartitionLeaderElection(EarlyElectionWrite):
     """The election rounds of ``PartitionStateMachine``, which sets these attributes."""
 
     controller_id: int
@@ -228,7 +229,7 @@ class PartitionLeaderElection:
         if not to_update:
             return {}, failed, []
         try:
-            update = self._store.update_leader_and_isr(to_update, epoch, ctx.epoch_zk_version)
+            update = self._write_elected(to_update, epoch, ctx.epoch_zk_version)
         except ControllerMovedError:
             raise
         except Exception as e:

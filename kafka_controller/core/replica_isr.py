@@ -16,19 +16,17 @@ refreshes the cache from the read) and those whose write hits BADVERSION or NONO
 rounds, read first. The failover's context load read every state a moment before, so the 60,000
 re-reads of a 100,000-partition RF-3 failover with one broker dead become one write round.
 
-That round can start early (``start_isr_prewrite``, README deviation 21): a new controller's startup
-starts it on a thread of its own before its online replicas move, and the OfflineReplica step takes
-its outcome where it would have written. The online replicas' move writes nothing and changes no
-cached state, so the round writes exactly what it would have written a moment later; ZooKeeper
-works through it while the event thread builds the online replicas' requests.
+That round can start early (``start_isr_prewrite``, ``core.early_write``, README deviation 21): a
+new controller's startup starts it before its online replicas move, and the OfflineReplica step
+takes its outcome where it would have written.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from kafka_controller.core.early_write import EarlyWrite
 from kafka_controller.core.replica_records import ReplicaTransitionLog
 from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.domain.errors import (
@@ -47,7 +45,7 @@ from kafka_controller.domain.values import (
     build_leader_and_isr,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
+from kafka_controller.ports import PartitionStateStore
 
 __all__ = ["ReplicaIsrRemoval"]
 
@@ -63,7 +61,8 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
     #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
     write_on_cached_zk_version: bool = False
     #: The first round started ahead of its turn, until the OfflineReplica step takes it.
-    _prewrite: _Prewrite | None = None
+    _prewrite: EarlyWrite | None = None
+    _prewrite_replica_id: int = -1
 
     def start_isr_prewrite(self, replica_id: int, partitions: Sequence[TopicPartition]) -> None:
         """Start the cached first round for ``replica_id`` now, on a thread (module docs): only
@@ -77,24 +76,16 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         if cached:
             shrink = _isr_remover(replica_id)
             adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
-            self._prewrite = _Prewrite(self._store, replica_id, adjusted, ctx.epoch, ctx.epoch_zk_version)
+            self._prewrite = EarlyWrite(
+                self._store, adjusted, ctx.epoch, ctx.epoch_zk_version, "isr-prewrite"
+            )
+            self._prewrite_replica_id = replica_id
 
     def abandon_isr_prewrite(self) -> None:
-        """Wait for a started round nobody took (startup failed before its OfflineReplica step)
-        and cache what it wrote, as a failure after Kafka's write would leave the cache."""
+        """Wait for a started round nobody took (startup failed before its OfflineReplica step)."""
         pre, self._prewrite = self._prewrite, None
-        if pre is None:
-            return
-        try:
-            finished = pre.result().finished
-        except Exception:  # the startup's own failure is the one that counts
-            return
-        epoch = self.controller_context.epoch
-        self.controller_context.put_partition_leadership_infos(
-            (tp, build_leader_isr_and_controller_epoch(lai, epoch))
-            for tp, lai in finished.items()
-            if isinstance(lai, LeaderAndIsr)
-        )
+        if pre is not None:
+            pre.cache_written(self.controller_context)
 
     def remove_replicas_from_isr(
         self,
@@ -132,13 +123,13 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         to_retry: list[TopicPartition] = []
         round_failures: dict[TopicPartition, Exception] = {}
         pre = self._prewrite
-        if pre is not None and pre.replica_id == replica_id:
+        if pre is not None and self._prewrite_replica_id == replica_id:
             self._prewrite = None
-            written = pre.adjusted
+            written = pre.states
             partitions = [tp for tp in partitions if tp not in written]
             del written  # the shrunk states held by the callee alone (it drops them)
             to_retry = self._write_removals(
-                pre.take_adjusted(), [], [], replica_id, results, round_failures, pre
+                pre.take_states(), [], [], replica_id, results, round_failures, pre
             )
         cached, unread = self.controller_context.cached_leaderships(partitions, with_isr_replica=replica_id)
         if cached:
@@ -208,7 +199,7 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         replica_id: int,
         results: dict[TopicPartition, LeaderIsrAndControllerEpoch],
         failures: dict[TopicPartition, Exception],
-        written: _Prewrite | None = None,
+        written: EarlyWrite | None = None,
     ) -> list[TopicPartition]:
         """Write the ``adjusted`` states (or take ``written``'s outcome: it wrote them), fail the
         ``missing`` ones and cache what was written and ``kept``; returns the partitions whose
@@ -277,51 +268,3 @@ def _isr_remover(replica_id: int) -> Callable[[LeaderAndIsr], LeaderAndIsr]:
 
 #: Marks a partition the store left out of its answer (a broken store, not a missing znode).
 _NO_RESPONSE = object()
-
-
-class _Prewrite:
-    """One cached round's write, running on a thread of its own (``start_isr_prewrite``)."""
-
-    def __init__(
-        self,
-        store: PartitionStateStore,
-        replica_id: int,
-        adjusted: dict[TopicPartition, LeaderAndIsr],
-        epoch: int,
-        epoch_zk_version: int,
-    ) -> None:
-        self.replica_id = replica_id
-        self.adjusted = adjusted
-        self._outcome: UpdateLeaderAndIsrResult | BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._write,
-            args=(store, adjusted, epoch, epoch_zk_version),
-            name="isr-prewrite",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def _write(
-        self,
-        store: PartitionStateStore,
-        adjusted: dict[TopicPartition, LeaderAndIsr],
-        epoch: int,
-        version: int,
-    ) -> None:
-        try:
-            self._outcome = store.update_leader_and_isr(adjusted, epoch, version)
-        except BaseException as e:  # re-raised on the event thread by ``result``
-            self._outcome = e
-
-    def take_adjusted(self) -> dict[TopicPartition, LeaderAndIsr]:
-        adjusted, self.adjusted = self.adjusted, {}
-        return adjusted
-
-    def result(self) -> UpdateLeaderAndIsrResult:
-        """The store's answer, or what it raised, as if the event thread had made the call."""
-        self._thread.join()
-        outcome, self._outcome = self._outcome, None
-        if isinstance(outcome, BaseException):
-            raise outcome
-        assert outcome is not None
-        return outcome

@@ -30,7 +30,7 @@ Kafka.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
@@ -61,6 +61,9 @@ class ReplicaOffline(ReplicaIsrRemoval):
     leave_offline_leaders_to_election: bool = False
     #: Start startup's ISR-removal write while its online replicas move (``core.replica_isr``).
     prewrite_isr_removal: bool = False
+    #: Told the partitions left to the election before the online replicas move, to start its write
+    #: (``PartitionStateMachine.start_election_prewrite``; ``KafkaController`` sets it).
+    on_left_to_election: Callable[[frozenset[TopicPartition]], None] | None = None
     # The startup's partitions left to the election while its offline replicas move, then their
     # offline replicas until ``finish_offline_left_to_election``.
     _leaving: frozenset[TopicPartition] = frozenset()
@@ -78,6 +81,8 @@ class ReplicaOffline(ReplicaIsrRemoval):
         if self.leave_offline_leaders_to_election:
             self._leaving = left_to_election(self, offline)
             self._left = [r for r in offline if r.topic_partition in self._leaving] if self._leaving else ()
+            if self._leaving and self.on_left_to_election is not None:
+                self.on_left_to_election(self._leaving)
         if self.prewrite_isr_removal and offline:
             # One dead broker (one replica id): its ISR removal is one round, which starts now.
             leaving = self._leaving

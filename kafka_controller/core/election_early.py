@@ -1,0 +1,86 @@
+"""The offline election's write for the partitions a new controller's startup leaves to it
+(deviation 20), started before the online replicas move (``core.early_write``, deviation 21).
+
+``PartitionLeaderElection`` inherits this. The startup knows those partitions before its replica
+state machine moves anything; each has an online replica of its assignment in its ISR, so the
+offline election elects it cleanly from the cached state, reading no topic config. Nothing until
+the partition state machine's election writes or re-caches them, so its cached round decides the
+same leaders and ISRs: it takes the early write's outcome for the partitions whose decision is the
+one written, and writes the others itself. Should a decision differ (never at startup), what the
+early write wrote is cached first, as ZooKeeper holds it, and the round's conditional write of
+those partitions hits BADVERSION and goes Kafka's read-first way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.early_write import EarlyWrite
+from kafka_controller.core.election import LiveReplicaFilter, offline_election_decisions
+from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
+from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
+
+__all__ = ["EarlyElectionWrite"]
+
+
+class EarlyElectionWrite:
+    """The early write of the startup's offline elections, and taking it (module docs)."""
+
+    controller_context: ControllerContext
+    _store: PartitionStateStore
+    write_on_cached_zk_version: bool
+    _early_election: EarlyWrite | None = None
+
+    def start_election_prewrite(self, partitions: Collection[TopicPartition]) -> None:
+        """Write now the clean offline election of each of ``partitions`` from its cached state."""
+        self.abandon_election_prewrite()
+        if not self.write_on_cached_zk_version or not partitions:
+            return
+        ctx = self.controller_context
+        cached, _ = ctx.cached_leaderships(partitions)
+        any_online = LiveReplicaFilter(ctx).any_online
+        clean = [
+            (tp, info.leader_and_isr, False)
+            for tp, info in cached.items()
+            if any_online(info.leader_and_isr.isr, tp)
+        ]
+        states = {tp: lai for tp, lai, _, _ in offline_election_decisions(ctx, clean) if lai is not None}
+        if states:
+            self._early_election = EarlyWrite(
+                self._store, states, ctx.epoch, ctx.epoch_zk_version, "election-prewrite"
+            )
+
+    def abandon_election_prewrite(self) -> None:
+        """Wait for an early write no election took and cache what it wrote."""
+        early, self._early_election = self._early_election, None
+        if early is not None:
+            early.cache_written(self.controller_context)
+
+    def _write_elected(
+        self, to_update: dict[TopicPartition, LeaderAndIsr], epoch: int, epoch_zk_version: int
+    ) -> UpdateLeaderAndIsrResult:
+        """``update_leader_and_isr`` of a round's decisions, taking the early write's outcome for
+        the partitions it wrote with the same decision."""
+        early, self._early_election = self._early_election, None
+        if early is None:
+            return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
+        written = early.states
+        if any(to_update.get(tp) != lai for tp, lai in written.items()):
+            del written
+            early.cache_written(self.controller_context)
+            return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
+        rest = {tp: lai for tp, lai in to_update.items() if tp not in written}
+        del written
+        done = early.result()
+        other = self._store.update_leader_and_isr(rest, epoch, epoch_zk_version) if rest else None
+        # one answer, in the order of ``to_update``: the order a single write answers in, which the
+        # election's requests and audit records follow
+        finished, more = done.finished, other.finished if other is not None else {}
+        merged = {
+            tp: finished[tp] if tp in finished else more[tp]
+            for tp in to_update
+            if tp in finished or tp in more
+        }
+        retry = set(done.to_retry).union(other.to_retry if other is not None else ())
+        return UpdateLeaderAndIsrResult(merged, [tp for tp in to_update if tp in retry])
