@@ -152,12 +152,13 @@ def test_a_controller_moved_error_of_the_early_write_surfaces_where_kafkas_would
 
 def test_a_startup_that_fails_before_the_offline_step_waits_for_the_early_write() -> None:
     h = CoreHarness([1, 2, 3])
-    tps = h.create_topic("t", [[1, 2, 3], [2, 3, 1]])
+    tps = h.create_topic("t", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
     ctx = h.context
     ctx.remove_live_brokers([3])
     ctx.replica_states.clear()
     ctx.partition_states.clear()
-    h.rsm.prewrite_isr_removal = True
+    h.rsm.leave_offline_leaders_to_election = True
+    _write_early(h)
     moves = h.rsm.handle_state_changes
 
     def moved(replicas: Any, target: ReplicaState) -> None:
@@ -168,9 +169,15 @@ def test_a_startup_that_fails_before_the_offline_step_waits_for_the_early_write(
     h.rsm.handle_state_changes = moved  # type: ignore[method-assign]
     with pytest.raises(ControllerMovedError):
         h.rsm.startup()
-    assert h.rsm._prewrite is None
-    assert not any(t.name == "isr-prewrite" for t in threading.enumerate())
-    # the write was made: ZooKeeper has it, and so does the cache (as after a failure past Kafka's write)
+    h.psm.abandon_election_prewrite()  # as the failover does once its state machines' startup ends
+    assert h.rsm._prewrite is None and h.psm._early_election is None
+    assert not any(t.name.endswith("-prewrite") for t in threading.enumerate())
+    # the writes were made: ZooKeeper has them, and so does the cache (as after a failure past
+    # Kafka's own write): t-0 and t-1 without broker 3 in their ISRs, t-2 led by broker 1
     stored = h.store.get_partition_states(tps)
-    assert {tp.partition: s.leader_and_isr.isr for tp, s in stored.items()} == {0: (1, 2), 1: (2, 1)}  # type: ignore[union-attr]
+    assert {tp.partition: (s.leader_and_isr.leader, s.leader_and_isr.isr) for tp, s in stored.items()} == {  # type: ignore[union-attr]
+        0: (1, (1, 2)),
+        1: (2, (2, 1)),
+        2: (1, (1, 2)),
+    }
     assert {tp: ctx.partition_leadership_info(tp) for tp in tps} == stored
