@@ -61,6 +61,16 @@ def _write_early(h: CoreHarness, on: bool = True) -> None:
     h.rsm.on_left_to_election = h.psm.start_election_prewrite if on else None
 
 
+def _a_new_controller(h: CoreHarness, dead: int) -> None:
+    """A controller about to start up with ``dead`` gone, wired as ``KafkaController`` wires it."""
+    ctx = h.context
+    ctx.remove_live_brokers([dead])
+    ctx.replica_states.clear()
+    ctx.partition_states.clear()
+    h.rsm.leave_offline_leaders_to_election = True
+    _write_early(h)
+
+
 def _requests(h: CoreHarness, start: int) -> list[tuple[int, Any]]:
     return [(s.broker_id, s.request) for s in h.channel.sent[start:]]
 
@@ -110,12 +120,7 @@ def test_the_write_runs_while_the_online_replicas_move() -> None:
         return write(states, epoch, version)
 
     h.store.update_leader_and_isr = held  # type: ignore[method-assign]
-    ctx = h.context
-    ctx.remove_live_brokers([3])
-    ctx.replica_states.clear()
-    ctx.partition_states.clear()
-    h.rsm.leave_offline_leaders_to_election = True
-    _write_early(h)
+    _a_new_controller(h, dead=3)
     h.rsm.startup()
     h.psm.startup()
     assert waited == [True, True]
@@ -154,11 +159,7 @@ def test_a_startup_that_fails_before_the_offline_step_waits_for_the_early_write(
     h = CoreHarness([1, 2, 3])
     tps = h.create_topic("t", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
     ctx = h.context
-    ctx.remove_live_brokers([3])
-    ctx.replica_states.clear()
-    ctx.partition_states.clear()
-    h.rsm.leave_offline_leaders_to_election = True
-    _write_early(h)
+    _a_new_controller(h, dead=3)
     moves = h.rsm.handle_state_changes
 
     def moved(replicas: Any, target: ReplicaState) -> None:
