@@ -14,10 +14,11 @@ those partitions hits BADVERSION and goes Kafka's read-first way.
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.early_write import EarlyWrite
-from kafka_controller.core.election import LiveReplicaFilter, offline_election_decisions
+from kafka_controller.core.election import offline_election_decisions
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
 from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
 
@@ -32,6 +33,15 @@ class EarlyElectionWrite:
     write_on_cached_zk_version: bool
     _early_election: EarlyWrite | None = None
 
+    if TYPE_CHECKING:  # ``PartitionLeaderElection``'s, which inherits this
+
+        def _collect_unclean_leader_election_state(
+            self,
+            valid: list[tuple[TopicPartition, LeaderAndIsr]],
+            allow_unclean: bool,
+            config_failures: dict[str, Exception],
+        ) -> list[tuple[TopicPartition, LeaderAndIsr | None, bool]]: ...
+
     def start_election_prewrite(self, partitions: Collection[TopicPartition]) -> None:
         """Write now the clean offline election of each of ``partitions`` from its cached state."""
         self.abandon_election_prewrite()
@@ -39,12 +49,11 @@ class EarlyElectionWrite:
             return
         ctx = self.controller_context
         cached, _ = ctx.cached_leaderships(partitions)
-        any_online = LiveReplicaFilter(ctx).any_online
-        clean = [
-            (tp, info.leader_and_isr, False)
-            for tp, info in cached.items()
-            if any_online(info.leader_and_isr.isr, tp)
-        ]
+        valid = [(tp, info.leader_and_isr) for tp, info in cached.items()]
+        # the election's own split into partitions with and without an online ISR member; allowing
+        # unclean marks the latter (and reads no config): only the clean ones are written early
+        collected = self._collect_unclean_leader_election_state(valid, True, {})
+        clean = [c for c in collected if not c[2]]
         states = {tp: lai for tp, lai, _, _ in offline_election_decisions(ctx, clean) if lai is not None}
         if states:
             self._early_election = EarlyWrite(
@@ -67,11 +76,9 @@ class EarlyElectionWrite:
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
         written = early.states
         if any(to_update.get(tp) != lai for tp, lai in written.items()):
-            del written
             early.cache_written(self.controller_context)
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
         rest = {tp: lai for tp, lai in to_update.items() if tp not in written}
-        del written
         done = early.result()
         other = self._store.update_leader_and_isr(rest, epoch, epoch_zk_version) if rest else None
         # one answer, in the order of ``to_update``: the order a single write answers in, which the

@@ -60,9 +60,8 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
     _store: PartitionStateStore
     #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
     write_on_cached_zk_version: bool = False
-    #: The first round started ahead of its turn, until the OfflineReplica step takes it.
-    _prewrite: EarlyWrite | None = None
-    _prewrite_replica_id: int = -1
+    #: The first round started ahead of its turn (replica id, write) until the OfflineReplica step takes it.
+    _prewrite: tuple[int, EarlyWrite] | None = None
 
     def start_isr_prewrite(self, replica_id: int, partitions: Sequence[TopicPartition]) -> None:
         """Start the cached first round for ``replica_id`` now, on a thread (module docs): only
@@ -76,16 +75,14 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         if cached:
             shrink = _isr_remover(replica_id)
             adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
-            self._prewrite = EarlyWrite(
-                self._store, adjusted, ctx.epoch, ctx.epoch_zk_version, "isr-prewrite"
-            )
-            self._prewrite_replica_id = replica_id
+            early = EarlyWrite(self._store, adjusted, ctx.epoch, ctx.epoch_zk_version, "isr-prewrite")
+            self._prewrite = (replica_id, early)
 
     def abandon_isr_prewrite(self) -> None:
         """Wait for a started round nobody took (startup failed before its OfflineReplica step)."""
         pre, self._prewrite = self._prewrite, None
         if pre is not None:
-            pre.cache_written(self.controller_context)
+            pre[1].cache_written(self.controller_context)
 
     def remove_replicas_from_isr(
         self,
@@ -122,8 +119,8 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
         to_retry: list[TopicPartition] = []
         round_failures: dict[TopicPartition, Exception] = {}
-        pre = self._prewrite
-        if pre is not None and self._prewrite_replica_id == replica_id:
+        if self._prewrite is not None and self._prewrite[0] == replica_id:
+            pre = self._prewrite[1]
             self._prewrite = None
             written = pre.states
             partitions = [tp for tp in partitions if tp not in written]
