@@ -8,6 +8,8 @@ nothing: the controller records a transition after writing it to ZooKeeper, and 
 process killed before its writer thread ran are in the kernel's page cache, replayed by the next
 writer on the directory (journal frames move to the spool at start-up). It is truncated whenever everything
 accepted is settled. ``journal=False`` drops it (a crash then loses what was still queued).
+``hold`` keeps what is recorded next from the database (journaled all the same) until ``release``:
+the controller holds an event's rows so that writing them takes no CPU from the event.
 
 One background thread drains the queue in batches of up to ``batch_size`` records, at least every
 ``flush_interval`` seconds, and settles each batch in one of three places, in order of preference:
@@ -37,7 +39,7 @@ from typing import Any
 from kafka_controller.audit.backends import loader_for
 from kafka_controller.audit.bulk import Unit, convert_units, queue_units
 from kafka_controller.audit.engine import create_audit_engine, one_line, redacted
-from kafka_controller.audit.rows import Batch, Converted, Row, batch_size, split_valid
+from kafka_controller.audit.rows import Batch, Converted, batch_size
 from kafka_controller.audit.spool import JOURNAL_FILE, Spool
 from kafka_controller.audit.writer_recovery import REJECTED_FILE, AuditWriterStats, SpoolRecovery
 from kafka_controller.domain.audit_records import AuditItem
@@ -115,6 +117,8 @@ class AuditWriter(SpoolRecovery):
         self._stamps: deque[tuple[int, int]] = deque()
         self._held: deque[tuple[Batch, int]] = deque()  # converted but not yet settled (spool failed)
         self._pending = self._accepted = self._settled = 0
+        self._dequeued = 0  # rows taken off the queue by the thread
+        self._hold_from: int | None = None  # while held, rows accepted up to here may go (``hold``)
         self._written = self._replayed = self._duplicates = 0
         self._spooled = recovered
         self._rejected = self._dropped = 0
@@ -171,6 +175,20 @@ class AuditWriter(SpoolRecovery):
             if self._pending >= self._batch_size:
                 self._wake.set()
 
+    def hold(self) -> None:
+        """Keep records accepted from now on out of the database and spool until ``release`` (or a
+        ``flush``, ``wait_replayed`` or ``close``, which release): the journal has them at once, so
+        a ``kill -9`` loses none. Those accepted before go on being written."""
+        with self._lock:
+            if self._hold_from is None:
+                self._hold_from = self._accepted
+
+    def release(self) -> None:
+        """End ``hold``: the thread writes what it held back."""
+        with self._lock:
+            self._hold_from = None
+        self._wake.set()
+
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every record accepted so far is durable (in the database or the spool).
 
@@ -179,6 +197,7 @@ class AuditWriter(SpoolRecovery):
         """
         with self._progress:
             target = self._accepted
+            self._hold_from = None
             self._wake.set()
             return self._progress.wait_for(lambda: self._settled >= target, timeout)
 
@@ -186,6 +205,7 @@ class AuditWriter(SpoolRecovery):
         """Wait until everything accepted so far is in the database itself (the spool is empty)."""
         with self._progress:
             target = self._accepted
+            self._hold_from = None
             self._wake.set()
             return self._progress.wait_for(
                 lambda: self._settled >= target and not self._spool and not self._held, timeout
@@ -195,6 +215,7 @@ class AuditWriter(SpoolRecovery):
         """Settle what was accepted, try a last replay, stop the thread; return the final counters."""
         with self._lock:
             self._closing = True
+            self._hold_from = None
         self._wake.set()
         self._thread.join(timeout)
         with self._lock:
@@ -284,10 +305,14 @@ class AuditWriter(SpoolRecovery):
                 closing = self._closing
                 chunks = []
                 n = 0
+                limit = self._hold_from
                 while self._queue and n < self._batch_size:
+                    if limit is not None and self._dequeued >= limit:
+                        break  # held (``hold``)
                     chunk, size = self._queue.popleft()
                     chunks.append(chunk)
                     n += size
+                    self._dequeued += size
                 self._pending -= n
             if not chunks:
                 if self._untrimmed >= TRIM_AFTER_ROWS:
@@ -362,37 +387,6 @@ class AuditWriter(SpoolRecovery):
             )
         self._mark_down(one_line(error))
         return good, None
-
-    def _split(self, batch: Batch) -> tuple[Batch, list[tuple[str, Row, str]]]:
-        good, bad = split_valid(batch)
-        if bad:
-            self._reject([{"table": t, "row": list(r), "reason": why} for t, r, why in bad], len(bad))
-        return good, bad
-
-    def _mark_settled(self, n: int) -> None:
-        with self._progress:
-            self._settled += n
-            if self._settled >= self._accepted and self._journal is not None and self._journal:
-                try:
-                    self._journal.clear()  # everything in it is in the database or the spool
-                except OSError as e:
-                    log.error("audit journal %s cannot be truncated: %s", self._journal.path, e)
-            self._progress.notify_all()
-
-    def _mark_down(self, error: str | None) -> None:
-        with self._lock:
-            self._db_up = False
-            if error is not None:
-                self._last_error = error
-        self._next_retry = self._clock.monotonic() + self._backoff
-        self._backoff = min(self._backoff * 2, self._backoff_max)
-
-    def _mark_up(self) -> None:
-        with self._progress:
-            self._db_up = True
-            self._progress.notify_all()
-        self._backoff = self._backoff_min
-        self._next_retry = 0.0
 
 
 def _stamp(record: AuditItem) -> int:

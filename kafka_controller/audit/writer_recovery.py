@@ -1,9 +1,11 @@
-"""The ``AuditWriter``'s way back from an outage, and its counters.
+"""The ``AuditWriter``'s way back from an outage, its bookkeeping, and its counters.
 
 ``SpoolRecovery`` is the part of the writer thread that runs while the spool holds rows: (re)create
 or upgrade the schema, replay the spool oldest first in chunks (the unique keys make a replay
 idempotent), set aside rows the database can never accept, and move what a dead writer journaled
-into the spool. A mixin over the writer's own state (see ``writer.AuditWriter``).
+into the spool; and what every batch settles (the journal truncated once all is settled, the
+database marked up or down with its backoff). A mixin over the writer's own state (see
+``writer.AuditWriter``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import orjson
 
 from kafka_controller.audit.engine import one_line
 from kafka_controller.audit.migrate import upgrade_database
-from kafka_controller.audit.rows import Batch, batch_size
+from kafka_controller.audit.rows import Batch, Row, batch_size, split_valid
 from kafka_controller.audit.spool import Spool
+from kafka_controller.ports import Clock
 
 log = logging.getLogger("kafka_controller.audit.writer")
 
@@ -55,15 +58,52 @@ class SpoolRecovery:
     _replayed: int
     _duplicates: int
     _rejected: int
+    _progress: threading.Condition
+    _clock: Clock
+    _db_up: bool
+    _last_error: str | None
+    _next_retry: float
+    _backoff: float
+    _backoff_min: float
+    _backoff_max: float
+    _settled: int
+    _accepted: int
 
     def _write(self, batch: Batch, *, may_conflict: bool) -> tuple[Batch, int | None]:
         raise NotImplementedError
 
+    def _mark_settled(self, n: int) -> None:
+        with self._progress:
+            self._settled += n
+            if self._settled >= self._accepted and self._journal is not None and self._journal:
+                try:
+                    self._journal.clear()  # everything in it is in the database or the spool
+                except OSError as e:
+                    log.error("audit journal %s cannot be truncated: %s", self._journal.path, e)
+            self._progress.notify_all()
+
     def _mark_down(self, error: str | None) -> None:
-        raise NotImplementedError
+        """The database is unavailable: the next retry after a doubled backoff."""
+        with self._lock:
+            self._db_up = False
+            if error is not None:
+                self._last_error = error
+        self._next_retry = self._clock.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, self._backoff_max)
 
     def _mark_up(self) -> None:
-        raise NotImplementedError
+        with self._progress:
+            self._db_up = True
+            self._progress.notify_all()
+        self._backoff = self._backoff_min
+        self._next_retry = 0.0
+
+    def _split(self, batch: Batch) -> tuple[Batch, list[tuple[str, Row, str]]]:
+        """The rows the database can take, and the others (set aside in ``rejected.jsonl``)."""
+        good, bad = split_valid(batch)
+        if bad:
+            self._reject([{"table": t, "row": list(r), "reason": why} for t, r, why in bad], len(bad))
+        return good, bad
 
     def _recover(self) -> None:
         """Create or upgrade the schema if needed, then replay the spool; back off on failure."""

@@ -15,7 +15,10 @@ class AuditSink(Protocol):
 
     A sink whose ``accepts_bulk_records`` attribute is True also takes bulk records
     (``ReplicaTransitions``, ``PartitionTransitions``: many rows in one object); the others are
-    handed single records only (see ``accepts_bulk``)."""
+    handed single records only (see ``accepts_bulk``). A sink may also have ``hold()`` and
+    ``release()``: records recorded between them are kept (durably) but not yet written to the
+    store, so that writing them takes nothing from the event that records them (the controller
+    holds a sink that has both for each event: ``controller.auditing``)."""
 
     def record(self, records: Sequence[AuditItem]) -> None:
         """Accept records for durable storage, in order. Returns without waiting for the database.

@@ -11,6 +11,7 @@ from kafka_controller.testing.mock_state_machines import (
     RecordingDeletionClient,
 )
 from kafka_controller.testing.recording import (
+    HoldingAuditSink,
     RecordingAuditSink,
     RecordingRequestBatch,
     ScriptedPartitionStateStore,
@@ -22,6 +23,7 @@ from kafka_controller.testing.recording_channel import (
 )
 
 __all__ = [
+    "HoldingAuditSink",
     "MockPartitionStateMachine",
     "MockReplicaStateMachine",
     "RecordingAuditSink",

@@ -214,3 +214,27 @@ class RecordingAuditSink:
     def record(self, records: Sequence[AuditItem]) -> None:
         with self._lock:
             self._unread.extend(records)
+
+
+class HoldingAuditSink(RecordingAuditSink):
+    """A ``RecordingAuditSink`` that holds as the ``AuditWriter`` does (``hold`` and ``release``):
+    ``records`` is everything recorded (the writer's journal), ``writable`` how many of them the
+    writer may write to the store now, and ``calls`` the hold and release calls, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+        self._holding_from: int | None = None
+
+    def hold(self) -> None:
+        self.calls.append("hold")
+        if self._holding_from is None:
+            self._holding_from = len(self.records)
+
+    def release(self) -> None:
+        self.calls.append("release")
+        self._holding_from = None
+
+    @property
+    def writable(self) -> int:
+        return len(self.records) if self._holding_from is None else self._holding_from

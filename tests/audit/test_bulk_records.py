@@ -128,9 +128,15 @@ def test_the_state_machines_share_the_after_columns_of_unchanged_rows_only() -> 
     assert any(b != a for r in offline for b, a in zip(r.isr_before, r.isr_after, strict=True))
 
 
+class HoldingBulkSink(RawBulkSink):
+    def hold(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
 def test_held_records_count_rows_and_bulk_records_are_stamped_once() -> None:
     clock = ManualClock()
-    sink = RawBulkSink()
+    sink = HoldingBulkSink()
     audit = ControllerAuditSink(sink, 7, clock, lambda: 3)
     bulk = ReplicaTransitions("OnlineReplica")
     for p in range(5):

@@ -263,3 +263,37 @@ def test_lag_is_the_age_of_the_oldest_record_not_yet_settled_and_a_gauge(tmp_pat
             assert w.lag_ms() == 0 and metrics.snapshot()[AUDIT_QUEUE_DEPTH] == 0
         finally:
             w.close(timeout=WAIT)
+
+
+def test_held_rows_wait_for_release_and_a_flush_releases_them(  # type: ignore[no-untyped-def]
+    audit_url: str, spool_dir: Path, engine_for
+) -> None:
+    """What ``hold`` holds stays out of the database while the writer thread runs (two passes in
+    a row end with rows still queued: a pass that took them would have emptied the queue), and
+    is written once released; a ``flush`` releases."""
+    from tests.broker.helpers import wait_until
+
+    engine = engine_for(audit_url)
+    w = AuditWriter(audit_url, spool_dir=spool_dir, batch_size=50, flush_interval=0.05)
+    passes: list[bool] = []  # per writer pass: whether it left the queue empty
+    maintain = w._loader.maintain
+
+    def spy(idle: bool) -> None:
+        passes.append(idle)
+        maintain(idle=idle)
+
+    w._loader.maintain = spy  # type: ignore[method-assign]
+    try:
+        w.record([partition_transition(1)])
+        w.hold()
+        w.record([partition_transition(2), partition_transition(3)])
+        mark = len(passes)
+        wait_until(lambda: "FF" in "".join("T" if p else "F" for p in passes[mark:]), "two held passes")
+        assert count(engine, partition_transitions) == 1 and w.stats().pending == 2
+        w.release()
+        wait_until(lambda: count(engine, partition_transitions) == 3, "the held rows written", WAIT)
+        w.hold()
+        w.record([partition_transition(4)])
+        assert w.flush(WAIT) and count(engine, partition_transitions) == 4
+    finally:
+        w.close()

@@ -26,7 +26,7 @@ from kafka_controller.domain.errors import (
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.ports import NullAuditSink
-from kafka_controller.testing.recording import RecordingAuditSink
+from kafka_controller.testing.recording import HoldingAuditSink, RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster, FakeClock, wait_until
 
 TP = TopicPartition("t", 0)
@@ -321,24 +321,25 @@ def test_wait_until_idle_returns_after_shutdown() -> None:
 
 
 def test_an_event_holds_its_records_back_at_most_max_hold_ms() -> None:
-    """A long event (a failover under load) hands over what it holds once the oldest held record is
-    ``max_hold_ms`` old, so the audit store trails the controller by a bounded time; a short event
-    still hands everything over once, at its end."""
+    """Records reach the sink (the writer's journal) at once; a sink that holds is held from the
+    event's first record to its end, or until the oldest held record is ``max_hold_ms`` old, so the
+    audit store trails the controller by a bounded time."""
     clock = FakeClock(1000.0)
-    sink = RecordingAuditSink()
+    sink = HoldingAuditSink()
     audit = ControllerAuditSink(sink, 7, clock, lambda: 4, max_hold_ms=2000)
     audit.begin_event("ControllerChange")
     audit.record([_transition(0)])
     clock.advance(1.999)
     audit.record([_transition(1)])
-    assert sink.records == []  # within the bound: held
+    assert [r.sequence for r in sink.records] == [1, 2]  # journaled at once
+    assert sink.writable == 0  # within the bound: held
     assert (audit.held_records(), audit.hold_ms()) == (2, 1999)
     clock.advance(0.001)
     audit.record([_transition(2)])
-    assert [r.sequence for r in sink.records] == [1, 2, 3]  # the oldest was 2 s old: handed over
+    assert sink.writable == 3  # the oldest was 2 s old: released
     clock.advance(1.0)
     audit.record([_transition(3)])
-    assert len(sink.records) == 3  # the bound restarts with the next held record
+    assert (sink.writable, len(sink.records)) == (3, 4)  # the bound restarts with the next held record
     audit.end_event()
-    assert [r.sequence for r in sink.records] == [1, 2, 3, 4]
+    assert sink.writable == 4 and sink.calls == ["hold", "release", "hold", "release"]
     assert (audit.held_records(), audit.hold_ms()) == (0, 0)

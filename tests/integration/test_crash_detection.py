@@ -76,8 +76,13 @@ def _close_session(*args: str) -> int:
 def test_the_broker_records_its_session_0600_and_removes_it_on_clean_shutdown(cluster: LocalCluster) -> None:
     b = cluster.broker_ids[-1]
     data_dir = cluster.broker_data_dir(b)
-    record = read_session_file(data_dir)
-    assert record is not None
+
+    # Written before registering (epoch unknown), then again once registered: poll for the second.
+    def registered() -> SessionRecord | None:
+        r = read_session_file(data_dir)
+        return r if r is not None and r.broker_epoch != UNKNOWN_BROKER_EPOCH else None
+
+    record = wait_until(registered, "the session file to carry the broker epoch")
     assert record.broker_id == b and record.pid == cluster.processes[b].pid
     assert _owner(cluster, b) == (record.session_id, record.broker_epoch)
     assert stat.S_IMODE((data_dir / SESSION_FILE_NAME).stat().st_mode) == 0o600

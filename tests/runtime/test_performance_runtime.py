@@ -72,33 +72,33 @@ def test_event_thread_pauses_gc_only_while_processing_and_restores_it() -> None:
             gc.disable()
 
 
-def test_audit_records_of_an_event_reach_the_sink_in_one_call_when_it_ends() -> None:
+def test_audit_records_of_an_event_are_held_from_the_store_until_it_ends() -> None:
+    """Recorded at once (journaled: a kill -9 loses none), written to the store only once the event
+    ends: the writer's inserts take no CPU from the event."""
     from kafka_controller.controller.auditing import ControllerAuditSink
     from kafka_controller.domain.audit_records import PartitionTransition
+    from kafka_controller.testing import HoldingAuditSink
     from tests.runtime.fakes import ManualClock
 
-    calls: list[list[PartitionTransition]] = []
-
-    class Sink:
-        def record(self, records: list[PartitionTransition]) -> None:
-            calls.append(list(records))
-
+    sink = HoldingAuditSink()
     clock = ManualClock()
-    audit = ControllerAuditSink(Sink(), 3, clock, lambda: 9)
+    audit = ControllerAuditSink(sink, 3, clock, lambda: 9)
     audit.begin_event("BrokerChange")
     audit.record([PartitionTransition("t", 0, "OnlinePartition", "OfflinePartition")])
     clock.advance(1.0)
     audit.record([PartitionTransition("t", 1, "OnlinePartition", "OfflinePartition")])
-    assert calls == []  # held while the event runs
-    audit.end_event()
-    [held] = calls
+    held = list(sink.records)
+    assert (sink.writable, sink.calls) == (0, ["hold"])  # in the sink, held while the event runs
     assert [(r.partition, r.sequence, r.event, r.controller_epoch) for r in held] == [
         (0, 1, "BrokerChange", 9),
         (1, 2, "BrokerChange", 9),
     ]
     assert held[1].timestamp_ms - held[0].timestamp_ms == 1000  # stamped when recorded
+    audit.end_event()
+    assert (sink.writable, sink.calls) == (2, ["hold", "release"])
     audit.record([PartitionTransition("t", 2, "OnlinePartition", "OfflinePartition")])
-    assert len(calls) == 2 and calls[1][0].event is None  # outside an event: at once
+    assert sink.writable == 3 and sink.records[2].event is None  # outside an event: not held
+    assert sink.calls == ["hold", "release"]
 
 
 def test_shared_update_metadata_columns_are_written_once_and_framed_as_plain_json() -> None:
