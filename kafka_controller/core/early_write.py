@@ -7,7 +7,9 @@ load cached. Moving the online replicas writes nothing and changes no cached sta
 are exactly what the later steps would write; started early, each on a thread of its own,
 ZooKeeper works through them while the event thread builds the online replicas' requests. The step
 whose write it was takes the outcome where it would have written, so what is cached, sent, logged
-and audited, and in which order, stays Kafka's; only the time of the writes moves.
+and audited, and in which order, stays Kafka's; only the time of the writes moves. A write no step
+takes (the startup failed first, or decided otherwise) is cached and audited as it stands
+(``cache_written``): the audit accounts for every state this controller wrote.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from __future__ import annotations
 import threading
 
 from kafka_controller.core.context import ControllerContext
+from kafka_controller.domain.audit_records import PartitionTransition
+from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition, build_leader_isr_and_controller_epoch
-from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
+from kafka_controller.ports import AuditSink, PartitionStateStore, UpdateLeaderAndIsrResult
 
-__all__ = ["EarlyWrite"]
+__all__ = ["EARLY_WRITE_NOT_TAKEN", "EarlyWrite"]
+
+#: The election strategy column of the audit rows of a write no step took (``cache_written``).
+EARLY_WRITE_NOT_TAKEN = "EarlyWriteNotTaken"
 
 
 class EarlyWrite:
@@ -65,16 +72,43 @@ class EarlyWrite:
         assert outcome is not None
         return outcome
 
-    def cache_written(self, ctx: ControllerContext) -> None:
+    def cache_written(self, ctx: ControllerContext, audit: AuditSink | None) -> None:
         """For a write no step took (the startup failed first, or decided otherwise): wait for it
-        and cache what it wrote, as a failure after Kafka's own write would leave the cache."""
+        and cache what it wrote, as a failure after Kafka's own write would leave the cache; and
+        audit each state written, as a transition that keeps the partition's state (the one the
+        context has, else the one its leader's liveness gives): the audit log accounts for every
+        leader epoch written (replaying it gives ZooKeeper's state)."""
         try:
             finished = self.result().finished
         except Exception:  # the startup's own failure is the one that counts
             return
+        written = [(tp, lai) for tp, lai in finished.items() if isinstance(lai, LeaderAndIsr)]
+        if audit is not None and written:
+            audit.record([_not_taken(ctx, tp, lai) for tp, lai in written])
         epoch = ctx.epoch
         ctx.put_partition_leadership_infos(
-            (tp, build_leader_isr_and_controller_epoch(lai, epoch))
-            for tp, lai in finished.items()
-            if isinstance(lai, LeaderAndIsr)
+            (tp, build_leader_isr_and_controller_epoch(lai, epoch)) for tp, lai in written
         )
+
+
+def _not_taken(ctx: ControllerContext, tp: TopicPartition, after: LeaderAndIsr) -> PartitionTransition:
+    info = ctx.partition_leadership_info(tp)
+    before = info.leader_and_isr if info is not None else None
+    state = ctx.partition_states.get(tp)
+    if state is None:
+        online = ctx.is_replica_online(after.leader, tp)
+        state = PartitionState.ONLINE_PARTITION if online else PartitionState.OFFLINE_PARTITION
+    name = state.kafka_name
+    return PartitionTransition(
+        tp.topic,
+        tp.partition,
+        name,
+        name,
+        leader_before=before.leader if before is not None else None,
+        leader_after=after.leader,
+        isr_before=before.isr if before is not None else None,
+        isr_after=after.isr,
+        leader_epoch_before=before.leader_epoch if before is not None else None,
+        leader_epoch_after=after.leader_epoch,
+        election_strategy=EARLY_WRITE_NOT_TAKEN,
+    )

@@ -7,8 +7,8 @@ offline election elects it cleanly from the cached state, reading no topic confi
 the partition state machine's election writes or re-caches them, so its cached round decides the
 same leaders and ISRs: it takes the early write's outcome for the partitions whose decision is the
 one written, and writes the others itself. Should a decision differ (never at startup), what the
-early write wrote is cached first, as ZooKeeper holds it, and the round's conditional write of
-those partitions hits BADVERSION and goes Kafka's read-first way.
+early write wrote is cached (and audited) first, as ZooKeeper holds it, and the round's conditional
+write of those partitions hits BADVERSION and goes Kafka's read-first way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.early_write import EarlyWrite
 from kafka_controller.core.election import offline_election_decisions
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
-from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
+from kafka_controller.ports import AuditSink, PartitionStateStore, UpdateLeaderAndIsrResult
 
 __all__ = ["EarlyElectionWrite"]
 
@@ -30,6 +30,7 @@ class EarlyElectionWrite:
 
     controller_context: ControllerContext
     _store: PartitionStateStore
+    _audit: AuditSink | None
     write_on_cached_zk_version: bool
     _early_election: EarlyWrite | None = None
 
@@ -64,7 +65,7 @@ class EarlyElectionWrite:
         """Wait for an early write no election took and cache what it wrote."""
         early, self._early_election = self._early_election, None
         if early is not None:
-            early.cache_written(self.controller_context)
+            early.cache_written(self.controller_context, self._audit)
 
     def _write_elected(
         self, to_update: dict[TopicPartition, LeaderAndIsr], epoch: int, epoch_zk_version: int
@@ -76,7 +77,7 @@ class EarlyElectionWrite:
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
         written = early.states
         if any(to_update.get(tp) != lai for tp, lai in written.items()):
-            early.cache_written(self.controller_context)
+            early.cache_written(self.controller_context, self._audit)
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
         rest = {tp: lai for tp, lai in to_update.items() if tp not in written}
         done = early.result()

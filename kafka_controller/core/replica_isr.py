@@ -45,7 +45,7 @@ from kafka_controller.domain.values import (
     build_leader_and_isr,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.ports import PartitionStateStore
+from kafka_controller.ports import AuditSink, PartitionStateStore
 
 __all__ = ["ReplicaIsrRemoval"]
 
@@ -58,6 +58,8 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
     """The ISR-removal rounds of ``ReplicaStateMachine`` (failures logged through ``_log_failed``)."""
 
     _store: PartitionStateStore
+    _audit: AuditSink
+    _auditing: bool
     #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
     write_on_cached_zk_version: bool = False
     #: The first round started ahead of its turn (replica id, write) until the OfflineReplica step takes it.
@@ -82,7 +84,7 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         """Wait for a started round nobody took (startup failed before its OfflineReplica step)."""
         pre, self._prewrite = self._prewrite, None
         if pre is not None:
-            pre[1].cache_written(self.controller_context)
+            pre[1].cache_written(self.controller_context, self._audit if self._auditing else None)
 
     def remove_replicas_from_isr(
         self,

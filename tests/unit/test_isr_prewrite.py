@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from kafka_controller.core.early_write import EARLY_WRITE_NOT_TAKEN
+from kafka_controller.domain.audit_records import PartitionTransition
 from kafka_controller.domain.errors import ControllerMovedError
 from kafka_controller.domain.requests import LeaderAndIsrRequest
 from kafka_controller.domain.states import ReplicaState
@@ -182,3 +184,15 @@ def test_a_startup_that_fails_before_the_offline_step_waits_for_the_early_write(
         2: (1, (1, 2)),
     }
     assert {tp: ctx.partition_leadership_info(tp) for tp in tps} == stored
+    # and the audit has them (the states their live leaders give: the partition state machine
+    # never started), so replaying it gives each partition's leader and epoch in the store
+    records = [r for r in h.audit.records if isinstance(r, PartitionTransition)]  # type: ignore[attr-defined]
+    online = "OnlinePartition"
+    assert {
+        TopicPartition(r.topic, r.partition): (r.leader_after, r.leader_epoch_after, r.from_state, r.to_state)
+        for r in records
+        if r.election_strategy == EARLY_WRITE_NOT_TAKEN
+    } == {
+        tp: (s.leader_and_isr.leader, s.leader_and_isr.leader_epoch, online, online)  # type: ignore[union-attr]
+        for tp, s in stored.items()
+    }
