@@ -15,17 +15,18 @@ Runs on the event thread (the state machines call it); a lock keeps sequence num
 record ever arrives from elsewhere. Never raises: a failing sink is logged, the controller goes on.
 
 Records go to the sink as they are recorded: the ``AuditWriter`` journals them at once, so a
-controller killed in the middle of an event loses none of the rows of the writes it made (fault
-soak seed 1300012: a controller killed during a controlled shutdown, its ISR write in ZooKeeper,
-held its row in memory). What waits for the event's end is the *writing* of the rows: a failover
-records ~120,000 transitions, and a sink that writes them while the event still runs (the
-``AuditWriter``'s thread, inserting into SQLite) takes CPU and the GIL from the failover itself
-(measured: +35% CPU in the failover window). So a sink that can hold (``hold`` and ``release``, as
-the ``AuditWriter`` has) is held from an event's first record to its end. Holding is bounded,
-though: once the oldest held record is ``max_hold_ms`` old (2 s by default), the next ``record``
-releases what is held. Unbounded, a 6 s failover under load kept every one of its rows from the
-audit store for 6 s plus their writing (``bench/failover.py`` saw no row 7 s after the election):
-a reader saw a failover with no transitions.
+controller killed in the middle of an event keeps the rows of the state-machine calls it finished
+(held in memory, they died with it: the fault trials kill a controller while a broker's controlled
+shutdown is moving leaders; a call records its rows when it ends, after its writes). What waits
+for the event's end is the *writing* of the rows: a failover records ~120,000 transitions, and a
+sink that writes them while the event still runs (the ``AuditWriter``'s thread, inserting into
+SQLite) takes CPU and the GIL from the failover itself (measured: +35% CPU in the failover
+window). So a sink that can hold (``hold`` and ``release``, as the ``AuditWriter`` has) is held
+from an event's first record to its end. Holding is bounded, though: once the oldest held record
+is ``max_hold_ms`` old (2 s by default), the next ``record`` releases what is held. Unbounded, a
+6 s failover under load kept every one of its rows from the audit store for 6 s plus their
+writing (``bench/failover.py`` saw no row 7 s after the election): a reader saw a failover with no
+transitions.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from kafka_controller.domain.values import Broker, ReplicaAssignment, TopicParti
 from kafka_controller.ports import MetadataStore
 from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.memory_zk import InMemoryZooKeeper
-from tests.broker.helpers import wait_until
+from tests.broker.helpers import DEADLINE_S, wait_until
 
 TPS = [TopicPartition("audited", p) for p in range(4)]
 SETTINGS = {"auto.leader.rebalance.enable": "false", "controlled.shutdown.retry.backoff.ms": "100"}
@@ -56,6 +56,8 @@ def test_audit_url_records_the_controllers_transitions(tree: InMemoryZooKeeper, 
     ).startup()
     try:
         wait_until(lambda: admin.get_controller_id() == 1, "broker 1 to become controller")
+        # Its startup done (its context loaded): the topic is then new to it, not found at startup.
+        assert server.controller.wait_until_idle(DEADLINE_S)
         admin.create_topic("audited", {p: ReplicaAssignment.of([1]) for p in range(4)})
         wait_until(lambda: led(admin, 1) == 4, "the topic's partitions led by broker 1")
         # Every partition: NonExistent -> New -> Online (the rows follow the ZooKeeper writes).

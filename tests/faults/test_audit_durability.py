@@ -5,8 +5,8 @@ the transition stays in ZooKeeper while its audit row exists only if the writer 
 A child process records rows through ``AuditWriter`` and SIGKILLs itself right after ``record``
 returns; a second writer on the same database and spool (it replays the spool at start-up) must
 then find every row in the database. The controller's own path too: rows recorded through its
-``ControllerAuditSink`` in the middle of an event (the controlled shutdown that wrote a partition's
-ISR and was killed before it ended: fault soak seed 1300012).
+``ControllerAuditSink`` in the middle of an event (a controlled shutdown that wrote a partition's
+ISR and was killed before it ended, as the ``kill_controller`` fault trials do).
 """
 
 from __future__ import annotations
