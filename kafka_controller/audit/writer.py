@@ -117,7 +117,6 @@ class AuditWriter(SpoolRecovery):
         self._stamps: deque[tuple[int, int]] = deque()
         self._held: deque[tuple[Batch, int]] = deque()  # converted but not yet settled (spool failed)
         self._pending = self._accepted = self._settled = 0
-        self._dequeued = 0  # rows taken off the queue by the thread
         self._hold_from: int | None = None  # while held, rows accepted up to here may go (``hold``)
         self._written = self._replayed = self._duplicates = 0
         self._spooled = recovered
@@ -307,12 +306,11 @@ class AuditWriter(SpoolRecovery):
                 n = 0
                 limit = self._hold_from
                 while self._queue and n < self._batch_size:
-                    if limit is not None and self._dequeued >= limit:
-                        break  # held (``hold``)
+                    if limit is not None and self._accepted - self._pending + n >= limit:
+                        break  # held (``hold``): the rows taken off the queue so far reach it
                     chunk, size = self._queue.popleft()
                     chunks.append(chunk)
                     n += size
-                    self._dequeued += size
                 self._pending -= n
             if not chunks:
                 if self._untrimmed >= TRIM_AFTER_ROWS:

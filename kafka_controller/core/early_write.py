@@ -17,7 +17,8 @@ from __future__ import annotations
 import threading
 
 from kafka_controller.core.context import ControllerContext
-from kafka_controller.domain.audit_records import PartitionTransition
+from kafka_controller.core.partition_records import partition_transition
+from kafka_controller.domain.audit_records import OUTCOME_OK, PartitionTransition
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition, build_leader_isr_and_controller_epoch
 from kafka_controller.ports import AuditSink, PartitionStateStore, UpdateLeaderAndIsrResult
@@ -93,22 +94,9 @@ class EarlyWrite:
 
 def _not_taken(ctx: ControllerContext, tp: TopicPartition, after: LeaderAndIsr) -> PartitionTransition:
     info = ctx.partition_leadership_info(tp)
-    before = info.leader_and_isr if info is not None else None
     state = ctx.partition_states.get(tp)
     if state is None:
         online = ctx.is_replica_online(after.leader, tp)
         state = PartitionState.ONLINE_PARTITION if online else PartitionState.OFFLINE_PARTITION
-    name = state.kafka_name
-    return PartitionTransition(
-        tp.topic,
-        tp.partition,
-        name,
-        name,
-        leader_before=before.leader if before is not None else None,
-        leader_after=after.leader,
-        isr_before=before.isr if before is not None else None,
-        isr_after=after.isr,
-        leader_epoch_before=before.leader_epoch if before is not None else None,
-        leader_epoch_after=after.leader_epoch,
-        election_strategy=EARLY_WRITE_NOT_TAKEN,
-    )
+    before = info.leader_and_isr if info is not None else None
+    return partition_transition(tp, state, state, OUTCOME_OK, before, after, EARLY_WRITE_NOT_TAKEN)

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from itertools import groupby, repeat
 from operator import itemgetter
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from kafka_controller.core.partition_election import ElectionNotes, ElectionOutcome
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     OUTCOME_OK,
@@ -20,6 +19,9 @@ from kafka_controller.domain.audit_records import (
 )
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+
+if TYPE_CHECKING:  # annotations only: partition_election imports (through early_write) this module
+    from kafka_controller.core.partition_election import ElectionNotes, ElectionOutcome
 
 __all__ = [
     "PartitionRecords",
