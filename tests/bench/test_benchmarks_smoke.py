@@ -41,6 +41,13 @@ def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_pat
         assert run["shut_down_broker"] != run["controller"]
         assert len(run["seconds_all"]) == 2 and run["seconds"] in run["seconds_all"]
     assert result["audit_on"]["floor"]["seconds"] > 0
+    # Twice the layout: the broker leads twice as many partitions (10,000 at full scale).
+    assert result["topics"] == 250 and result["leads_10k"]["topics"] == 500
+    for case in ("audit_off", "audit_on"):
+        kafka_run, twice = result[case], result["leads_10k"][case]
+        assert twice["led_by_broker"] == 2 * kafka_run["led_by_broker"] and twice["led_at_exit"] == 0
+    assert set(result["goal_checks"]) == {"kafka_layout", "leads_10k"}
+    assert result["meets_goal"] == all(result["goal_checks"].values())
 
 
 @pytest.mark.clients
