@@ -25,6 +25,9 @@ partitions and following 10,000; ``--no-10k`` skips it). Prints one JSON object 
     .venv/bin/python bench/controlled_shutdown.py --scale 0.2 --no-audit
     .venv/bin/python bench/controlled_shutdown.py --reps 3        # median of 3 runs of each case
     .venv/bin/python bench/controlled_shutdown.py --reps 3 --no-audit --light  # + the lighter simulation
+
+With ``KAFKA_CONTROLLER_BENCH_PYSPY=PREFIX`` the controller is recorded by py-spy during the
+shutdown (``bench/_pyspy.py``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from bench._common import (
     report,
     rss_mb,
 )
+from bench._pyspy import start_py_spy, stop_py_spy
 from bench.floor import best_floor, state_paths
 from kafka_controller.cluster.watch import LeadershipWatch
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
@@ -98,6 +102,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
     waiter = threading.Thread(target=wait_exit, daemon=True)
     controller_pid = bench.pid(controller)
     log = LogTail(bench.log_path(controller))
+    spies = start_py_spy({f"broker_{controller}": controller_pid})
     cpu0 = cpu_seconds(controller_pid)
     wall0, t0 = time.time(), time.perf_counter()
     proc.terminate()
@@ -111,6 +116,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
         raise SystemExit(f"broker {victim} did not exit")
     seconds = exited[0] - t0
     controller_cpu = cpu_seconds(controller_pid) - cpu0
+    stop_py_spy(spies, keep=f"broker_{controller}")
 
     asked = log.time_of(f"Shutting down broker {victim}")
     answered = log.time_of(f"Controlled shutdown of broker {victim}:")

@@ -35,9 +35,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -61,6 +58,7 @@ from bench._common import (
     rss_mb,
     wait_audit_drained,
 )
+from bench._pyspy import start_py_spy, stop_py_spy
 from bench.floor import best_floor, failover_read_paths, state_paths
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.zk import paths as P
@@ -114,34 +112,6 @@ def idle_cpu(bench: BenchCluster, seconds: float = 2.0) -> float:
     before = sum(map(cpu_seconds, pids))
     time.sleep(seconds)
     return round((sum(map(cpu_seconds, pids)) - before) / seconds, 3)
-
-
-def start_py_spy(pids: dict[str, int]) -> dict[str, tuple[subprocess.Popen[bytes], str]]:
-    """With ``KAFKA_CONTROLLER_BENCH_PYSPY=PREFIX`` (and ``..._PYSPY_ARGS``, e.g. ``--gil``), a
-    py-spy recording of every surviving broker from just before the kill: the new controller is
-    not known until it is elected, and attaching after the election would miss its context load."""
-    prefix = os.environ.get("KAFKA_CONTROLLER_BENCH_PYSPY")
-    if not prefix:
-        return {}
-    py_spy = str(Path(sys.executable).with_name("py-spy"))
-    extra = os.environ.get("KAFKA_CONTROLLER_BENCH_PYSPY_ARGS", "").split()
-    spies = {}
-    for name, pid in pids.items():
-        if name.startswith("broker_"):
-            out = f"{prefix}-{name}-{pid}.txt"
-            cmd = [py_spy, "record", "--pid", str(pid), "--rate", "200", "-f", "raw", "-o", out, *extra]
-            spies[name] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out)
-    time.sleep(1.0)  # attached before the kill
-    return spies
-
-
-def stop_py_spy(spies: dict[str, tuple[subprocess.Popen[bytes], str]], keep: str) -> None:
-    """Stop the recordings; keep only the new controller's."""
-    for name, (proc, out) in spies.items():
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
-        if name != keep:
-            Path(out).unlink(missing_ok=True)
 
 
 def fail_over(bench: BenchCluster) -> dict[str, Any]:
