@@ -132,6 +132,8 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
     # polls, so that its full collections do not take a core from the cluster it measures.
     gc.collect()
     gc.freeze()
+    # Every surviving broker: the new controller is not known until it is elected, and attaching
+    # after the election would miss its context load.
     spies = start_py_spy(pids)
     killed = time.time()
     cluster.processes[old].kill()
