@@ -139,7 +139,16 @@ def _encode_states(
 
 #: The last few state tuples encoded, with their columns (see ``_encode_shared_states``).
 _SHARED_STATES: list[tuple[tuple[UpdateMetadataPartitionState, ...], dict[str, Json]]] = []
+#: State tuples being encoded now, by id, each with the event its encoder sets when done.
+_ENCODING: dict[int, tuple[tuple[UpdateMetadataPartitionState, ...], threading.Event]] = {}
 _SHARED_STATES_LOCK = threading.Lock()
+
+
+def _cached_states(states: tuple[UpdateMetadataPartitionState, ...]) -> dict[str, Json] | None:
+    for cached, columns in _SHARED_STATES:  # under the lock
+        if cached is states:
+            return columns
+    return None
 
 
 def _encode_shared_states(states: tuple[UpdateMetadataPartitionState, ...]) -> dict[str, Json]:
@@ -150,16 +159,43 @@ def _encode_shared_states(states: tuple[UpdateMetadataPartitionState, ...]) -> d
     own request: without this, the same columns are built once per broker. Their JSON is written
     once too (``framing.EncodedObject``) and framed as is for each broker. The entries hold their
     tuple, so an identity match cannot be a recycled id; the columns are never mutated.
+
+    The send threads get their requests at the same moment, so the first one encodes and the
+    others wait for its columns (without that wait, each found nothing cached and encoded the
+    same states again: five times the work for five brokers). A thread encoding other states does
+    not wait. If the encoder fails, each waiting thread encodes for itself.
     """
     with _SHARED_STATES_LOCK:
-        for cached, columns in _SHARED_STATES:
-            if cached is states:
-                return columns
+        columns = _cached_states(states)
+        if columns is not None:
+            return columns
+        flight = _ENCODING.get(id(states))
+        if flight is None or flight[0] is not states:
+            done = threading.Event()
+            _ENCODING[id(states)] = (states, done)
+            flight = None
+    if flight is not None:
+        flight[1].wait()
+        with _SHARED_STATES_LOCK:
+            columns = _cached_states(states)
+        if columns is not None:
+            return columns
+        return _encode_states_once(states)
+    try:
+        columns = _encode_states_once(states)
+        with _SHARED_STATES_LOCK:
+            _SHARED_STATES.insert(0, (states, columns))
+            del _SHARED_STATES[2:]
+        return columns
+    finally:
+        with _SHARED_STATES_LOCK:
+            _ENCODING.pop(id(states), None)
+        done.set()
+
+
+def _encode_states_once(states: tuple[UpdateMetadataPartitionState, ...]) -> dict[str, Json]:
     columns = _encode_states(states, ("isr", "replicas", "offline_replicas"))
     columns["partitions"] = EncodedObject(columns["partitions"])  # and their JSON, written once
-    with _SHARED_STATES_LOCK:
-        _SHARED_STATES.insert(0, (states, columns))
-        del _SHARED_STATES[2:]
     return columns
 
 

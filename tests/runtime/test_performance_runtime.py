@@ -1,19 +1,22 @@
 """Runtime performance changes keep behaviour: UpdateMetadata states shared by several brokers'
-requests are encoded once and decode the same; the event thread pauses the cyclic GC only while
-it processes an event, and leaves it as it found it."""
+requests are encoded once, even when their send threads ask at once, and decode the same; the
+event thread pauses the cyclic GC only while it processes an event, and leaves it as it found it."""
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
+import time
 
 import orjson
+import pytest
 
 from kafka_controller.controller.event_manager import ControllerEventManager
 from kafka_controller.domain.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
 from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.ports import SystemClock
-from kafka_controller.transport import codec, framing
+from kafka_controller.transport import codec, codec_common, framing
 from tests.runtime.fakes import DEADLINE_S, Ev, RecordingProcessor
 
 
@@ -43,6 +46,79 @@ def test_equal_but_distinct_state_tuples_are_encoded_separately() -> None:
     body_b = codec.encode_update_metadata_request(_request(b, 1))
     assert body_a["partitions"]["leader"] == [1, 1, 1]
     assert body_b["partitions"]["leader"] == [2, 2, 2]
+
+
+def _waiting_for_an_encoder(thread: threading.Thread) -> bool:
+    """``thread`` is blocked in ``_encode_shared_states``, waiting for another thread's columns."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    names = []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return bool(names) and names[0] == "wait" and "_encode_shared_states" in names
+
+
+def _send_at_once(
+    monkeypatch: pytest.MonkeyPatch, fail_first: bool
+) -> tuple[list[str], dict[str, dict[str, object]], dict[str, Exception]]:
+    """Five send threads encode UpdateMetadata with the same states at the same moment; the first
+    encoding is held until every other thread waits for it (or, without the wait, has come to
+    encode too), and fails if ``fail_first``. Returns the encoders, the bodies and the errors."""
+    states = tuple(UpdateMetadataPartitionState("t", i, 3, 1, 2, (1,), 5, (1,), ()) for i in range(20))
+    encode = codec_common._encode_states_once
+    encoders: list[str] = []
+    threads: list[threading.Thread] = []
+
+    def held_encode(s: tuple[UpdateMetadataPartitionState, ...]) -> dict[str, object]:
+        encoders.append(threading.current_thread().name)
+        if len(encoders) == 1:
+            deadline = time.monotonic() + DEADLINE_S
+            me = threading.current_thread()
+            while not all(t is me or _waiting_for_an_encoder(t) or t.name in encoders for t in threads):
+                assert time.monotonic() < deadline, "the send threads neither waited nor encoded"
+                time.sleep(0.001)
+            if fail_first:
+                raise MemoryError("encoding failed")
+        return encode(s)
+
+    monkeypatch.setattr(codec_common, "_encode_states_once", held_encode)
+    bodies: dict[str, dict[str, object]] = {}
+    errors: dict[str, Exception] = {}
+    start = threading.Barrier(5)
+
+    def send(epoch: int) -> None:
+        start.wait(DEADLINE_S)
+        name = threading.current_thread().name
+        try:
+            bodies[name] = codec.encode_update_metadata_request(_request(states, epoch))
+        except MemoryError as e:
+            errors[name] = e
+
+    threads.extend(threading.Thread(target=send, args=(e,), name=f"send-{e}") for e in range(5))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE_S)
+    return encoders, bodies, errors
+
+
+def test_brokers_send_threads_asking_at_once_encode_shared_states_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first encodes, the other four wait for its columns (each used to find nothing cached
+    yet and encode the same states again)."""
+    encoders, bodies, errors = _send_at_once(monkeypatch, fail_first=False)
+    assert len(encoders) == 1 and not errors and len(bodies) == 5
+    assert len({id(body["partitions"]) for body in bodies.values()}) == 1
+
+
+def test_threads_waiting_for_a_failed_encoding_encode_for_themselves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoders, bodies, errors = _send_at_once(monkeypatch, fail_first=True)
+    assert list(errors) == encoders[:1]  # only the encoder that failed saw the error
+    assert len(bodies) == 4 and len(encoders) == 5
+    assert len({orjson.dumps(body["partitions"]) for body in bodies.values()}) == 1
 
 
 def _gc_state_while_processing(manager: ControllerEventManager) -> bool:
