@@ -139,8 +139,9 @@ def _encode_states(
 
 #: The last few state tuples encoded, with their columns (see ``_encode_shared_states``).
 _SHARED_STATES: list[tuple[tuple[UpdateMetadataPartitionState, ...], dict[str, Json]]] = []
-#: State tuples being encoded now, by id, each with the event its encoder sets when done.
-_ENCODING: dict[int, tuple[tuple[UpdateMetadataPartitionState, ...], threading.Event]] = {}
+#: The event each encoding in progress sets when done, by the id of its states (unique meanwhile:
+#: its encoder holds them).
+_ENCODING: dict[int, threading.Event] = {}
 _SHARED_STATES_LOCK = threading.Lock()
 
 
@@ -170,12 +171,10 @@ def _encode_shared_states(states: tuple[UpdateMetadataPartitionState, ...]) -> d
         if columns is not None:
             return columns
         flight = _ENCODING.get(id(states))
-        if flight is None or flight[0] is not states:
-            done = threading.Event()
-            _ENCODING[id(states)] = (states, done)
-            flight = None
+        if flight is None:
+            done = _ENCODING[id(states)] = threading.Event()
     if flight is not None:
-        flight[1].wait()
+        flight.wait()
         with _SHARED_STATES_LOCK:
             columns = _cached_states(states)
         if columns is not None:
