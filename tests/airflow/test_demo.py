@@ -10,16 +10,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from kafka_controller.cluster.process import children_of as _children_of
 from kafka_controller.cluster.process import process_alive
 from tests.airflow.support import REPO
+from tests.child_watch import ChildWatch
 
 pytestmark = [pytest.mark.airflow, pytest.mark.zk, pytest.mark.integration, pytest.mark.slow]
 
@@ -35,23 +34,18 @@ def _run_demo(tmp: Path, *args: str) -> tuple[int, bytes, bytes, set[int]]:
         stderr=subprocess.PIPE,
         env={**os.environ, "TMPDIR": str(tmp)},
     )
-    seen: set[int] = set()
-    deadline = time.monotonic() + DEMO_TIMEOUT_S
     try:
-        while True:
-            seen |= _children_of(proc.pid)
+        with ChildWatch(proc.pid) as watch:
             try:
-                out, err = proc.communicate(timeout=0.5)  # reads both pipes meanwhile
-                break
+                out, err = proc.communicate(timeout=DEMO_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                if time.monotonic() > deadline:
-                    proc.terminate()
-                    proc.communicate(timeout=60)
-                    raise
+                proc.terminate()
+                proc.communicate(timeout=60)
+                raise
     finally:
         if proc.poll() is None:
             proc.kill()
-    return proc.returncode, out, err, seen
+    return proc.returncode, out, err, watch.seen
 
 
 def _ops(doc: dict[str, Any], dag_id: str) -> dict[str, dict[str, Any]]:
@@ -146,25 +140,24 @@ def test_ctrl_c_during_the_rolling_restart_stops_every_broker_even_relaunched_on
         env={**os.environ, "TMPDIR": str(tmp_path)},
         text=True,
     )
-    seen: set[int] = set()
     relaunched = False
     try:
-        assert proc.stdout is not None
-        in_rolling = False
-        for line in proc.stdout:
-            seen |= _children_of(proc.pid)
-            in_rolling = in_rolling or line.startswith("== 4. DAG rolling_controlled_shutdown")
-            if in_rolling and "registered (broker epoch" in line:  # the lifecycle relaunched one
-                relaunched = True
-                break
-        else:
-            raise AssertionError(f"the demo ended before restarting a broker (exit {proc.wait()})")
-        seen |= _children_of(proc.pid)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
+        with ChildWatch(proc.pid) as watch:
+            assert proc.stdout is not None
+            in_rolling = False
+            for line in proc.stdout:
+                in_rolling = in_rolling or line.startswith("== 4. DAG rolling_controlled_shutdown")
+                if in_rolling and "registered (broker epoch" in line:  # the lifecycle relaunched one
+                    relaunched = True
+                    break
+            else:
+                raise AssertionError(f"the demo ended before restarting a broker (exit {proc.wait()})")
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
+    seen = watch.seen
     assert relaunched and proc.returncode == 130  # interrupted, not "the DAG failed"
     assert len(seen) >= 5  # ZooKeeper, the three brokers and at least one relaunched broker
     assert not [pid for pid in seen if process_alive(pid)]

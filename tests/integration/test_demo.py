@@ -4,7 +4,6 @@ behind. The default scenario (Airflow) is tested in ``tests/airflow/test_demo.py
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -14,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kafka_controller.cluster.process import children_of as _children_of
 from kafka_controller.cluster.process import process_alive
+from tests.child_watch import ChildWatch
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.slow]
 
@@ -28,16 +27,13 @@ def test_demo_runs_the_whole_scenario_and_cleans_up(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=env,
     )
-    seen_children: set[int] = set()
     try:
-        while proc.poll() is None:
-            seen_children |= _children_of(proc.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(0.5)
-        out, err = proc.communicate(timeout=240)
+        with ChildWatch(proc.pid) as watch:
+            out, err = proc.communicate(timeout=270)
     finally:
         if proc.poll() is None:
             proc.kill()
+    seen_children = watch.seen
     assert proc.returncode == 0, err.decode()[-3000:]
     doc = orjson.loads(out)
     steps = {s["name"]: s for s in doc["steps"]}
@@ -86,20 +82,20 @@ def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
         env=env,
         text=True,
     )
-    seen_children: set[int] = set()
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:  # the cluster is up once the scenario's first step prints
-            seen_children |= _children_of(proc.pid)
-            if line.startswith("== 2."):
-                break
-        else:
-            raise AssertionError(f"the demo ended before its second step (exit {proc.wait()})")
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
+        with ChildWatch(proc.pid) as watch:
+            assert proc.stdout is not None
+            for line in proc.stdout:  # the cluster is up once the scenario's first step prints
+                if line.startswith("== 2."):
+                    break
+            else:
+                raise AssertionError(f"the demo ended before its second step (exit {proc.wait()})")
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+    seen_children = watch.seen
     assert proc.returncode == 130
     assert len(seen_children) >= 4
     assert not [pid for pid in seen_children if process_alive(pid)]
