@@ -341,6 +341,19 @@ class LogTail:
     def wait_for(self, needle: str, timeout: float) -> float:
         return float(poll(lambda: self.time_of(needle), timeout, f"{needle!r} in {self.path}"))
 
+    def json_after(self, needle: str, timeout: float) -> dict[str, Any]:
+        """The JSON object that ends the first new line containing ``needle`` (the controller's
+        ``CPU by thread`` lines, ``kafka_controller.thread_cpu``)."""
+
+        def found() -> dict[str, Any] | None:
+            self._read()
+            for line in self._lines:
+                if needle in line:
+                    return dict(json.loads(line[line.index("{", line.index(needle)) :]))
+            return None
+
+        return dict(poll(found, timeout, f"{needle!r} in {self.path}"))
+
 
 def poll(probe: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
     """Call ``probe`` until it returns something truthy, or exit naming ``what``."""

@@ -7,7 +7,8 @@ broker leading the most partitions gets SIGTERM, and we time, from the signal:
 * ``seconds``: until the broker process exits (it asks the controller to move its leadership,
   waits for the answer, deregisters, exits), the figure Kafka 1.1 published as 3 s (1.0: 6.5 min);
 * ``controller_seconds``: the controller's share, from its "Shutting down broker" log line to its
-  answer;
+  answer; and ``controller_cpu_seconds_by_thread``, the controller's own account of its process's
+  CPU meanwhile, by thread (its "CPU by thread while shutting down" log line, ``thread_cpu``);
 
 and check through ZooKeeper that the broker led nothing when its registration went
 (``cluster.watch.LeadershipWatch``: one look before the signal, one after, zxids in between).
@@ -120,6 +121,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
 
     asked = log.time_of(f"Shutting down broker {victim}")
     answered = log.time_of(f"Controlled shutdown of broker {victim}:")
+    by_thread = log.json_after(f"CPU by thread while shutting down broker {victim} (s):", 60)
     after = store.get_partition_states(hosted)
     changed = [
         tp
@@ -143,6 +145,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
         "controller_seconds": round(answered - asked, 3) if asked and answered else None,
         "signal_to_controller_seconds": round(asked - wall0, 3) if asked else None,
         "controller_cpu_seconds": round(controller_cpu, 3),
+        "controller_cpu_seconds_by_thread": by_thread,
         "controller_rss_mb": round(rss_mb(controller_pid), 1),
         "state_znodes_written": len(changed),
         "floor": {

@@ -16,7 +16,9 @@ elects new leaders. We time:
   live leader (the last state znode it wrote, checked through ZooKeeper). Kafka 1.1 published 14 s
   for this (1.0: 28 s);
 * ``detection_seconds``: from the kill to the election, which is the session timeout, not the
-  controller's work, and ``total_seconds``, the sum.
+  controller's work, and ``total_seconds``, the sum;
+* ``controller_cpu_seconds_by_thread``: the new controller's own account of its process's CPU
+  during the failover, by thread (its "Failover CPU by thread" log line, ``thread_cpu``).
 
 In the same run and on the same tree: the floor (raw batched reads of every broker, topic and
 partition-state znode, and rewrites of the state znodes the failover wrote, ``floor.py``), the
@@ -156,6 +158,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
         time.sleep(0.5)
     ready = max(ready_log, last_write)
     cpu = {name: round(cpu_seconds(pid) - cpu0[name], 2) for name, pid in pids.items()}
+    by_thread = tails[new].json_after("Failover CPU by thread (s):", 60)
     stop_py_spy(spies, keep=f"broker_{new}")
     rss_after = rss_mb(bench.pid(new))
     peak_after = peak_rss_mb(bench.pid(new))
@@ -183,6 +186,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
         "last_state_write_after_election_seconds": round(last_write - elected, 3) if last_write else None,
         "controller_cpu_seconds": cpu[f"broker_{new}"],
         "cpu_seconds_by_process": cpu,
+        "controller_cpu_seconds_by_thread": by_thread,
         "controller_rss_mb_before_kill": round(rss_before, 1),
         "controller_rss_mb_after_failover": round(rss_after, 1),
         "controller_peak_rss_mb": round(peak_after, 1),

@@ -32,6 +32,7 @@ from kafka_controller.domain.errors import IllegalControllerStateError, Metadata
 from kafka_controller.domain.values import Broker
 from kafka_controller.heap import release_free_heap
 from kafka_controller.ports import FeatureZNode, TopicIdReplicaAssignment
+from kafka_controller.thread_cpu import CpuAccount
 
 _ENABLED, _DISABLED = 1, 0
 #: Kafka starts auto rebalance this long after failover (``KafkaController.onControllerFailover``).
@@ -82,8 +83,10 @@ class ControllerFailover(ControllerBase):
             still = self.controller_context.offline_partition_count
             return f"{text}; {still} partitions still offline" if still else text
 
+        cpu = CpuAccount()
         with self.audit.timed("failover", detail, fields=lambda: self._recovery):
             self._on_controller_failover()
+        log.info("Failover CPU by thread (s): %s", cpu.summary())  # ``thread_cpu``
         # The context just loaded (~10 objects per partition) lives until resignation and holds no
         # cycles: moved out of the collector's generations, later full collections no longer walk
         # it (each walk of a 100,000-partition context costs ~0.2 s). Resignation unfreezes.

@@ -27,6 +27,7 @@ from kafka_controller.domain.errors import (
 )
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import UNKNOWN_BROKER_EPOCH, PartitionAndReplica, TopicPartition
+from kafka_controller.thread_cpu import CpuAccount
 
 
 class ControlledShutdownHandling(ControllerBase):
@@ -36,11 +37,13 @@ class ControlledShutdownHandling(ControllerBase):
         self, broker_id: int, broker_epoch: int, callback: ControlledShutdownCallback
     ) -> None:
         """Kafka wraps the work in a ``Try``: whatever happens, the caller gets an answer."""
+        cpu = CpuAccount()
         try:
             result: set[TopicPartition] | Exception = self.do_controlled_shutdown(broker_id, broker_epoch)
         except Exception as e:
             result = e
         callback(result)
+        log.info("CPU by thread while shutting down broker %d (s): %s", broker_id, cpu.summary())
 
     def do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> set[TopicPartition]:
         if not self.is_active:

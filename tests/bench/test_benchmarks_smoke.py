@@ -24,6 +24,7 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
     # it held left the ISR, so state znodes were written, and every one is led by a live broker.
     assert run["state_znodes_written"] > 0
     assert run["floor"]["seconds"] > 0 and run["failover_seconds"] > 0
+    assert next(iter(run["controller_cpu_seconds_by_thread"])) == "process"  # its own account
     assert "audit_on" not in result["rf3"]
     # The 10,000-partition RF 2 case, at the same scale (100 partitions), on the default settings.
     small = result["rf2_10k"]
@@ -39,6 +40,7 @@ def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_pat
         assert run["exit_code"] == 0
         assert run["led_by_broker"] > 0 and run["led_at_exit"] == 0
         assert run["shut_down_broker"] != run["controller"]
+        assert next(iter(run["controller_cpu_seconds_by_thread"])) == "process"  # its own account
         assert len(run["seconds_all"]) == 2 and run["seconds"] in run["seconds_all"]
     assert result["audit_on"]["floor"]["seconds"] > 0
     # Twice the layout: the broker leads twice as many partitions (10,000 at full scale).
