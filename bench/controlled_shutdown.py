@@ -9,6 +9,8 @@ broker leading the most partitions gets SIGTERM, and we time, from the signal:
 * ``controller_seconds``: the controller's share, from its "Shutting down broker" log line to its
   answer; and ``controller_cpu_seconds_by_thread``, the controller's own account of its process's
   CPU meanwhile, by thread (its "CPU by thread while shutting down" log line, ``thread_cpu``);
+  ``other_cpu_seconds_by_process``, the CPU of ZooKeeper and the other brokers from the signal to
+  the exit: the cores they share with the controller;
 
 and check through ZooKeeper that the broker led nothing when its registration went
 (``cluster.watch.LeadershipWatch``: one look before the signal, one after, zxids in between).
@@ -104,6 +106,11 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
     controller_pid = bench.pid(controller)
     log = LogTail(bench.log_path(controller))
     spies = start_py_spy({f"broker_{controller}": controller_pid})
+    # Every other process sharing the cores, from the signal until the broker exits.
+    others = {f"broker_{b}": bench.pid(b) for b in cluster.broker_ids if b not in (victim, controller)}
+    if bench.zk.pid is not None:
+        others["zookeeper"] = bench.zk.pid
+    others_cpu0 = {name: cpu_seconds(p) for name, p in others.items()}
     cpu0 = cpu_seconds(controller_pid)
     wall0, t0 = time.time(), time.perf_counter()
     proc.terminate()
@@ -117,6 +124,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
         raise SystemExit(f"broker {victim} did not exit")
     seconds = exited[0] - t0
     controller_cpu = cpu_seconds(controller_pid) - cpu0
+    others_cpu = {name: round(cpu_seconds(p) - others_cpu0[name], 2) for name, p in others.items()}
     stop_py_spy(spies, keep=f"broker_{controller}")
 
     asked = log.time_of(f"Shutting down broker {victim}")
@@ -146,6 +154,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
         "signal_to_controller_seconds": round(asked - wall0, 3) if asked else None,
         "controller_cpu_seconds": round(controller_cpu, 3),
         "controller_cpu_seconds_by_thread": by_thread,
+        "other_cpu_seconds_by_process": others_cpu,
         "controller_rss_mb": round(rss_mb(controller_pid), 1),
         "state_znodes_written": len(changed),
         "floor": {

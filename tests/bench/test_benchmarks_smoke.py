@@ -41,6 +41,7 @@ def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_pat
         assert run["led_by_broker"] > 0 and run["led_at_exit"] == 0
         assert run["shut_down_broker"] != run["controller"]
         assert next(iter(run["controller_cpu_seconds_by_thread"])) == "process"  # its own account
+        assert sum(n.startswith("broker_") for n in run["other_cpu_seconds_by_process"]) == 3
         assert len(run["seconds_all"]) == 2 and run["seconds"] in run["seconds_all"]
     assert result["audit_on"]["floor"]["seconds"] > 0
     # Twice the layout: the broker leads twice as many partitions (10,000 at full scale).
