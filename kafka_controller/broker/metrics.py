@@ -13,10 +13,14 @@
   and ``ZooKeeperDisconnectsPerSec``.
 * ``ControllerChannelManager``'s ``TotalQueueSize`` and, per broker, ``QueueSize,broker-id=N``
   (requests the controller queued for that broker and not yet sent; all 0 off the controller).
+* Not Kafka's: ``kafka.broker:type=Threads,name=CpuSeconds,thread=NAME``, the CPU each live thread
+  of the process has used (``thread_cpu``; Linux only). The controller's event thread, its send
+  threads and the broker's own share one GIL, and ``top -H`` cannot tell them apart.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import LeaderAndIsr
 from kafka_controller.ports import MetadataStore, SessionEvent
+from kafka_controller.thread_cpu import thread_cpu_seconds
 
 if TYPE_CHECKING:
     from kafka_controller.broker.replica_manager import ReplicaManager
@@ -45,6 +50,9 @@ ZK_DISCONNECTS_PER_SEC = "kafka.server:type=SessionExpireListener,name=ZooKeeper
 _CCM = "kafka.controller:type=ControllerChannelManager,name="
 TOTAL_QUEUE_SIZE = _CCM + "TotalQueueSize"
 QUEUE_SIZE = _CCM + "QueueSize"
+THREAD_CPU_SECONDS = "kafka.broker:type=Threads,name=CpuSeconds"
+#: What a metric label value may hold (``controller.metrics``'s MBean tags); the rest becomes ``_``.
+_NOT_IN_LABEL = re.compile(r"[^\w.-]")
 
 #: Kafka 2.8's ``BrokerState`` values (``kafka.metrics.BrokerState``).
 NOT_RUNNING, STARTING, RUNNING_AS_BROKER, PENDING_CONTROLLED_SHUTDOWN, BROKER_SHUTTING_DOWN = 0, 1, 3, 6, 7
@@ -170,3 +178,16 @@ def register_channel_metrics(
         lambda: {f"{QUEUE_SIZE},broker-id={b}": float(queue_size(b)) for b in broker_ids()},
         "Requests queued for one broker",
     )
+
+
+def register_thread_cpu_metrics(registry: MetricsRegistry) -> None:
+    """``CpuSeconds,thread=NAME`` per live thread, read at each scrape (threads of one name summed)."""
+
+    def by_thread() -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, cpu in thread_cpu_seconds().values():
+            key = f"{THREAD_CPU_SECONDS},thread={_NOT_IN_LABEL.sub('_', name) or '_'}"
+            out[key] = out.get(key, 0.0) + cpu
+        return out
+
+    registry.collector(by_thread, "CPU seconds this thread of the broker's process has used")

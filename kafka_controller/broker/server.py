@@ -264,6 +264,7 @@ class BrokerServer:
         self.alter_isr.on_committed = isr_changes.committed
         self.metrics.gauge(M.BROKER_STATE, lambda: float(self.broker_state), "Kafka's BrokerState number")
         M.register_zookeeper_metrics(self.metrics, store)
+        M.register_thread_cpu_metrics(self.metrics)
         if self.audit is not None:
             from kafka_controller.audit.writer_recovery import register_writer_gauges
 
