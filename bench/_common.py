@@ -39,6 +39,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.thread_cpu import stat_cpu_seconds
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.backend import CREATE, EPHEMERAL, PERSISTENT
 from kafka_controller.zk.codecs import encode_controller, encode_topic, new_topic_id
@@ -305,9 +306,7 @@ def peak_rss_mb(pid: int) -> float:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (``/proc/<pid>/stat``)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu_seconds(f"/proc/{pid}/stat")
 
 
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")

@@ -30,14 +30,14 @@ from controller_inmemory import BROKERS, Cluster, drain
 
 from kafka_controller.audit.writer import AuditWriter
 from kafka_controller.controller.event_manager import CONTROLLER_EVENT_THREAD_NAME
+from kafka_controller.thread_cpu import stat_cpu_seconds
 
 
 def _thread_cpu(name: str) -> float | None:
     """CPU seconds of the live thread called ``name`` so far (Linux ``/proc``), or None."""
     for t in threading.enumerate():
         if t.name == name and t.native_id is not None:
-            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            return stat_cpu_seconds(f"/proc/self/task/{t.native_id}/stat")
     return None
 
 

@@ -19,11 +19,19 @@ import sys
 import threading
 import time
 
-__all__ = ["CpuAccount", "thread_cpu_seconds"]
+__all__ = ["CpuAccount", "stat_cpu_seconds", "thread_cpu_seconds"]
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 #: Threads below this share (seconds) are summed into ``other threads``: a log line, not a dump.
 _SHOWN_MIN_S = 0.01
+
+
+def stat_cpu_seconds(path: str) -> float:
+    """User + system CPU seconds in a ``/proc/<pid>/stat`` or ``/proc/<pid>/task/<tid>/stat``."""
+    with open(path, "rb") as f:
+        stat = f.read()
+    fields = stat.rsplit(b")", 1)[1].split()  # the name in parentheses may hold spaces
+    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
 
 
 def thread_cpu_seconds() -> dict[int, tuple[str, float]]:
@@ -36,12 +44,9 @@ def thread_cpu_seconds() -> dict[int, tuple[str, float]]:
         if tid is None:
             continue
         try:
-            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
-                stat = f.read()
+            out[tid] = (thread.name, stat_cpu_seconds(f"/proc/self/task/{tid}/stat"))
         except OSError:  # it ended since enumerate()
             continue
-        fields = stat.rsplit(b")", 1)[1].split()  # the name in parentheses may hold spaces
-        out[tid] = (thread.name, (int(fields[11]) + int(fields[12])) / _TICKS_PER_S)
     return out
 
 
