@@ -6,8 +6,9 @@ gone and that session still owns ``/brokers/ids/<id>``, re-attaches to the sessi
 so that the broker's registration (and ``/controller``, if it was the controller) go at once
 instead of after ``zookeeper.session.timeout.ms``. A clean shutdown leaves no record: nothing to
 do. A stale record (the session expired, or a newer incarnation registered) is left unclosed.
-Exit 0 when there was nothing to close or the session was closed; 1 when the broker process still
-runs, the record is bad or ZooKeeper cannot be reached; 2 for bad arguments.
+ZooKeeper is tried again until --timeout has passed (an ensemble electing a leader drops every
+client for a moment). Exit 0 when there was nothing to close or the session was closed; 1 when the
+broker process still runs, the record is bad or ZooKeeper cannot be reached; 2 for bad arguments.
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ the registration, and also when there is none: the process died before or while 
 create it sent may still be applied, and closing its session removes whatever that created.
 A session that expired meanwhile cannot be re-attached to (the server answers with timeout 0),
 so the re-attached client is checked to hold the recorded id before it closes anything.
+
+A ZooKeeper that cannot be reached is tried again, from the owner check on, until the connection
+timeout has passed: an ensemble electing a leader (its old leader died, or is being restarted)
+drops every client for a moment, and a supervisor that gave up then would leave the dead broker
+registered for the whole session timeout.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from kafka_controller.broker.session_file import UNKNOWN_BROKER_EPOCH, SessionRecord
 from kafka_controller.domain.errors import StoreUnavailableError
+from kafka_controller.ports.clock import Clock, SystemClock
 from kafka_controller.zk.backend import Stat
 from kafka_controller.zk.kazoo_client import InterruptibleKazooClient
 from kafka_controller.zk.paths import broker_id_path
@@ -36,6 +42,8 @@ log = logging.getLogger(__name__)
 
 #: Reads the ``Stat`` of a chroot-relative path (None when absent).
 StatReader = Callable[[str], "Stat | None"]
+#: The first pause before another try, and the longest (each doubles the one before).
+FIRST_RETRY_PAUSE_S, MAX_RETRY_PAUSE_S = 0.1, 1.0
 
 
 class CloseOutcome(enum.Enum):
@@ -56,13 +64,36 @@ def check_owner(record: SessionRecord, stat: Stat | None) -> CloseOutcome | None
 
 
 def close_recorded_session(
-    config: ZkClientConfig, record: SessionRecord, *, read_stat: StatReader | None = None
+    config: ZkClientConfig,
+    record: SessionRecord,
+    *,
+    read_stat: StatReader | None = None,
+    clock: Clock | None = None,
 ) -> CloseOutcome:
     """Check the owner (with ``read_stat``, or a client of our own), re-attach, close.
 
-    Raises ``StoreUnavailableError`` when ZooKeeper cannot be reached within the connection timeout."""
+    Tried again while ZooKeeper cannot be reached (module docs); raises ``StoreUnavailableError``
+    once the connection timeout has passed without an answer."""
+    clock = clock or SystemClock()
+    patience_s = config.connection_timeout_ms / 1000.0
+    deadline = clock.monotonic() + patience_s
+    pause = FIRST_RETRY_PAUSE_S
+    while True:
+        try:
+            return _close_once(config, record, read_stat, max(0.1, deadline - clock.monotonic()))
+        except StoreUnavailableError as e:
+            left = deadline - clock.monotonic()
+            if left <= 0:
+                raise StoreUnavailableError(f"{e}; tried for {patience_s:g} s") from None
+            log.info("Closing the session of dead broker %d: %s; trying again", record.broker_id, e)
+            clock.sleep(min(pause, left))
+            pause = min(2 * pause, MAX_RETRY_PAUSE_S)
+
+
+def _close_once(
+    config: ZkClientConfig, record: SessionRecord, read_stat: StatReader | None, timeout_s: float
+) -> CloseOutcome:
     path = broker_id_path(record.broker_id)
-    timeout_s = config.connection_timeout_ms / 1000.0
     if read_stat is None:
         reader = _started(InterruptibleKazooClient(**config.kazoo_kwargs()), config, timeout_s)
         try:
@@ -99,7 +130,7 @@ def _started(
     except (KazooTimeoutError, KazooException) as e:
         _stop(client)
         raise StoreUnavailableError(
-            f"cannot connect to ZooKeeper at {config.hosts} within {timeout_s:g} s ({type(e).__name__})"
+            f"cannot connect to ZooKeeper at {config.hosts} ({type(e).__name__})"
         ) from None
     return client
 

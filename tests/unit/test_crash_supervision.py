@@ -26,8 +26,11 @@ from kafka_controller.broker.session_file import (
 )
 from kafka_controller.cluster.process import BrokerProcess
 from kafka_controller.cluster.supervisor import ExitSupervisor
+from kafka_controller.domain.errors import StoreUnavailableError
+from kafka_controller.testing.clock import ManualClock
 from kafka_controller.zk.backend import Stat
-from kafka_controller.zk.session_close import CloseOutcome, check_owner
+from kafka_controller.zk.security import ZkClientConfig
+from kafka_controller.zk.session_close import CloseOutcome, check_owner, close_recorded_session
 
 RECORD = SessionRecord(3, 4242, 99, 0x1234ABCD, bytes(range(16)), 0x500)
 
@@ -81,6 +84,42 @@ def test_a_record_written_before_registering_closes_its_session_whatever_its_reg
     assert check_owner(early, _stat(early.session_id, 0x777)) is None  # registered after writing
     assert check_owner(early, None) is None  # died before or while registering: a create may be in flight
     assert check_owner(early, _stat(early.session_id + 1, 0x777)) is CloseOutcome.NOT_OWNER
+
+
+class _FlakyReader:
+    """A ``read_stat`` that fails as an unreachable ZooKeeper does ``failures`` times, then answers."""
+
+    def __init__(self, failures: int, answer: Stat | None = None) -> None:
+        self.failures, self.answer, self.paths = failures, answer, list[str]()
+
+    def __call__(self, path: str) -> Stat | None:
+        self.paths.append(path)
+        if len(self.paths) <= self.failures:
+            raise StoreUnavailableError("ZooKeeper unavailable (ConnectionLoss)", path=path)
+        return self.answer
+
+
+def test_closing_tries_again_while_zookeeper_cannot_be_reached() -> None:
+    """An ensemble electing a leader drops every client for a moment: the close is tried again,
+    from the owner check on, with growing pauses, instead of leaving the session to time out."""
+    clock, reader = ManualClock(), _FlakyReader(failures=3)
+    config = ZkClientConfig("127.0.0.1:1", connection_timeout_ms=10_000)
+    assert (
+        close_recorded_session(config, RECORD, read_stat=reader, clock=clock) is CloseOutcome.NOT_REGISTERED
+    )
+    assert reader.paths == ["/brokers/ids/3"] * 4
+    assert clock.sleeps == [0.1, 0.2, 0.4]
+
+
+def test_closing_gives_up_with_one_line_once_the_connection_timeout_has_passed() -> None:
+    clock, reader = ManualClock(), _FlakyReader(failures=1_000)
+    config = ZkClientConfig("127.0.0.1:1", connection_timeout_ms=3_000)
+    started = clock.monotonic()
+    with pytest.raises(StoreUnavailableError, match=r"ConnectionLoss.*tried for 3 s") as e:
+        close_recorded_session(config, RECORD, read_stat=reader, clock=clock)
+    assert "\n" not in str(e.value)
+    assert clock.monotonic() - started == pytest.approx(3.0)
+    assert max(clock.sleeps) == 1.0 and clock.sleeps[:4] == [0.1, 0.2, 0.4, 0.8]
 
 
 def _sleeper(tmp_path: Path, broker_id: int) -> BrokerProcess:
