@@ -9,7 +9,8 @@ the session with when it sees the process die: ``session_file``), then the contr
 channel manager and audit.
 
 After a ZooKeeper session expiry the broker registers again and so gets a new, larger broker epoch
-(KIP-380); the store's session listener only enqueues that work for the broker's own thread.
+(KIP-380); the store's session listener only enqueues that work for the broker's own thread
+(``reregistration``).
 
 ``shutdown()`` is Kafka's controlled shutdown: ask the active controller to move this broker's
 leadership away, retrying up to ``controlled.shutdown.max.retries`` times, ``controlled.shutdown.
@@ -42,18 +43,17 @@ from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.metrics import LEADER_COUNT
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
-from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
+from kafka_controller.broker.reregistration import SessionExpiry
+from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker, EndPoint
-from kafka_controller.ports import AuditSink, Clock, MetadataStore, SessionEvent, SystemClock
+from kafka_controller.ports import AuditSink, Clock, MetadataStore, SystemClock
 
 log = logging.getLogger(__name__)
 __all__ = ["LEADER_COUNT", "BrokerServer"]
-#: Re-registration attempts after a session expiry that fail otherwise than by a lost connection.
-REREGISTER_ATTEMPTS = 30
 
 
-class BrokerServer:
+class BrokerServer(SessionExpiry):
     """One broker; ``startup()`` then, later, ``shutdown()`` (both from the same thread).
 
     ``zookeeper`` is a connect string, or a ``MetadataStore`` the server then owns (it closes it on
@@ -284,38 +284,6 @@ class BrokerServer:
                 return cid, endpoint.host, endpoint.port
         assert self.store is not None
         return zk_locator(self.store)(fresh)
-
-    # -- session expiry ---------------------------------------------------------------------------------
-    def _on_session_event(self, event: SessionEvent) -> None:
-        """A store thread: only remember and enqueue."""
-        if event is SessionEvent.EXPIRED:
-            self._session_expired = True
-        elif event is SessionEvent.CONNECTED and self._session_expired:
-            self._session_expired = False
-            self._tasks.put(self._reregister)
-
-    def _reregister(self) -> None:
-        store, info = self.store, self.broker_info
-        assert store is not None and info is not None
-        if self._halted.is_set():  # stopped before the task ran; later attempts check as they back off
-            return
-        retry = zk_wait.UntilConnected(store, self._halted, self.clock)  # a lost link costs no attempt
-        if self.data_dir is not None:  # the new session, before it registers (as at startup)
-            session_file.record_session(self.data_dir, store, self.broker_id)
-        for attempt in range(1, REREGISTER_ATTEMPTS + 1):
-            try:
-                epoch = retry(lambda: store.register_broker(info), "Re-registering the broker")
-            except MetadataStoreError as e:
-                log.warning("Re-registering broker %d failed (attempt %d): %s", self.broker_id, attempt, e)
-                if self._halted.wait(min(5.0, 0.2 * attempt)):
-                    return
-                continue
-            old, self.broker_epoch = self.broker_epoch, epoch
-            log.info("Re-registered broker %d (session expired): epoch %d -> %d", self.broker_id, old, epoch)
-            if self.data_dir is not None:  # the new session is the one to close should this process die
-                session_file.record_session(self.data_dir, store, self.broker_id, epoch)
-            return
-        log.error("Broker %d could not re-register; the controller will treat it as dead", self.broker_id)
 
     def _run_tasks(self) -> None:
         while True:

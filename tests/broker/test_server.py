@@ -147,6 +147,38 @@ def test_session_expiry_on_real_zookeeper_gives_a_new_broker_epoch(
         admin.close()
 
 
+def test_a_session_file_it_cannot_write_does_not_keep_the_broker_from_registering_again(
+    zk_connect: str, zk_server: object, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a session expiry the broker records its new session for crash detection, then
+    registers. A record it cannot write (here a directory stands where the file goes; a full disk
+    does the same) costs only crash detection: it warns and registers, as Kafka's broker would. It
+    used to fail the whole re-registration, and the broker stayed on its old epoch for good."""
+    from kafka_controller.broker.session_file import SESSION_FILE_NAME
+    from kafka_controller.testing.zk_harness import expire_session
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+
+    admin = KazooMetadataStore(zk_connect)
+    config = BrokerConfig.of(1, {**SETTINGS, "zookeeper.session.timeout.ms": "4000"})
+    server = BrokerServer(config, zk_connect, data_dir=tmp_path).startup()
+    try:
+        old_epoch = server.broker_epoch
+        (tmp_path / SESSION_FILE_NAME).unlink()
+        (tmp_path / SESSION_FILE_NAME / "in-the-way").mkdir(parents=True)
+        assert isinstance(server.store, KazooMetadataStore)
+        expire_session(server.store.backend.client, zk_server, wait_reconnected=True)  # type: ignore[arg-type]
+        wait_until(lambda: server.broker_epoch > old_epoch, "re-registration with a new broker epoch", 30)
+        epochs = {b.id: e for b, e in admin.get_all_brokers_and_epochs().items()}
+        assert epochs == {1: server.broker_epoch}
+        warned = [
+            r.getMessage() for r in caplog.records if "cannot record its ZooKeeper session" in r.getMessage()
+        ]
+        assert len(warned) == 2 and str(tmp_path) in warned[0]  # before registering and after
+    finally:
+        server.shutdown()
+        admin.close()
+
+
 def test_controlled_shutdown_stops_fetching_before_asking_the_controller(tree: InMemoryZooKeeper) -> None:
     """A deviation from Kafka 2.8 (README, "Deviations"): its broker keeps fetching while it asks,
     so a leader may add it back to an ISR it was just moved out of (closed by KIP-841 in 3.3 on the

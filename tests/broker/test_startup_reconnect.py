@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafka_controller.broker import server as server_module
+from kafka_controller.broker import reregistration
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.metrics import NOT_RUNNING
 from kafka_controller.broker.server import BrokerServer
@@ -143,7 +143,7 @@ def test_a_lost_connection_while_re_registering_costs_no_attempt(
     """After a session expiry the broker registers again on its own thread, a bounded number of
     attempts for refusals; a connection lost meanwhile is waited out, as Kafka's client does. With
     one attempt allowed, the old loop gave up on the lost connection."""
-    monkeypatch.setattr(server_module, "REREGISTER_ATTEMPTS", 1)
+    monkeypatch.setattr(reregistration, "REREGISTER_ATTEMPTS", 1)
     tree = InMemoryZooKeeper()
     store = InMemoryMetadataStore(tree)
     server = BrokerServer(BrokerConfig.of(1, SETTINGS), store).startup()

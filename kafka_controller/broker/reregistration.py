@@ -1,0 +1,85 @@
+"""A broker's ZooKeeper session expiry: register again (KIP-380: a new, larger broker epoch).
+
+The store's session listener runs on a store thread and only remembers and enqueues; the broker's
+own task thread re-registers, waiting out a lost connection (``zk_wait.UntilConnected``) and
+retrying refusals a bounded number of times. With a ``data_dir`` it records the new session for
+crash detection (``session_file``) before registering and again with the new epoch after.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from kafka_controller.broker import session_file, zk_wait
+from kafka_controller.domain.errors import MetadataStoreError
+from kafka_controller.domain.values import Broker
+from kafka_controller.ports import Clock, MetadataStore, SessionEvent
+
+log = logging.getLogger("kafka_controller.broker.server")
+#: Re-registration attempts after a session expiry that fail otherwise than by a lost connection.
+REREGISTER_ATTEMPTS = 30
+
+
+class SessionExpiry:
+    """Mixin of ``BrokerServer``, which sets the attributes."""
+
+    broker_id: int
+    broker_epoch: int
+    broker_info: Broker | None
+    store: MetadataStore | None
+    data_dir: str | Path | None
+    clock: Clock
+    _halted: threading.Event
+    _tasks: queue.SimpleQueue[Callable[[], None] | None]
+    _session_expired: bool
+
+    def _on_session_event(self, event: SessionEvent) -> None:
+        """A store thread: only remember and enqueue."""
+        if event is SessionEvent.EXPIRED:
+            self._session_expired = True
+        elif event is SessionEvent.CONNECTED and self._session_expired:
+            self._session_expired = False
+            self._tasks.put(self._reregister)
+
+    def _reregister(self) -> None:
+        store, info = self.store, self.broker_info
+        assert store is not None and info is not None
+        if self._halted.is_set():  # stopped before the task ran; later attempts check as they back off
+            return
+        retry = zk_wait.UntilConnected(store, self._halted, self.clock)  # a lost link costs no attempt
+        self._record_new_session()  # before it registers (as at startup)
+        for attempt in range(1, REREGISTER_ATTEMPTS + 1):
+            try:
+                epoch = retry(lambda: store.register_broker(info), "Re-registering the broker")
+            except MetadataStoreError as e:
+                log.warning("Re-registering broker %d failed (attempt %d): %s", self.broker_id, attempt, e)
+                if self._halted.wait(min(5.0, 0.2 * attempt)):
+                    return
+                continue
+            old, self.broker_epoch = self.broker_epoch, epoch
+            log.info("Re-registered broker %d (session expired): epoch %d -> %d", self.broker_id, old, epoch)
+            self._record_new_session(epoch)  # the new session is the one to close should this process die
+            return
+        log.error("Broker %d could not re-register; the controller will treat it as dead", self.broker_id)
+
+    def _record_new_session(self, epoch: int = session_file.UNKNOWN_BROKER_EPOCH) -> None:
+        """The session file after an expiry, best effort: a broker that cannot write it (a full or
+        broken disk) still re-registers, as Kafka's would, rather than stay unregistered; only a
+        crash of this process then waits for the session timeout. The old record names the
+        expired session, which no longer owns the registration: a supervisor leaves it alone."""
+        if self.data_dir is None:
+            return
+        try:
+            session_file.record_session(self.data_dir, self.store, self.broker_id, epoch)
+        except OSError as e:
+            log.warning(
+                "Broker %d cannot record its ZooKeeper session in %s (%s): should this process die, "
+                "its registration lapses only after the session timeout",
+                self.broker_id,
+                self.data_dir,
+                e.strerror or e,
+            )
