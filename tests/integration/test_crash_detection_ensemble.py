@@ -1,5 +1,6 @@
-"""Crash detection on a 3-server ZooKeeper ensemble: the supervisor closes a crashed broker's
-session even while the ensemble elects a new leader, which drops every client for a moment.
+"""Crash detection on a 3-server ZooKeeper ensemble: the supervisor (``LocalCluster``) and
+``kafka-controller close-session`` (systemd's ``ExecStopPost=``) close a dead broker's session
+even while the ensemble elects a new leader, which drops every client for a moment.
 
 The brokers' session timeout is 18 s (Kafka 2.8's default) and a new leader restarts every
 session's timeout, so a new controller within ``FAST_S`` of the crash is possible only if the dead
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from kafka_controller.broker.session_file import read_session_file
+from kafka_controller.cli.main import main
 from kafka_controller.cluster import LocalCluster
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from kafka_controller.zk.session_close import CloseOutcome
@@ -63,4 +66,28 @@ def test_a_controller_crashed_while_the_ensemble_elects_a_leader_is_replaced_at_
     ensemble.member(dead_zk).start(timeout=TIMEOUT)
     ensemble.wait_quorum(timeout=TIMEOUT)
     cluster.start_broker(old, timeout=TIMEOUT)
+    wait_healthy(cluster)
+
+
+def test_close_session_closes_a_dead_brokers_session_while_the_ensemble_elects_a_leader(
+    cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As under systemd: the broker dies unsupervised, and ``close-session`` runs at once, while the
+    ensemble has no leader."""
+    ensemble = cluster.zk
+    assert isinstance(ensemble, ZooKeeperEnsemble)
+    b = next(x for x in cluster.broker_ids if x != cluster.controller()[0])
+    data_dir = cluster.broker_data_dir(b)
+    cluster.kill_broker(b)  # asked for by the cluster: its supervisor leaves the session to lapse
+    assert b in cluster.registered()
+    dead_zk = ensemble.kill_leader()
+    args = ["--data-dir", str(data_dir), "--broker-id", str(b), "--zookeeper", cluster.connect_string]
+    assert main(["close-session", *args, "--timeout", "20"]) == 0
+    assert "closed session" in capsys.readouterr().out
+    cluster.wait_deregistered(b, timeout=FAST_S)
+    assert read_session_file(data_dir) is None
+
+    ensemble.member(dead_zk).start(timeout=TIMEOUT)
+    ensemble.wait_quorum(timeout=TIMEOUT)
+    cluster.start_broker(b, timeout=TIMEOUT)
     wait_healthy(cluster)
