@@ -19,7 +19,7 @@ from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import Broker
 from kafka_controller.ports import Clock, MetadataStore, SessionEvent
 
-log = logging.getLogger("kafka_controller.broker.server")
+log = logging.getLogger("kafka_controller.broker.server")  # the broker's lines, as before the split
 #: Re-registration attempts after a session expiry that fail otherwise than by a lost connection.
 REREGISTER_ATTEMPTS = 30
 
