@@ -30,6 +30,7 @@ from kafka_controller.zk import paths as P
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from kafka_controller.zk.security import PERM_READ, ZK_DIGEST_ENV, ZkClientConfig
+from kafka_controller.zk.session_close import CloseOutcome
 from tests.controller.cluster import Answer, Cluster, wait_until
 
 pytestmark = pytest.mark.zk
@@ -241,7 +242,8 @@ def test_a_cluster_of_broker_processes_and_the_cli_work_with_credentials_from_th
 ) -> None:
     """``$KAFKA_CONTROLLER_ZK_DIGEST`` reaches every process: brokers (inherited from the cluster),
     the CLI, the cluster's own client. The processes elect, create a topic, fail over after a
-    kill -9; every znode they made is the identity's; a CLI without the variable cannot change it."""
+    kill -9 and after a crash its supervisor closes the session of; every znode they made is the
+    identity's; a CLI without the variable cannot change it."""
     monkeypatch.setenv(ZK_DIGEST_ENV, f"{USER}:{PASSWORD}")
     server = zk_server.connect_string
     chroot = kafka_connect[len(server) :]
@@ -262,6 +264,18 @@ def test_a_cluster_of_broker_processes_and_the_cli_work_with_credentials_from_th
         cluster.kill_broker(first)
         cluster.wait_for_controller(timeout=DEADLINE_S, exclude=[first], min_epoch=epoch + 1)
         cluster.restart_broker(first)
+        cluster.wait_topic_healthy(TOPIC, timeout=DEADLINE_S)
+
+        # Crash detection with credentials: the supervisor re-attaches to the dead controller's
+        # session and closes it (its outcome says so: a lapsed session is never "closed").
+        second, epoch = cluster.wait_for_controller(timeout=DEADLINE_S)
+        assert cluster.session_closer is not None
+        pid = cluster.processes[second].pid
+        cluster.crash_broker(second)
+        closed = (second, pid, CloseOutcome.CLOSED)
+        cluster.wait_until(lambda: closed in cluster.session_closer.outcomes, DEADLINE_S, "the close")  # type: ignore[union-attr]
+        cluster.wait_for_controller(timeout=DEADLINE_S, exclude=[second], min_epoch=epoch + 1)
+        cluster.start_broker(second, timeout=DEADLINE_S)
         cluster.wait_topic_healthy(TOPIC, timeout=DEADLINE_S)
 
         env = {k: v for k, v in os.environ.items() if k != ZK_DIGEST_ENV}
