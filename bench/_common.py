@@ -44,6 +44,7 @@ from kafka_controller.zk import paths as P
 from kafka_controller.zk.backend import CREATE, EPHEMERAL, PERSISTENT
 from kafka_controller.zk.codecs import encode_controller, encode_topic, new_topic_id
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from kafka_controller.zk.security import ZkClientConfig
 
@@ -132,7 +133,7 @@ def write_layout(store: KazooMetadataStore, assignment: Assignment) -> float:
 # -- the cluster -----------------------------------------------------------------------------------
 @dataclass
 class BenchCluster:
-    zk: EmbeddedZooKeeper
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble
     store: KazooMetadataStore
     cluster: LocalCluster
     assignment: Assignment
@@ -156,7 +157,7 @@ def bench_cluster(
     *,
     audit: bool = False,
     broker_config: Mapping[str, str] | None = None,
-    zk: EmbeddedZooKeeper | None = None,
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None,
     keep_dir: bool = False,
 ) -> Iterator[BenchCluster]:
     """A settled cluster over ``assignment``; with ``zk``, reuse that server (and the tree in it).

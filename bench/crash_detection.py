@@ -20,6 +20,7 @@ of each mode, every rep's figures, the 1-minute load before each kill) and appen
 ``bench/results/crash_detection.jsonl``.
 
     .venv/bin/python bench/crash_detection.py --reps 3
+    .venv/bin/python bench/crash_detection.py --reps 3 --zk-servers 3   # on a 3-server ensemble
     .venv/bin/python bench/crash_detection.py --scale 0.01 --reps 1 --session-timeout-ms 6000  # CI
 """
 
@@ -39,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import BenchCluster, bench_cluster, failover_layout, poll, report, settle
 from bench.failover import leaderless, new_controller
 from kafka_controller.zk import paths as P
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
 GOALS = {"elected_seconds": 0.3, "all_led_seconds": 1.0}
 #: The brokers' own defaults, spelled out: the benchmark clusters run them too (``BENCH_BROKER_CONFIG``
@@ -50,6 +52,8 @@ DEFAULT_SETTINGS = {
     "auto.leader.rebalance.enable": "true",
 }
 MODES = ("supervised", "unsupervised")
+#: Each ensemble member's heap (three JVMs beside five brokers on the same host).
+ENSEMBLE_HEAP_MB = 512
 
 
 def crash_controller(bench: BenchCluster, supervised: bool) -> dict[str, Any]:
@@ -113,6 +117,13 @@ def main() -> None:
     parser.add_argument(
         "--session-timeout-ms", type=int, default=18_000, help="zookeeper.session.timeout.ms (Kafka's 18000)"
     )
+    parser.add_argument(
+        "--zk-servers",
+        type=int,
+        default=1,
+        choices=[1, 3],
+        help="ZooKeeper servers: 1 (default), or a 3-server ensemble on this host",
+    )
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
@@ -122,17 +133,25 @@ def main() -> None:
     layout = failover_layout(topics=topics, partitions=50, rf=2)
     runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
     settings = {**DEFAULT_SETTINGS, "zookeeper.session.timeout.ms": str(args.session_timeout_ms)}
-    with bench_cluster(layout, broker_config=settings) as bench:
-        for _ in range(args.reps):
-            for mode in MODES:
-                runs[mode].append(crash_controller(bench, mode == "supervised"))
-                print(json.dumps(runs[mode][-1]), file=sys.stderr, flush=True)
+    ensemble = (
+        ZooKeeperEnsemble(3, heap_mb=ENSEMBLE_HEAP_MB).start(timeout=120) if args.zk_servers == 3 else None
+    )
+    try:
+        with bench_cluster(layout, broker_config=settings, zk=ensemble) as bench:
+            for _ in range(args.reps):
+                for mode in MODES:
+                    runs[mode].append(crash_controller(bench, mode == "supervised"))
+                    print(json.dumps(runs[mode][-1]), file=sys.stderr, flush=True)
+    finally:
+        if ensemble is not None:
+            ensemble.close()
     result = {
         "scale": args.scale,
         "partitions": topics * 50,
         "replication_factor": 2,
         "brokers": 5,
         "broker_settings": settings,
+        "zookeeper_servers": args.zk_servers,
         "goals_seconds": GOALS,
         **{mode: summary(r) for mode, r in runs.items()},
         "goals_met": all(summary(runs["supervised"])[k] <= v for k, v in GOALS.items()),

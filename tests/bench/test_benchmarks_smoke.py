@@ -65,11 +65,16 @@ def test_kafka_clients_benchmark_reads_every_partition_three_ways(tmp_path: Path
     assert all(s["requests"] > 0 for s in result["small"])
 
 
-def test_crash_detection_benchmark_closes_the_session_only_when_supervised(tmp_path: Path) -> None:
+@pytest.mark.parametrize("zk_servers", [1, 3])
+def test_crash_detection_benchmark_closes_the_session_only_when_supervised(
+    tmp_path: Path, zk_servers: int
+) -> None:
     result = run_bench(
-        tmp_path, "crash_detection.py", "--scale", "0.01", "--reps", "1", "--session-timeout-ms", "6000"
+        tmp_path,
+        "crash_detection.py",
+        *("--scale", "0.01", "--reps", "1", "--session-timeout-ms", "6000", "--zk-servers", str(zk_servers)),
     )
-    assert result["partitions"] == 2 * 50
+    assert result["partitions"] == 2 * 50 and result["zookeeper_servers"] == zk_servers
     for mode, closed in (("supervised", True), ("unsupervised", False)):
         (run,) = result["runs"][mode]
         assert run["session_closed"] is closed
