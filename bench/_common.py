@@ -15,6 +15,7 @@ seconds drift on shared machines; ratios hold), then appended to ``bench/results
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -150,6 +151,28 @@ class BenchCluster:
     def log_path(self, broker_id: int) -> Path:
         return self.cluster.processes[broker_id].log_path
 
+    def zk_pids(self) -> dict[str, int]:
+        """ZooKeeper's running server processes: ``zookeeper``, or ``zookeeper_<id>`` per member of
+        an ensemble."""
+        if isinstance(self.zk, ZooKeeperEnsemble):
+            return {f"zookeeper_{m.server_id}": m.pid for m in self.zk.members if m.pid is not None}
+        return {} if self.zk.pid is None else {"zookeeper": self.zk.pid}
+
+
+#: Each ensemble member's heap (three JVMs beside five brokers on the same host).
+ENSEMBLE_HEAP_MB = 512
+
+
+def add_zk_servers_option(parser: argparse.ArgumentParser) -> None:
+    """``--zk-servers``: the benchmark's ZooKeeper, one server or a 3-server ensemble."""
+    parser.add_argument(
+        "--zk-servers",
+        type=int,
+        default=1,
+        choices=[1, 3],
+        help="ZooKeeper servers: 1 (default), or a 3-server ensemble on this host",
+    )
+
 
 @contextlib.contextmanager
 def bench_cluster(
@@ -159,15 +182,19 @@ def bench_cluster(
     broker_config: Mapping[str, str] | None = None,
     zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None,
     keep_dir: bool = False,
+    zk_servers: int = 1,
 ) -> Iterator[BenchCluster]:
-    """A settled cluster over ``assignment``; with ``zk``, reuse that server (and the tree in it).
-    With ``audit``, every broker audits into one SQLite file of the cluster's directory."""
+    """A settled cluster over ``assignment``; with ``zk``, reuse that server (and the tree in it),
+    else start one server or, with ``zk_servers`` > 1, an ensemble on this host. With ``audit``,
+    every broker audits into one SQLite file of the cluster's directory."""
     work = Path(tempfile.mkdtemp(prefix="kc-bench-"))
     audit_url = f"sqlite:///{work / 'audit.db'}" if audit else None
     own_zk = zk is None
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    if zk is None:
+    if zk is None and zk_servers > 1:
+        zk = ZooKeeperEnsemble(zk_servers, data_dir=work / "zookeeper", heap_mb=ENSEMBLE_HEAP_MB).start(120)
+    elif zk is None:
         zk = EmbeddedZooKeeper(data_dir=work / "zookeeper", heap_mb=ZK_HEAP_MB).start(timeout=60)
     store = KazooMetadataStore(ZkClientConfig(zk.connect_string, session_timeout_ms=30_000))
     cluster: LocalCluster | None = None

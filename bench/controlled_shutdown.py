@@ -28,6 +28,7 @@ partitions and following 10,000; ``--no-10k`` skips it). Prints one JSON object 
     .venv/bin/python bench/controlled_shutdown.py --scale 0.2 --no-audit
     .venv/bin/python bench/controlled_shutdown.py --reps 3        # median of 3 runs of each case
     .venv/bin/python bench/controlled_shutdown.py --reps 3 --no-audit --light  # + the lighter simulation
+    .venv/bin/python bench/controlled_shutdown.py --reps 3 --zk-servers 3   # on a 3-server ensemble
 
 With ``KAFKA_CONTROLLER_BENCH_PYSPY=PREFIX`` the controller is recorded by py-spy during the
 shutdown (``bench/_pyspy.py``).
@@ -51,6 +52,7 @@ from bench._common import (
     LIGHT_BROKER_CONFIG,
     BenchCluster,
     LogTail,
+    add_zk_servers_option,
     bench_cluster,
     controlled_shutdown_layout,
     cpu_seconds,
@@ -108,8 +110,7 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
     spies = start_py_spy({f"broker_{controller}": controller_pid})
     # Every other process sharing the cores, from the signal until the broker exits.
     others = {f"broker_{b}": bench.pid(b) for b in cluster.broker_ids if b not in (victim, controller)}
-    if bench.zk.pid is not None:
-        others["zookeeper"] = bench.zk.pid
+    others.update(bench.zk_pids())
     others_cpu0 = {name: cpu_seconds(p) for name, p in others.items()}
     cpu0 = cpu_seconds(controller_pid)
     wall0, t0 = time.time(), time.perf_counter()
@@ -167,10 +168,10 @@ def shut_down_one(bench: BenchCluster) -> dict[str, Any]:
     }
 
 
-def run_once(topics: int, audit: bool, light: bool = False) -> dict[str, Any]:
+def run_once(topics: int, audit: bool, light: bool = False, zk_servers: int = 1) -> dict[str, Any]:
     assignment = controlled_shutdown_layout(topics)
     config = LIGHT_BROKER_CONFIG if light else None
-    with bench_cluster(assignment, audit=audit, broker_config=config) as bench:
+    with bench_cluster(assignment, audit=audit, broker_config=config, zk_servers=zk_servers) as bench:
         result = shut_down_one(bench)
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     if result["led_at_exit"]:
@@ -180,10 +181,10 @@ def run_once(topics: int, audit: bool, light: bool = False) -> dict[str, Any]:
 
 def run_case(topics: int, args: argparse.Namespace) -> dict[str, Any]:
     """One layout: audit off (and on unless ``--no-audit``), each the median of ``--reps``."""
-    off = median_run(lambda: run_once(topics, audit=False), args.reps, "seconds")
+    off = median_run(lambda: run_once(topics, False, zk_servers=args.zk_servers), args.reps, "seconds")
     case: dict[str, Any] = {"topics": topics, "partitions": topics, "audit_off": off}
     if not args.no_audit:
-        on = median_run(lambda: run_once(topics, audit=True), args.reps, "seconds")
+        on = median_run(lambda: run_once(topics, True, zk_servers=args.zk_servers), args.reps, "seconds")
         case["audit_on"] = on
         case["audit_on_to_off"] = ratio(on["seconds"], off["seconds"])
     case["meets_goal"] = case.get("audit_on", off)["seconds"] <= GOAL_S
@@ -199,6 +200,7 @@ def main() -> None:
     parser.add_argument(
         "--light", action="store_true", help="also the audit-off case with the lighter simulation, beside"
     )
+    add_zk_servers_option(parser)
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
@@ -212,6 +214,7 @@ def main() -> None:
         **kafka_layout,
         "replication_factor": 2,
         "brokers": 5,
+        "zookeeper_servers": args.zk_servers,
         "broker_config": "defaults",
         "goal_seconds": GOAL_S,
         "kafka_seconds": KAFKA["controlled_shutdown_s"],
@@ -225,7 +228,9 @@ def main() -> None:
         }
         result["meets_goal"] = all(result["goal_checks"].values())
     if args.light:
-        light = median_run(lambda: run_once(topics, audit=False, light=True), args.reps, "seconds")
+        light = median_run(
+            lambda: run_once(topics, False, light=True, zk_servers=args.zk_servers), args.reps, "seconds"
+        )
         result["light_simulation"] = {"broker_config": LIGHT_BROKER_CONFIG, "audit_off": light}
     report("controlled_shutdown", result)
 

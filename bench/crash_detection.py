@@ -37,10 +37,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import BenchCluster, bench_cluster, failover_layout, poll, report, settle
+from bench._common import (
+    BenchCluster,
+    add_zk_servers_option,
+    bench_cluster,
+    failover_layout,
+    poll,
+    report,
+    settle,
+)
 from bench.failover import leaderless, new_controller
 from kafka_controller.zk import paths as P
-from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
 GOALS = {"elected_seconds": 0.3, "all_led_seconds": 1.0}
 #: The brokers' own defaults, spelled out: the benchmark clusters run them too (``BENCH_BROKER_CONFIG``
@@ -52,8 +59,6 @@ DEFAULT_SETTINGS = {
     "auto.leader.rebalance.enable": "true",
 }
 MODES = ("supervised", "unsupervised")
-#: Each ensemble member's heap (three JVMs beside five brokers on the same host).
-ENSEMBLE_HEAP_MB = 512
 
 
 def crash_controller(bench: BenchCluster, supervised: bool) -> dict[str, Any]:
@@ -117,13 +122,7 @@ def main() -> None:
     parser.add_argument(
         "--session-timeout-ms", type=int, default=18_000, help="zookeeper.session.timeout.ms (Kafka's 18000)"
     )
-    parser.add_argument(
-        "--zk-servers",
-        type=int,
-        default=1,
-        choices=[1, 3],
-        help="ZooKeeper servers: 1 (default), or a 3-server ensemble on this host",
-    )
+    add_zk_servers_option(parser)
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
@@ -133,18 +132,11 @@ def main() -> None:
     layout = failover_layout(topics=topics, partitions=50, rf=2)
     runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
     settings = {**DEFAULT_SETTINGS, "zookeeper.session.timeout.ms": str(args.session_timeout_ms)}
-    ensemble = (
-        ZooKeeperEnsemble(3, heap_mb=ENSEMBLE_HEAP_MB).start(timeout=120) if args.zk_servers == 3 else None
-    )
-    try:
-        with bench_cluster(layout, broker_config=settings, zk=ensemble) as bench:
-            for _ in range(args.reps):
-                for mode in MODES:
-                    runs[mode].append(crash_controller(bench, mode == "supervised"))
-                    print(json.dumps(runs[mode][-1]), file=sys.stderr, flush=True)
-    finally:
-        if ensemble is not None:
-            ensemble.close()
+    with bench_cluster(layout, broker_config=settings, zk_servers=args.zk_servers) as bench:
+        for _ in range(args.reps):
+            for mode in MODES:
+                runs[mode].append(crash_controller(bench, mode == "supervised"))
+                print(json.dumps(runs[mode][-1]), file=sys.stderr, flush=True)
     result = {
         "scale": args.scale,
         "partitions": topics * 50,

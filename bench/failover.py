@@ -31,6 +31,11 @@ Prints one JSON object and appends it to ``bench/results/failover.jsonl``.
     .venv/bin/python bench/failover.py --rf 1 --scale 0.1 --no-audit --no-10k
     .venv/bin/python bench/failover.py --only-10k --reps 3 --no-audit
     .venv/bin/python bench/failover.py --reps 3         # median of 3 runs of each case
+    .venv/bin/python bench/failover.py --rf 3 --reps 3 --zk-servers 3   # on a 3-server ensemble
+
+``--zk-servers 3`` runs each case on a fresh 3-server ensemble on this host instead of one server:
+the writes go through a quorum (and the followers forward them to the leader), as in production,
+but the three JVMs share the cores with the five brokers. The floor is measured on the ensemble.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from bench._common import (
     LIGHT_BROKER_CONFIG,
     BenchCluster,
     LogTail,
+    add_zk_servers_option,
     bench_cluster,
     cpu_seconds,
     failover_layout,
@@ -110,7 +116,7 @@ def leaderless(bench: BenchCluster, live: set[int], czxid: int) -> tuple[int, fl
 def idle_cpu(bench: BenchCluster, seconds: float = 2.0) -> float:
     """CPU cores the settled cluster (brokers + ZooKeeper) burns while nothing happens."""
     pids = [bench.pid(b) for b in bench.cluster.running_broker_ids()]
-    pids += [bench.zk.pid] if bench.zk.pid is not None else []
+    pids += bench.zk_pids().values()
     before = sum(map(cpu_seconds, pids))
     time.sleep(seconds)
     return round((sum(map(cpu_seconds, pids)) - before) / seconds, 3)
@@ -125,8 +131,7 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
     rss_before = rss_mb(bench.pid(old))
     tails = {b: LogTail(bench.log_path(b)) for b in cluster.broker_ids if b != old}
     pids = {f"broker_{b}": bench.pid(b) for b in tails}
-    if bench.zk.pid is not None:
-        pids["zookeeper"] = bench.zk.pid
+    pids.update(bench.zk_pids())
     idle = idle_cpu(bench)
     cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
 
@@ -203,9 +208,10 @@ def fail_over(bench: BenchCluster) -> dict[str, Any]:
     }
 
 
-def run_once(topics: int, rf: int, audit: bool, light: bool = False) -> dict[str, Any]:
+def run_once(topics: int, rf: int, audit: bool, light: bool = False, zk_servers: int = 1) -> dict[str, Any]:
     config = LIGHT_BROKER_CONFIG if light else None
-    with bench_cluster(failover_layout(topics=topics, rf=rf), audit=audit, broker_config=config) as bench:
+    layout = failover_layout(topics=topics, rf=rf)
+    with bench_cluster(layout, audit=audit, broker_config=config, zk_servers=zk_servers) as bench:
         result = fail_over(bench)
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     return result
@@ -230,7 +236,9 @@ def run_case(topics: int, rf: int, goal_s: float, args: argparse.Namespace) -> d
     (issue 19 states them audited), on the unaudited one with ``--no-audit``."""
 
     def median(audit: bool, light: bool = False) -> dict[str, Any]:
-        return median_run(lambda: run_once(topics, rf, audit, light), args.reps, "failover_seconds")
+        return median_run(
+            lambda: run_once(topics, rf, audit, light, args.zk_servers), args.reps, "failover_seconds"
+        )
 
     at_full_scale = args.scale == 1.0
     floor_goal = FLOOR_RATIO_GOAL.get(rf) if at_full_scale else None
@@ -271,6 +279,7 @@ def main() -> None:
     parser.add_argument(
         "--light", action="store_true", help="also each case with the lighter simulation, beside"
     )
+    add_zk_servers_option(parser)
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
         parser.error(f"--scale must be in (0, 4], got {args.scale}")
@@ -281,6 +290,7 @@ def main() -> None:
         "scale": args.scale,
         **({} if args.only_10k else {"topics": topics, "partitions": topics * 50}),
         "brokers": 5,
+        "zookeeper_servers": args.zk_servers,
         "broker_config": "defaults",
         "kafka_seconds": KAFKA["failover_s"],
     }

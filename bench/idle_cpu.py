@@ -38,8 +38,7 @@ from kafka_controller.domain.errors import InvalidArgumentError
 
 def measure(bench: BenchCluster, seconds: float) -> dict[str, Any]:
     pids = {f"broker_{b}": bench.pid(b) for b in bench.cluster.running_broker_ids()}
-    if bench.zk.pid is not None:
-        pids["zookeeper"] = bench.zk.pid
+    pids.update(bench.zk_pids())
     load_before = round(os.getloadavg()[0], 2)
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     t0 = time.monotonic()
