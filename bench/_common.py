@@ -180,27 +180,25 @@ def bench_cluster(
     *,
     audit: bool = False,
     broker_config: Mapping[str, str] | None = None,
-    zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None,
     keep_dir: bool = False,
     zk_servers: int = 1,
 ) -> Iterator[BenchCluster]:
-    """A settled cluster over ``assignment``; with ``zk``, reuse that server (and the tree in it),
-    else start one server or, with ``zk_servers`` > 1, an ensemble on this host. With ``audit``,
-    every broker audits into one SQLite file of the cluster's directory."""
+    """A settled cluster over ``assignment`` on a fresh ZooKeeper: one server or, with
+    ``zk_servers`` > 1, an ensemble on this host. With ``audit``, every broker audits into one
+    SQLite file of the cluster's directory."""
     work = Path(tempfile.mkdtemp(prefix="kc-bench-"))
     audit_url = f"sqlite:///{work / 'audit.db'}" if audit else None
-    own_zk = zk is None
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    if zk is None and zk_servers > 1:
+    zk: EmbeddedZooKeeper | ZooKeeperEnsemble
+    if zk_servers > 1:
         zk = ZooKeeperEnsemble(zk_servers, data_dir=work / "zookeeper", heap_mb=ENSEMBLE_HEAP_MB).start(120)
-    elif zk is None:
+    else:
         zk = EmbeddedZooKeeper(data_dir=work / "zookeeper", heap_mb=ZK_HEAP_MB).start(timeout=60)
     store = KazooMetadataStore(ZkClientConfig(zk.connect_string, session_timeout_ms=30_000))
     cluster: LocalCluster | None = None
     try:
-        if not store.get_all_topics():
-            timings["write_layout"] = write_layout(store, assignment)
+        timings["write_layout"] = write_layout(store, assignment)
         t1 = time.perf_counter()
         cluster = LocalCluster(
             BROKERS,
@@ -225,8 +223,7 @@ def bench_cluster(
         if cluster is not None:
             cluster.close(graceful=False)
         store.close()
-        if own_zk:
-            zk.close()
+        zk.close()
         if not keep_dir:
             shutil.rmtree(work, ignore_errors=True)
 
