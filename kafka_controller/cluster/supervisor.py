@@ -7,6 +7,9 @@ by the cluster) is handed to ``on_exit``, which closes the dead broker's ZooKeep
 (``zk.session_close``) so that its registration, and ``/controller`` if it held it, go now rather
 than after the session timeout. Only an exit this process observed is treated so: a hang, or a
 host that fails with its supervisor, still waits for ZooKeeper's session timeout.
+
+Each exit is handled on a thread of its own: a close retries while ZooKeeper cannot be reached (up
+to the connection timeout), and a second broker that dies meanwhile must not wait behind it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import select
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from kafka_controller.broker.session_file import read_session_file, remove_session_file
 from kafka_controller.cluster.process import BrokerProcess
@@ -31,15 +35,27 @@ log = logging.getLogger(__name__)
 #: where pidfds are not available.
 RESCAN_S = 0.2
 FALLBACK_POLL_S = 0.02
+#: How long ``stop`` waits for exits still being handled (a close may be retrying).
+HANDLER_JOIN_S = 2.0
+
+
+class ExitedProcess(NamedTuple):
+    """A broker process's exit as observed: taken when it is seen, since the process object may be
+    started again while the exit is still being handled."""
+
+    broker_id: int
+    pid: int
+    returncode: int | None
 
 
 class ExitSupervisor:
-    """A daemon thread over ``processes()``; ``on_exit(process)`` runs on it for each unasked exit."""
+    """A daemon thread over ``processes()``; ``on_exit(process)`` runs for each unasked exit, on a
+    daemon thread of its own (module docs)."""
 
     def __init__(
         self,
         processes: Callable[[], list[BrokerProcess]],
-        on_exit: Callable[[BrokerProcess], None],
+        on_exit: Callable[[ExitedProcess], None],
         *,
         name: str = "exit-supervisor",
     ) -> None:
@@ -50,7 +66,9 @@ class ExitSupervisor:
         self._pidfds: dict[int, int] = {}
         self._seen: set[tuple[int, int]] = set()  # (id of process, its start count) handled
         self._use_pidfd = hasattr(os, "pidfd_open")
+        self._name = name
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._handlers: list[threading.Thread] = []
 
     def start(self) -> ExitSupervisor:
         self._thread.start()
@@ -64,6 +82,9 @@ class ExitSupervisor:
             os.write(self._wake_w, b"x")
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(5.0)
+        for handler in self._handlers:
+            if handler is not threading.current_thread():
+                handler.join(HANDLER_JOIN_S)
         for fd in [*self._pidfds.values(), self._wake_r, self._wake_w]:
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -113,10 +134,19 @@ class ExitSupervisor:
                 proc.pid,
                 proc.returncode,
             )
-            try:
-                self._on_exit(proc)
-            except Exception as e:
-                log.warning("broker %d: handling its exit failed: %s", proc.broker_id, e)
+            exited = ExitedProcess(proc.broker_id, proc.pid, proc.returncode)
+            self._handlers = [h for h in self._handlers if h.is_alive()]
+            handler = threading.Thread(
+                target=self._handle, args=(exited,), name=f"{self._name}-{proc.broker_id}", daemon=True
+            )
+            self._handlers.append(handler)
+            handler.start()
+
+    def _handle(self, exited: ExitedProcess) -> None:
+        try:
+            self._on_exit(exited)
+        except Exception as e:
+            log.warning("broker %d: handling its exit failed: %s", exited.broker_id, e)
 
 
 class SessionCloser:
@@ -138,8 +168,8 @@ class SessionCloser:
         #: (broker id, pid, outcome) per handled exit, in order; outcome None: no record of that pid.
         self.outcomes: list[tuple[int, int, CloseOutcome | None]] = []
 
-    def __call__(self, proc: BrokerProcess) -> None:
-        if not self.enabled or proc.pid is None:
+    def __call__(self, proc: ExitedProcess) -> None:
+        if not self.enabled:
             return
         data_dir = self._data_dir_of(proc.broker_id)
         record = read_session_file(data_dir)

@@ -81,6 +81,10 @@ def test_crash_detection_benchmark_closes_the_session_only_when_supervised(
         assert run["new_controller"] != run["old_controller"]
         assert run["epochs"][1] == run["epochs"][0] + 1
         assert run["all_led_seconds"] >= run["elected_seconds"] > 0
+        # a Kafka client (librdkafka) saw every partition led by a live broker, after the kill
+        assert run["client_all_led_seconds"] >= run["client_listing_seconds"] > 0
+        assert run["client_listings_after_kill"] >= 1
+    assert result["unsupervised"]["client_all_led_seconds"] > result["supervised"]["client_all_led_seconds"]
 
 
 def test_kafka_admin_apis_benchmark_answers_every_partition(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@ by its supervisor (``LocalCluster``, or ``kafka-controller close-session`` from 
 ``ExecStopPost=``), so its ephemerals go at once instead of after the session timeout.
 
 The session timeout here is 18 s (Kafka 2.8's default) and every wait for the new controller or
-for a registration to go is 6 s: passing them is possible only if the session was closed."""
+for a registration to go is 6 s: passing them is possible only if the session was closed. A Kafka
+client (librdkafka, through confluent-kafka) must see the crashed controller's partitions led by
+live brokers within the same 6 s."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bench._client_watch import listing
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.broker.session_file import (
@@ -100,9 +103,19 @@ def test_a_crashed_controller_is_replaced_well_before_its_session_timeout(cluste
     old, epoch = cluster.controller()
     assert old is not None and epoch is not None
     pid = cluster.processes[old].pid
+    partitions = len(cluster.describe().partitions)
+    survivor = cluster.listener(next(b for b in cluster.running_broker_ids() if b != old))
+    assert not listing(survivor, old, partitions, 5.0)["ok"]  # the check can fail: the old one is listed
     started = time.monotonic()
     cluster.crash_broker(old)
     new, new_epoch = cluster.wait_for_controller(FAST_S, exclude=[old], min_epoch=epoch + 1)
+    # what a Kafka client sees: the dead broker gone, every partition led by a live one
+    seen = cluster.wait_until(
+        lambda: (r := listing(survivor, old, partitions, 2.0))["ok"] and r,
+        FAST_S - (time.monotonic() - started),
+        "confluent-kafka to list every partition led by a live broker",
+    )
+    assert seen["listed"] == seen["led_by_live"] == partitions
     assert time.monotonic() - started < SESSION_TIMEOUT_S
     assert new != old and new_epoch == epoch + 1
     assert old not in cluster.registered()

@@ -9,6 +9,7 @@ import queue
 import signal
 import stat
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from kafka_controller.broker.session_file import (
     write_session_file,
 )
 from kafka_controller.cluster.process import BrokerProcess
-from kafka_controller.cluster.supervisor import ExitSupervisor
+from kafka_controller.cluster.supervisor import ExitedProcess, ExitSupervisor
 from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.testing.clock import ManualClock
 from kafka_controller.zk.backend import Stat
@@ -147,3 +148,31 @@ def test_the_supervisor_reports_a_crash_but_not_an_exit_its_owner_asked_for(tmp_
         supervisor.stop()
         crashed.kill()
         asked.kill()
+
+
+def test_a_crash_is_handled_while_an_earlier_one_still_is(tmp_path: Path) -> None:
+    first, second = _sleeper(tmp_path, 1), _sleeper(tmp_path, 2)
+    first_handling, second_handled = threading.Event(), threading.Event()
+    reports: queue.Queue[tuple[int, object]] = queue.Queue()
+
+    def on_exit(p: ExitedProcess) -> None:
+        if p.broker_id == 1:  # a close retrying while ZooKeeper cannot be reached
+            first_handling.set()
+            reports.put((1, second_handled.wait(10.0)))
+        else:
+            second_handled.set()
+            reports.put((2, p.pid))
+
+    supervisor = ExitSupervisor(lambda: [first, second], on_exit).start()
+    try:
+        assert first.pid is not None and second.pid is not None
+        os.kill(first.pid, signal.SIGKILL)
+        assert first_handling.wait(10.0)
+        second_pid = second.pid
+        os.kill(second_pid, signal.SIGKILL)
+        assert reports.get(timeout=5.0) == (2, second_pid)  # not behind the first's handling
+        assert reports.get(timeout=5.0) == (1, True)
+    finally:
+        supervisor.stop()
+        first.kill()
+        second.kill()

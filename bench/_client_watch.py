@@ -1,0 +1,62 @@
+"""A Kafka client's view of a failover: librdkafka (confluent-kafka) lists one broker's metadata over
+and over until every partition is led by a live broker, as a client deciding where to produce would.
+
+Run as a process of its own by ``bench/crash_detection.py`` (its own GIL, like a user's client).
+Each listing is a fresh ``AdminClient`` bootstrapped to ``--bootstrap`` only, so every answer is
+that broker's metadata cache, not a cached one. Prints one JSON line per listing: ``start`` and
+``end`` (epoch seconds), ``ok`` (every one of ``--partitions`` partitions listed with a leader that
+the same answer lists as a broker, none led by ``--dead``, which is not listed: so no listing from
+before ``--dead``'s death is ``ok``), ``error``. Exits after the first ``ok`` listing, or at
+``--timeout``.
+
+    .venv/bin/python bench/_client_watch.py --bootstrap 127.0.0.1:9093 --dead 1 --partitions 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+
+def listing(bootstrap: str, dead: int, partitions: int, timeout: float) -> dict[str, Any]:
+    from confluent_kafka.admin import AdminClient
+
+    start = time.time()
+    out: dict[str, Any] = {"start": start, "ok": False, "error": None}
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=timeout)
+    except Exception as e:  # a broker that cannot answer yet: the next listing asks again
+        out["error"] = f"{type(e).__name__}: {e}"
+    else:
+        brokers = set(md.brokers)
+        leaders = [p.leader for t in md.topics.values() for p in t.partitions.values()]
+        led = sum(1 for leader in leaders if leader in brokers and leader != dead)
+        out["listed"], out["led_by_live"] = len(leaders), led
+        out["ok"] = dead not in brokers and len(leaders) == partitions == led
+    out["end"] = time.time()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bootstrap", required=True, help="host:port of one live broker")
+    parser.add_argument("--dead", type=int, required=True, help="the broker about to be killed")
+    parser.add_argument("--partitions", type=int, required=True, help="partitions the cluster has")
+    parser.add_argument("--interval", type=float, default=0.05, help="pause between listings (s)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="give up after this long (s)")
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        result = listing(args.bootstrap, args.dead, args.partitions, 10.0)
+        print(json.dumps(result), flush=True)
+        if result["ok"]:
+            return
+        time.sleep(args.interval)
+    sys.exit(f"no listing through {args.bootstrap} showed every partition led by a live broker")
+
+
+if __name__ == "__main__":
+    main()
