@@ -134,7 +134,13 @@ def crash_controller(bench: BenchCluster, supervised: bool) -> dict[str, Any]:
             raise SystemExit(f"{pending} partitions with a live replica still have no live leader")
         time.sleep(0.1)
     led = max(elected, last_write)
-    closed = [o for b, _, o in cluster.session_closer.outcomes[earlier:] if b == old]
+    closed = []
+    if supervised:  # recorded once the close is read back, a moment after the registration went
+        closed = poll(
+            lambda: [o for b, _, o in cluster.session_closer.outcomes[earlier:] if b == old],  # type: ignore[union-attr]
+            30,
+            "the supervisor's outcome",
+        )
     result = {
         "mode": "supervised" if supervised else "unsupervised",
         "old_controller": old,

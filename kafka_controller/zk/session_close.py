@@ -15,10 +15,11 @@ create it sent may still be applied, and closing its session removes whatever th
 A session that expired meanwhile cannot be re-attached to (the server answers with timeout 0),
 so the re-attached client is checked to hold the recorded id before it closes anything.
 
-A ZooKeeper that cannot be reached is tried again, from the owner check on, until the connection
-timeout has passed: an ensemble electing a leader (its old leader died, or is being restarted)
-drops every client for a moment, and a supervisor that gave up then would leave the dead broker
-registered for the whole session timeout.
+"Closed" is said only once a read shows the registration gone (or another session's): a close
+that was lost on the way is made again. A ZooKeeper that cannot be reached is tried again, from the
+owner check on, until the connection timeout has passed: an ensemble electing a leader (its old
+leader died, or is being restarted) drops every client for a moment, and a supervisor that gave up
+then would leave the dead broker registered for the whole session timeout.
 """
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ log = logging.getLogger(__name__)
 
 #: Reads the ``Stat`` of a chroot-relative path (None when absent).
 StatReader = Callable[[str], "Stat | None"]
+#: Makes the client that re-attaches to the recorded session (tests pass a fake).
+ClientFactory = Callable[..., InterruptibleKazooClient]
 #: The first pause before another try, and the longest (each doubles the one before).
 FIRST_RETRY_PAUSE_S, MAX_RETRY_PAUSE_S = 0.1, 1.0
+#: How long a close may take to show in a read before it is taken as lost, and the poll's pause.
+CONFIRM_S, CONFIRM_POLL_S = 2.0, 0.02
 
 
 class CloseOutcome(enum.Enum):
@@ -69,8 +74,10 @@ def close_recorded_session(
     *,
     read_stat: StatReader | None = None,
     clock: Clock | None = None,
+    connect: ClientFactory = InterruptibleKazooClient,
 ) -> CloseOutcome:
-    """Check the owner (with ``read_stat``, or a client of our own), re-attach, close.
+    """Check the owner (with ``read_stat``, or a client of our own), re-attach, close, and read
+    until the registration is gone (a lost close is made again).
 
     Tried again while ZooKeeper cannot be reached (module docs); raises ``StoreUnavailableError``
     once the connection timeout has passed without an answer."""
@@ -80,7 +87,8 @@ def close_recorded_session(
     pause = FIRST_RETRY_PAUSE_S
     while True:
         try:
-            return _close_once(config, record, read_stat, max(0.1, deadline - clock.monotonic()))
+            timeout_s = max(0.1, deadline - clock.monotonic())
+            return _close_once(config, record, read_stat, timeout_s, clock, connect)
         except StoreUnavailableError as e:
             left = deadline - clock.monotonic()
             if left <= 0:
@@ -91,35 +99,65 @@ def close_recorded_session(
 
 
 def _close_once(
-    config: ZkClientConfig, record: SessionRecord, read_stat: StatReader | None, timeout_s: float
+    config: ZkClientConfig,
+    record: SessionRecord,
+    read_stat: StatReader | None,
+    timeout_s: float,
+    clock: Clock,
+    connect: ClientFactory,
 ) -> CloseOutcome:
     path = broker_id_path(record.broker_id)
+    reader = None
     if read_stat is None:
         reader = _started(InterruptibleKazooClient(**config.kazoo_kwargs()), config, timeout_s)
+        read_stat = _stat_reader(reader)
+    try:
+        refused = check_owner(record, read_stat(path))
+        if refused is not None:
+            return refused
+        kwargs = config.kazoo_kwargs()
+        kwargs["connection_retry"] = {"max_tries": 3, "delay": 0.1, "max_delay": 0.5}
+        client = _started(
+            connect(client_id=(record.session_id, record.password), **kwargs), config, timeout_s
+        )
+        try:
+            attached = client.client_id
+            if attached is None or attached[0] != record.session_id:
+                return CloseOutcome.EXPIRED  # kazoo fell back to a new session: the old one is over
+        finally:
+            _stop(client)  # ends whichever session the client holds: the recorded one, or its own new one
+        _confirm_closed(record, path, read_stat, clock)
+    finally:
+        if reader is not None:
+            _stop(reader)
+    log.info("Closed ZooKeeper session 0x%x of dead broker %d", record.session_id, record.broker_id)
+    return CloseOutcome.CLOSED
+
+
+def _confirm_closed(record: SessionRecord, path: str, read_stat: StatReader, clock: Clock) -> None:
+    """Wait until the registration is no longer the session's. A close sent as the server dropped
+    the connection (an ensemble electing a leader) is lost, and the session would live on until its
+    timeout: raising makes the caller close it again. Polled, since the reader's server may apply
+    the close a moment after the one that took it."""
+    deadline = clock.monotonic() + CONFIRM_S
+    while True:
+        stat = read_stat(path)
+        if stat is None or stat.ephemeral_owner != record.session_id:
+            return
+        if clock.monotonic() >= deadline:
+            raise StoreUnavailableError(f"session 0x{record.session_id:x} still holds {path} after its close")
+        clock.sleep(CONFIRM_POLL_S)
+
+
+def _stat_reader(reader: InterruptibleKazooClient) -> StatReader:
+    def read(path: str) -> Stat | None:
         try:
             raw = reader.exists(path)
         except KazooException as e:
             raise StoreUnavailableError(f"cannot read {path}: {type(e).__name__}") from None
-        finally:
-            _stop(reader)
-        stat = None if raw is None else Stat._make(raw)
-    else:
-        stat = read_stat(path)
-    refused = check_owner(record, stat)
-    if refused is not None:
-        return refused
-    kwargs = config.kazoo_kwargs()
-    kwargs["connection_retry"] = {"max_tries": 3, "delay": 0.1, "max_delay": 0.5}
-    attach = InterruptibleKazooClient(client_id=(record.session_id, record.password), **kwargs)
-    client = _started(attach, config, timeout_s)
-    try:
-        attached = client.client_id
-        if attached is None or attached[0] != record.session_id:
-            return CloseOutcome.EXPIRED  # kazoo fell back to a new session: the old one is over
-    finally:
-        _stop(client)  # ends whichever session the client holds: the recorded one, or its own new one
-    log.info("Closed ZooKeeper session 0x%x of dead broker %d", record.session_id, record.broker_id)
-    return CloseOutcome.CLOSED
+        return None if raw is None else Stat._make(raw)
+
+    return read
 
 
 def _started(

@@ -119,7 +119,8 @@ def test_a_crashed_controller_is_replaced_well_before_its_session_timeout(cluste
     assert time.monotonic() - started < SESSION_TIMEOUT_S
     assert new != old and new_epoch == epoch + 1
     assert old not in cluster.registered()
-    assert (old, pid, CloseOutcome.CLOSED) in cluster.session_closer.outcomes
+    closed = (old, pid, CloseOutcome.CLOSED)
+    cluster.wait_until(lambda: closed in cluster.session_closer.outcomes, FAST_S, "the close's outcome")  # type: ignore[union-attr]
     assert read_session_file(cluster.broker_data_dir(old)) is None
     assert live_replicas_have_live_leaders(wait_all_led(cluster))
 

@@ -31,7 +31,13 @@ from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.testing.clock import ManualClock
 from kafka_controller.zk.backend import Stat
 from kafka_controller.zk.security import ZkClientConfig
-from kafka_controller.zk.session_close import CloseOutcome, check_owner, close_recorded_session
+from kafka_controller.zk.session_close import (
+    CONFIRM_S,
+    FIRST_RETRY_PAUSE_S,
+    CloseOutcome,
+    check_owner,
+    close_recorded_session,
+)
 
 RECORD = SessionRecord(3, 4242, 99, 0x1234ABCD, bytes(range(16)), 0x500)
 
@@ -121,6 +127,55 @@ def test_closing_gives_up_with_one_line_once_the_connection_timeout_has_passed()
     assert "\n" not in str(e.value)
     assert clock.monotonic() - started == pytest.approx(3.0)
     assert max(clock.sleeps) == 1.0 and clock.sleeps[:4] == [0.1, 0.2, 0.4, 0.8]
+
+
+class _LossyZooKeeper:
+    """The recorded session's registration, and re-attaching clients whose close is lost on the way
+    (the server dropped the connection) until the ``works_from``-th of them."""
+
+    def __init__(self, works_from: int) -> None:
+        self.works_from, self.attaches, self.owned = works_from, 0, True
+
+    def read_stat(self, path: str) -> Stat | None:
+        assert path == "/brokers/ids/3"
+        return _stat(RECORD.session_id, RECORD.broker_epoch) if self.owned else None
+
+    def connect(self, client_id: tuple[int, bytes], **_: object) -> object:
+        zk = self
+
+        class Attached:
+            def start(self, timeout: float) -> None:
+                assert client_id == (RECORD.session_id, RECORD.password)
+
+            client_id = (RECORD.session_id, RECORD.password)
+
+            def stop(self) -> None:
+                zk.attaches += 1
+                zk.owned = zk.owned and zk.attaches < zk.works_from
+
+            def close(self) -> None:
+                pass
+
+        return Attached()
+
+
+def test_a_close_that_was_lost_is_made_again_until_a_read_shows_it() -> None:
+    clock, zk = ManualClock(), _LossyZooKeeper(works_from=2)
+    config = ZkClientConfig("127.0.0.1:1", connection_timeout_ms=10_000)
+    outcome = close_recorded_session(config, RECORD, read_stat=zk.read_stat, clock=clock, connect=zk.connect)
+    assert outcome is CloseOutcome.CLOSED and zk.attaches == 2 and not zk.owned
+    # the first close was read back for CONFIRM_S before it was taken as lost
+    assert clock.monotonic() >= CONFIRM_S and FIRST_RETRY_PAUSE_S in clock.sleeps
+
+
+def test_a_close_that_never_shows_is_a_one_line_error_after_the_connection_timeout() -> None:
+    clock, zk = ManualClock(), _LossyZooKeeper(works_from=1_000)
+    config = ZkClientConfig("127.0.0.1:1", connection_timeout_ms=5_000)
+    with pytest.raises(
+        StoreUnavailableError, match=r"still holds /brokers/ids/3 after its close; tried for 5 s"
+    ) as e:
+        close_recorded_session(config, RECORD, read_stat=zk.read_stat, clock=clock, connect=zk.connect)
+    assert "\n" not in str(e.value) and zk.attaches >= 2 and zk.owned
 
 
 def _sleeper(tmp_path: Path, broker_id: int) -> BrokerProcess:
