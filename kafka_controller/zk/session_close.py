@@ -51,6 +51,11 @@ FIRST_RETRY_PAUSE_S, MAX_RETRY_PAUSE_S = 0.1, 1.0
 CONFIRM_S, CONFIRM_POLL_S = 2.0, 0.02
 
 
+class CloseUnconfirmedError(StoreUnavailableError):
+    """A close went out, but no read has shown the registration gone: it is made again, and a
+    later look that finds the registration gone counts it as closed."""
+
+
 class CloseOutcome(enum.Enum):
     CLOSED = "closed"  # re-attached and closed: the session's ephemerals are gone
     NOT_REGISTERED = "not registered"  # /brokers/ids/<id> is gone already: nothing to do
@@ -85,17 +90,25 @@ def close_recorded_session(
     patience_s = config.connection_timeout_ms / 1000.0
     deadline = clock.monotonic() + patience_s
     pause = FIRST_RETRY_PAUSE_S
+    sent = False  # a close of ours went out, but no read showed it
     while True:
         try:
             timeout_s = max(0.1, deadline - clock.monotonic())
-            return _close_once(config, record, read_stat, timeout_s, clock, connect)
+            outcome = _close_once(config, record, read_stat, timeout_s, clock, connect)
         except StoreUnavailableError as e:
+            sent = sent or isinstance(e, CloseUnconfirmedError)
             left = deadline - clock.monotonic()
             if left <= 0:
                 raise StoreUnavailableError(f"{e}; tried for {patience_s:g} s") from None
             log.info("Closing the session of dead broker %d: %s; trying again", record.broker_id, e)
             clock.sleep(min(pause, left))
             pause = min(2 * pause, MAX_RETRY_PAUSE_S)
+            continue
+        if sent and outcome is not CloseOutcome.CLOSED:
+            # gone now, after a close of ours whose read-back failed: that close took
+            log.info("Closed ZooKeeper session 0x%x of dead broker %d", record.session_id, record.broker_id)
+            return CloseOutcome.CLOSED
+        return outcome
 
 
 def _close_once(
@@ -140,12 +153,17 @@ def _confirm_closed(record: SessionRecord, path: str, read_stat: StatReader, clo
     timeout: raising makes the caller close it again. Polled, since the reader's server may apply
     the close a moment after the one that took it."""
     deadline = clock.monotonic() + CONFIRM_S
+    why = f"session 0x{record.session_id:x} still holds {path} after its close"
     while True:
-        stat = read_stat(path)
-        if stat is None or stat.ephemeral_owner != record.session_id:
-            return
+        try:
+            stat = read_stat(path)
+        except StoreUnavailableError as e:  # the reader's server may be the one going away
+            why = f"the close of session 0x{record.session_id:x} could not be read back: {e}"
+        else:
+            if stat is None or stat.ephemeral_owner != record.session_id:
+                return
         if clock.monotonic() >= deadline:
-            raise StoreUnavailableError(f"session 0x{record.session_id:x} still holds {path} after its close")
+            raise CloseUnconfirmedError(why, path=path)
         clock.sleep(CONFIRM_POLL_S)
 
 

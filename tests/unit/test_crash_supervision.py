@@ -32,6 +32,7 @@ from kafka_controller.testing.clock import ManualClock
 from kafka_controller.zk.backend import Stat
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.session_close import (
+    CONFIRM_POLL_S,
     CONFIRM_S,
     FIRST_RETRY_PAUSE_S,
     CloseOutcome,
@@ -133,11 +134,15 @@ class _LossyZooKeeper:
     """The recorded session's registration, and re-attaching clients whose close is lost on the way
     (the server dropped the connection) until the ``works_from``-th of them."""
 
-    def __init__(self, works_from: int) -> None:
+    def __init__(self, works_from: int, unreadable_after_close: int = 0) -> None:
         self.works_from, self.attaches, self.owned = works_from, 0, True
+        self.unreadable = unreadable_after_close  # reads that fail once a close went out
 
     def read_stat(self, path: str) -> Stat | None:
         assert path == "/brokers/ids/3"
+        if self.attaches and self.unreadable > 0:
+            self.unreadable -= 1
+            raise StoreUnavailableError("ZooKeeper unavailable (ConnectionLoss)", path=path)
         return _stat(RECORD.session_id, RECORD.broker_epoch) if self.owned else None
 
     def connect(self, client_id: tuple[int, bytes], **_: object) -> object:
@@ -166,6 +171,16 @@ def test_a_close_that_was_lost_is_made_again_until_a_read_shows_it() -> None:
     assert outcome is CloseOutcome.CLOSED and zk.attaches == 2 and not zk.owned
     # the first close was read back for CONFIRM_S before it was taken as lost
     assert clock.monotonic() >= CONFIRM_S and FIRST_RETRY_PAUSE_S in clock.sleeps
+
+
+def test_a_close_whose_read_back_failed_is_closed_once_a_later_look_finds_it_gone() -> None:
+    """The reader's server went away right after the close: the next look, from the owner check
+    on, finds no registration, which is this close's doing, not a session that was never there."""
+    unreadable = int(CONFIRM_S / CONFIRM_POLL_S) + 5  # the read-back gives up, then ZooKeeper answers
+    clock, zk = ManualClock(), _LossyZooKeeper(works_from=1, unreadable_after_close=unreadable)
+    config = ZkClientConfig("127.0.0.1:1", connection_timeout_ms=10_000)
+    outcome = close_recorded_session(config, RECORD, read_stat=zk.read_stat, clock=clock, connect=zk.connect)
+    assert outcome is CloseOutcome.CLOSED and zk.attaches == 1
 
 
 def test_a_close_that_never_shows_is_a_one_line_error_after_the_connection_timeout() -> None:
