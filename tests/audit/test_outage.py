@@ -28,7 +28,10 @@ pytestmark = pytest.mark.faults
 @pytest.fixture(scope="module")
 def private_pg() -> Iterator[PrivatePostgres]:
     if find_pg_bin() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+        why = "PostgreSQL server binaries (initdb, pg_ctl) are not installed"
+        if os.environ.get("KAFKA_CONTROLLER_TEST_ALLOW_NO_PG") == "1":
+            pytest.skip(why)
+        pytest.fail(f"{why} (set KAFKA_CONTROLLER_TEST_ALLOW_NO_PG=1 to skip these tests)", pytrace=False)
     with PrivatePostgres() as pg:
         yield pg
 
