@@ -66,7 +66,6 @@ class ExitSupervisor:
         self._pidfds: dict[int, int] = {}
         self._seen: set[tuple[int, int]] = set()  # (id of process, its start count) handled
         self._use_pidfd = hasattr(os, "pidfd_open")
-        self._name = name
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._handlers: list[threading.Thread] = []
 
@@ -137,7 +136,7 @@ class ExitSupervisor:
             exited = ExitedProcess(proc.broker_id, proc.pid, proc.returncode)
             self._handlers = [h for h in self._handlers if h.is_alive()]
             handler = threading.Thread(
-                target=self._handle, args=(exited,), name=f"{self._name}-{proc.broker_id}", daemon=True
+                target=self._handle, args=(exited,), name=f"{self._thread.name}-{proc.broker_id}", daemon=True
             )
             self._handlers.append(handler)
             handler.start()

@@ -104,10 +104,10 @@ def close_recorded_session(
             clock.sleep(min(pause, left))
             pause = min(2 * pause, MAX_RETRY_PAUSE_S)
             continue
-        if sent and outcome is not CloseOutcome.CLOSED:
-            # gone now, after a close of ours whose read-back failed: that close took
+        if sent:  # gone now, after a close of ours whose read-back failed: that close took
+            outcome = CloseOutcome.CLOSED
+        if outcome is CloseOutcome.CLOSED:
             log.info("Closed ZooKeeper session 0x%x of dead broker %d", record.session_id, record.broker_id)
-            return CloseOutcome.CLOSED
         return outcome
 
 
@@ -143,7 +143,6 @@ def _close_once(
     finally:
         if reader is not None:
             _stop(reader)
-    log.info("Closed ZooKeeper session 0x%x of dead broker %d", record.session_id, record.broker_id)
     return CloseOutcome.CLOSED
 
 

@@ -22,13 +22,14 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from tests.broker.helpers import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk]
 
@@ -121,18 +122,11 @@ def zk(zk_server: EmbeddedZooKeeper, unit: Unit) -> Iterator[KazooClient]:
     client.close()
 
 
-def _wait(probe: Callable[[], bool], what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def _start(unit: Unit, zk: KazooClient, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         broker = subprocess.Popen(unit.start, env=unit.environment(), stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait(lambda: zk.exists(f"/brokers/ids/{BROKER_ID}") is not None, "the registration", WAIT_S)
+        wait_until(lambda: zk.exists(f"/brokers/ids/{BROKER_ID}") is not None, "the registration", WAIT_S)
     except AssertionError:
         broker.kill()
         raise AssertionError(f"the unit's broker did not register:\n{log.read_text()[-2000:]}") from None
@@ -150,7 +144,7 @@ def test_the_units_commands_close_a_killed_brokers_session_and_leave_a_clean_sto
 ) -> None:
     registration = f"/brokers/ids/{BROKER_ID}"
     broker = _start(unit, zk, tmp_path / "broker.log")
-    _wait(lambda: zk.exists("/controller") is not None, "the broker to become controller", WAIT_S)
+    wait_until(lambda: zk.exists("/controller") is not None, "the broker to become controller", WAIT_S)
     broker.kill()  # kill -9: systemd runs ExecStopPost= after the main process died
     broker.wait(WAIT_S)
     assert zk.exists(registration) is not None  # the session outlives the process...
@@ -158,7 +152,7 @@ def test_the_units_commands_close_a_killed_brokers_session_and_leave_a_clean_sto
     assert "closed session" in _stop_post(unit)
     # ...until ExecStopPost= closed it: the ephemerals go now, not after 18 s
     gone = lambda: zk.exists(registration) is None and zk.exists("/controller") is None  # noqa: E731
-    _wait(gone, "the registration and /controller to go", CLOSED_WITHIN_S - (time.monotonic() - killed))
+    wait_until(gone, "the registration and /controller to go", CLOSED_WITHIN_S - (time.monotonic() - killed))
 
     broker = _start(unit, zk, tmp_path / "broker.log")
     broker.send_signal(signal.SIGTERM)  # KillSignal=: controlled shutdown, exit 0
