@@ -1,9 +1,10 @@
 """A Kafka client's view of a failover: librdkafka (confluent-kafka) lists one broker's metadata over
 and over until every partition is led by a live broker, as a client deciding where to produce would.
 
-Run as a process of its own by ``bench/crash_detection.py`` (its own GIL, like a user's client).
-Each listing is a fresh ``AdminClient`` bootstrapped to ``--bootstrap`` only, so every answer is
-that broker's metadata cache, not a cached one. Prints one JSON line per listing: ``start`` and
+Run as a process of its own (its own GIL, like a user's client) by ``ClientWatch``, which
+``bench/crash_detection.py`` and ``bench/failover.py`` start before their kill. Each listing is a
+fresh ``AdminClient`` bootstrapped to ``--bootstrap`` only, so every answer is that broker's
+metadata cache, not a cached one. Prints one JSON line per listing: ``start`` and
 ``end`` (epoch seconds), ``ok`` (every one of ``--partitions`` partitions listed with a leader that
 the same answer lists as a broker, none led by ``--dead``, which is not listed: so no listing from
 before ``--dead``'s death is ``ok``), ``error``. Exits after the first ``ok`` listing, or at
@@ -16,9 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench._common import BenchCluster
 
 
 def listing(bootstrap: str, dead: int, partitions: int, timeout: float) -> dict[str, Any]:
@@ -38,6 +45,48 @@ def listing(bootstrap: str, dead: int, partitions: int, timeout: float) -> dict[
         out["ok"] = dead not in brokers and len(leaders) == partitions == led
     out["end"] = time.time()
     return out
+
+
+class ClientWatch:
+    """``bench/_client_watch.py`` through the lowest surviving broker, its lines read as they come
+    (a full pipe would stall it); started once it has listed the cluster, so it is connected and
+    polling before the kill."""
+
+    def __init__(self, bench: BenchCluster, dead: int) -> None:
+        survivor = min(b for b in bench.cluster.running_broker_ids() if b != dead)
+        command = [sys.executable, str(Path(__file__).resolve())]
+        command += ["--bootstrap", bench.cluster.listener(survivor), "--dead", str(dead)]
+        command += ["--partitions", str(len(bench.partitions))]
+        self._process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        self.listings: list[dict[str, Any]] = []
+        self._listed = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._listed.wait(60):
+            self._process.kill()
+            raise SystemExit("the client's watch could not list the cluster within 60 s")
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            self.listings.append(json.loads(line))
+            if self.listings[-1]["error"] is None:
+                self._listed.set()
+
+    def result(self, killed: float, elected: float | None = None) -> dict[str, Any]:
+        """The first listing that showed every partition led by a live broker, from ``killed`` (and
+        from ``elected``, the new ``/controller``'s ctime, when given)."""
+        code = self._process.wait(timeout=150)
+        self._reader.join(10)
+        if code != 0 or not self.listings or not self.listings[-1]["ok"]:
+            raise SystemExit("the client never saw every partition led by a live broker")
+        seen = self.listings[-1]
+        return {
+            "client_all_led_seconds": round(seen["end"] - killed, 3),
+            "client_listing_seconds": round(seen["end"] - seen["start"], 3),
+            "client_listings_after_kill": sum(1 for x in self.listings if x["start"] >= killed),
+            **({} if elected is None else {"client_after_election_seconds": round(seen["end"] - elected, 3)}),
+        }
 
 
 def main() -> None:

@@ -439,13 +439,18 @@ def environment() -> dict[str, Any]:
     }
 
 
-def median_run(run: Callable[[], dict[str, Any]], reps: int, key: str) -> dict[str, Any]:
-    """``run()`` ``reps`` times; the run with the median ``key``, plus every run's ``key`` under
-    ``<key>_all`` (one figure on a shared 2-core machine moves by 5-10% from run to run)."""
+def median_run(
+    run: Callable[[], dict[str, Any]], reps: int, key: str, also: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``run()`` ``reps`` times; the run with the median ``key``, plus every run's ``key`` (and each
+    of ``also`` that the runs report) under ``<key>_all``, in the order of ``key`` (one figure on
+    a shared 2-core machine moves by 5-10% from run to run)."""
     runs = sorted((run() for _ in range(reps)), key=lambda r: float(r[key]))
     chosen = dict(runs[(len(runs) - 1) // 2])
     if reps > 1:
-        chosen[f"{key}_all"] = [r[key] for r in runs]
+        for k in (key, *also):
+            if all(k in r for r in runs):
+                chosen[f"{k}_all"] = [r[k] for r in runs]
     return chosen
 
 

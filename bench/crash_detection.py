@@ -34,15 +34,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._client_watch import ClientWatch
 from bench._common import (
     BenchCluster,
     add_zk_servers_option,
@@ -65,46 +64,6 @@ DEFAULT_SETTINGS = {
     "auto.leader.rebalance.enable": "true",
 }
 MODES = ("supervised", "unsupervised")
-CLIENT_WATCH = Path(__file__).resolve().parent / "_client_watch.py"
-
-
-class ClientWatch:
-    """``bench/_client_watch.py`` through the lowest surviving broker, its lines read as they come
-    (a full pipe would stall it); started once it has listed the cluster, so it is connected and
-    polling before the kill."""
-
-    def __init__(self, bench: BenchCluster, dead: int) -> None:
-        survivor = min(b for b in bench.cluster.running_broker_ids() if b != dead)
-        command = [sys.executable, str(CLIENT_WATCH), "--bootstrap", bench.cluster.listener(survivor)]
-        command += ["--dead", str(dead), "--partitions", str(len(bench.partitions))]
-        self._process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        self.listings: list[dict[str, Any]] = []
-        self._listed = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        if not self._listed.wait(60):
-            self._process.kill()
-            raise SystemExit("the client's watch could not list the cluster within 60 s")
-
-    def _read(self) -> None:
-        assert self._process.stdout is not None
-        for line in self._process.stdout:
-            self.listings.append(json.loads(line))
-            if self.listings[-1]["error"] is None:
-                self._listed.set()
-
-    def result(self, killed: float) -> dict[str, Any]:
-        """The first listing that showed every partition led by a live broker, from ``killed``."""
-        code = self._process.wait(timeout=150)
-        self._reader.join(10)
-        if code != 0 or not self.listings or not self.listings[-1]["ok"]:
-            raise SystemExit("the client never saw every partition led by a live broker")
-        seen = self.listings[-1]
-        return {
-            "client_all_led_seconds": round(seen["end"] - killed, 3),
-            "client_listing_seconds": round(seen["end"] - seen["start"], 3),
-            "client_listings_after_kill": sum(1 for x in self.listings if x["start"] >= killed),
-        }
 
 
 def crash_controller(bench: BenchCluster, supervised: bool) -> dict[str, Any]:

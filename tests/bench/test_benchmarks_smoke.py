@@ -31,6 +31,14 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
     assert small["partitions"] == 2 * 50 and result["broker_config"] == "defaults"
     assert small["audit_off"]["new_controller"] != small["audit_off"]["old_controller"]
     assert small["audit_off"]["state_znodes_written"] > 0
+    # A Kafka client (librdkafka) listed a survivor's metadata from before the kill until every
+    # partition was led by a live broker and the dead one gone, which it cannot see before the new
+    # controller is elected: the survivors learn of the death from it.
+    seen = small["audit_off"]
+    assert seen["client_listings_after_kill"] >= 1 and seen["client_listing_seconds"] > 0
+    assert seen["client_after_election_seconds"] > 0
+    assert seen["client_all_led_seconds"] > seen["detection_seconds"]
+    assert "client_all_led_seconds" not in run  # not at the 100,000-partition layout's cases
 
 
 def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_path: Path) -> None:
