@@ -81,12 +81,20 @@ class ClientWatch:
         if code != 0 or not self.listings or not self.listings[-1]["ok"]:
             raise SystemExit("the client never saw every partition led by a live broker")
         seen = self.listings[-1]
-        return {
+        out = {
             "client_all_led_seconds": round(seen["end"] - killed, 3),
             "client_listing_seconds": round(seen["end"] - seen["start"], 3),
             "client_listings_after_kill": sum(1 for x in self.listings if x["start"] >= killed),
-            **({} if elected is None else {"client_after_election_seconds": round(seen["end"] - elected, 3)}),
         }
+        if elected is not None:
+            # The broker answered the last listing before the good one (an answered one: an error
+            # tells nothing) after that listing began, so the client's view changed between that
+            # start and the good listing's end: both bounds.
+            answered = [x["start"] for x in self.listings[:-1] if x["error"] is None]
+            before = answered[-1] if answered else seen["start"]
+            out["client_after_election_seconds"] = round(seen["end"] - elected, 3)
+            out["client_not_yet_after_election_seconds"] = round(before - elected, 3)
+        return out
 
 
 def main() -> None:

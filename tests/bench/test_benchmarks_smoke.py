@@ -36,6 +36,7 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
     # controller is elected: the survivors learn of the death from it.
     seen = small["audit_off"]
     assert seen["client_listings_after_kill"] >= 1 and seen["client_listing_seconds"] > 0
+    assert seen["client_after_election_seconds"] > seen["client_not_yet_after_election_seconds"]
     assert seen["client_after_election_seconds"] > 0
     assert seen["client_all_led_seconds"] > seen["detection_seconds"]
     assert "client_all_led_seconds" not in run  # not at the 100,000-partition layout's cases
