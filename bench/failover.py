@@ -173,8 +173,8 @@ def fail_over(bench: BenchCluster, client_view: bool = False) -> dict[str, Any]:
             raise SystemExit(f"{pending} partitions with a live replica still have no live leader")
         time.sleep(0.5)
     ready = max(ready_log, last_write)
-    client = {} if watch is None else watch.result(killed, elected)
     cpu = {name: round(cpu_seconds(pid) - cpu0[name], 2) for name, pid in pids.items()}
+    client = {} if watch is None else watch.result(killed, elected)  # after the CPU: it may list on
     by_thread = tails[new].json_after("Failover CPU by thread (s):", 60)
     stop_py_spy(spies, keep=f"broker_{new}")
     rss_after = rss_mb(bench.pid(new))
