@@ -1,8 +1,6 @@
 """Fixtures for the audit store: a SQLite file per test, and a private database on the machine's
 PostgreSQL per session (``KAFKA_CONTROLLER_TEST_PG_URL`` overrides the server). A server that does
-not answer fails the PostgreSQL tests: production runs on PostgreSQL, and a skip would let a run
-without one pass (it did once, when the machine's server had stopped). A developer without one
-sets ``KAFKA_CONTROLLER_TEST_ALLOW_NO_PG=1`` to skip them instead."""
+not answer fails the PostgreSQL tests unless the developer allowed a skip (``pg_required``)."""
 
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ from kafka_controller.audit.engine import create_audit_engine
 from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.schema import metadata
 from kafka_controller.testing.postgres import DEFAULT_ADMIN_URL, server_available, temporary_database
+from tests.audit.pg_required import no_postgres
 
 PG_ADMIN_URL = os.environ.get("KAFKA_CONTROLLER_TEST_PG_URL", DEFAULT_ADMIN_URL)
 
@@ -24,10 +23,7 @@ PG_ADMIN_URL = os.environ.get("KAFKA_CONTROLLER_TEST_PG_URL", DEFAULT_ADMIN_URL)
 @pytest.fixture(scope="session")
 def pg_admin_url() -> str:
     if not server_available(PG_ADMIN_URL):
-        why = f"no PostgreSQL server at {PG_ADMIN_URL}"
-        if os.environ.get("KAFKA_CONTROLLER_TEST_ALLOW_NO_PG") == "1":
-            pytest.skip(why)
-        pytest.fail(f"{why} (set KAFKA_CONTROLLER_TEST_ALLOW_NO_PG=1 to skip these tests)", pytrace=False)
+        no_postgres(f"no PostgreSQL server at {PG_ADMIN_URL}")
     return PG_ADMIN_URL
 
 

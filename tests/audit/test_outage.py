@@ -20,6 +20,7 @@ from kafka_controller.audit.writer import AuditWriter, AuditWriterStats
 from kafka_controller.testing.postgres import PrivatePostgres, find_pg_bin, free_port, temporary_database
 from kafka_controller.testing.zk_harness import wait_for
 from tests.audit.factories import partition_transition, replica_transition
+from tests.audit.pg_required import no_postgres
 
 WAIT = 90.0
 pytestmark = pytest.mark.faults
@@ -28,10 +29,7 @@ pytestmark = pytest.mark.faults
 @pytest.fixture(scope="module")
 def private_pg() -> Iterator[PrivatePostgres]:
     if find_pg_bin() is None:
-        why = "PostgreSQL server binaries (initdb, pg_ctl) are not installed"
-        if os.environ.get("KAFKA_CONTROLLER_TEST_ALLOW_NO_PG") == "1":
-            pytest.skip(why)
-        pytest.fail(f"{why} (set KAFKA_CONTROLLER_TEST_ALLOW_NO_PG=1 to skip these tests)", pytrace=False)
+        no_postgres("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
     with PrivatePostgres() as pg:
         yield pg
 
