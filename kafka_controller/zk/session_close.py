@@ -129,7 +129,10 @@ def _close_once(
         if refused is not None:
             return refused
         kwargs = config.kazoo_kwargs()
-        kwargs["connection_retry"] = {"max_tries": 3, "delay": 0.1, "max_delay": 0.5}
+        # No limit on tries: kazoo stops trying once they are spent but ``start`` still waits out its
+        # whole timeout, so a limit spent while an ensemble elects a leader (under a second) left
+        # the close waiting for nothing until the connection timeout had passed.
+        kwargs["connection_retry"] = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 0.5}
         client = _started(
             connect(client_id=(record.session_id, record.password), **kwargs), config, timeout_s
         )
