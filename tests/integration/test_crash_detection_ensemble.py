@@ -55,18 +55,16 @@ def test_a_controller_crashed_while_the_ensemble_elects_a_leader_is_replaced_at_
     assert old is not None and epoch is not None
     pid = cluster.processes[old].pid
     dead_zk = ensemble.kill_leader()  # every member drops its clients until a new leader is elected
-    cluster.crash_broker(old)
-    new, new_epoch = cluster.wait_for_controller(FAST_S, exclude=[old], min_epoch=epoch + 1)
-    assert new != old and new_epoch == epoch + 1
-    assert old not in cluster.registered()
-    closed = (old, pid, CloseOutcome.CLOSED)
-    cluster.wait_until(lambda: closed in cluster.session_closer.outcomes, TIMEOUT, "the close's outcome")  # type: ignore[union-attr]
-    assert live_replicas_have_live_leaders(wait_all_led(cluster))
-
-    ensemble.member(dead_zk).start(timeout=TIMEOUT)
-    ensemble.wait_quorum(timeout=TIMEOUT)
-    cluster.start_broker(old, timeout=TIMEOUT)
-    wait_healthy(cluster)
+    try:
+        cluster.crash_broker(old)
+        new, new_epoch = cluster.wait_for_controller(FAST_S, exclude=[old], min_epoch=epoch + 1)
+        assert new != old and new_epoch == epoch + 1
+        assert old not in cluster.registered()
+        closed = (old, pid, CloseOutcome.CLOSED)
+        cluster.wait_until(lambda: closed in cluster.session_closer.outcomes, TIMEOUT, "the close's outcome")  # type: ignore[union-attr]
+        assert live_replicas_have_live_leaders(wait_all_led(cluster))
+    finally:  # whole again, pass or fail: the next test kills a leader of its own
+        _restore(cluster, dead_zk, old)
 
 
 def test_close_session_closes_a_dead_brokers_session_while_the_ensemble_elects_a_leader(
@@ -81,13 +79,22 @@ def test_close_session_closes_a_dead_brokers_session_while_the_ensemble_elects_a
     cluster.kill_broker(b)  # asked for by the cluster: its supervisor leaves the session to lapse
     assert b in cluster.registered()
     dead_zk = ensemble.kill_leader()
-    args = ["--data-dir", str(data_dir), "--broker-id", str(b), "--zookeeper", cluster.connect_string]
-    assert main(["close-session", *args, "--timeout", "20"]) == 0
-    assert "closed session" in capsys.readouterr().out
-    cluster.wait_deregistered(b, timeout=FAST_S)
-    assert read_session_file(data_dir) is None
+    try:
+        args = ["--data-dir", str(data_dir), "--broker-id", str(b), "--zookeeper", cluster.connect_string]
+        assert main(["close-session", *args, "--timeout", "20"]) == 0
+        assert "closed session" in capsys.readouterr().out
+        cluster.wait_deregistered(b, timeout=FAST_S)
+        assert read_session_file(data_dir) is None
+    finally:
+        _restore(cluster, dead_zk, b)
 
+
+def _restore(cluster: LocalCluster, dead_zk: int, broker: int) -> None:
+    """The killed ZooKeeper server and broker back, and the cluster healthy."""
+    ensemble = cluster.zk
+    assert isinstance(ensemble, ZooKeeperEnsemble)
     ensemble.member(dead_zk).start(timeout=TIMEOUT)
     ensemble.wait_quorum(timeout=TIMEOUT)
-    cluster.start_broker(b, timeout=TIMEOUT)
+    if broker not in cluster.running_broker_ids():
+        cluster.start_broker(broker, timeout=TIMEOUT)
     wait_healthy(cluster)
