@@ -20,6 +20,7 @@ without an answer. Every other frame is handled as above.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import socket
 import threading
@@ -40,6 +41,14 @@ Handler = Callable[[str, Any], Any]
 RawHandler = Callable[[bytearray], bytes | None]
 #: The first byte of every frame for ``raw_handler`` (a Kafka api_key's high byte); never JSON's.
 RAW_FIRST_BYTE = 0x00
+
+_PEER: contextvars.ContextVar[str | None] = contextvars.ContextVar("transport_peer", default=None)
+
+
+def current_peer() -> str | None:
+    """``host:port`` of the peer whose request the calling thread is handling (None outside a
+    connection's thread): handlers name who sent what they refuse without a change of signature."""
+    return _PEER.get()
 
 
 class TransportServer:
@@ -138,6 +147,9 @@ class TransportServer:
             thread.start()
 
     def _serve(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            host, port = conn.getpeername()[:2]
+            _PEER.set(f"{host}:{port}")
         try:
             while not self._stopping.is_set():
                 try:
