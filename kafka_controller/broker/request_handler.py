@@ -1,8 +1,10 @@
 """Every request a broker serves (Kafka's ``KafkaApis``), dispatched by API name.
 
 * Control requests from the controller: the broker-epoch check first (a known epoch smaller than
-  this broker's current one is STALE_BROKER_EPOCH, whole request; -1 skips it, KIP-380), then the
-  replica manager's controller-epoch and leader-epoch fencing, or the metadata cache.
+  this broker's current one is STALE_BROKER_EPOCH, whole request; -1 skips it, KIP-380), then a
+  controller epoch newer than this broker knows is checked against ZooKeeper (``epoch_guard``;
+  not Kafka's), then the replica manager's controller-epoch and leader-epoch fencing, or the
+  metadata cache.
 * Fetch from followers: the data plane.
 * Controller APIs (ControlledShutdown, AlterIsr, ElectLeaders, partition reassignments,
   DescribeControllerContext): handed to the local controller candidate when it is the active
@@ -24,6 +26,7 @@ from typing import Any, Protocol
 
 from kafka_controller.broker import apis as A
 from kafka_controller.broker.data_plane import DataPlane
+from kafka_controller.broker.epoch_guard import ControllerEpochGuard
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.domain.errors import (
@@ -44,6 +47,7 @@ from kafka_controller.domain.requests import (
 from kafka_controller.domain.values import UNKNOWN_BROKER_EPOCH, LeaderAndIsr, TopicPartition
 from kafka_controller.transport.codec import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, error_response
 from kafka_controller.transport.errors import ProtocolError
+from kafka_controller.transport.server import current_peer
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +126,10 @@ class BrokerRequestHandler:
         controller: ControllerApi | None = None,
         controller_timeout_s: float = 30.0,
         on_shutdown_requested: Callable[[], None] | None = None,
+        epoch_guard: ControllerEpochGuard | None = None,
     ) -> None:
+        """``epoch_guard``: checks a newer controller epoch against ZooKeeper (None: trusted, as
+        Kafka does; unit tests without a ZooKeeper)."""
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.replica_manager = replica_manager
@@ -131,6 +138,7 @@ class BrokerRequestHandler:
         self.controller = controller
         self.controller_timeout_s = controller_timeout_s
         self.on_shutdown_requested = on_shutdown_requested
+        self.epoch_guard = epoch_guard
         self._routes: dict[str, Callable[[Any], Any]] = {
             LEADER_AND_ISR: self._leader_and_isr,
             UPDATE_METADATA: self._update_metadata,
@@ -168,19 +176,34 @@ class BrokerRequestHandler:
         )
         return error_response(request, Errors.STALE_BROKER_EPOCH)
 
-    def _leader_and_isr(self, request: LeaderAndIsrRequest) -> Any:
+    def _refusal(self, request: ControlRequest) -> Any | None:
+        """The whole-request refusal of a stale broker epoch or of a controller epoch ZooKeeper
+        does not back, or None when the request may go on."""
         if self._is_broker_epoch_stale(request):
             return self._refuse_stale(request)
+        guard = self.epoch_guard
+        if guard is None:
+            return None
+        why = guard.unbacked(request.controller_epoch, self.replica_manager.controller_epoch)
+        if why is None:
+            return None
+        api = type(request).__name__.removesuffix("Request")
+        guard.log_refusal(api, current_peer(), request.controller_id, request.controller_epoch, why)
+        return error_response(request, Errors.STALE_CONTROLLER_EPOCH)
+
+    def _leader_and_isr(self, request: LeaderAndIsrRequest) -> Any:
+        if (refused := self._refusal(request)) is not None:
+            return refused
         return self.replica_manager.become_leader_or_follower(request)
 
     def _stop_replica(self, request: StopReplicaRequest) -> Any:
-        if self._is_broker_epoch_stale(request):
-            return self._refuse_stale(request)
+        if (refused := self._refusal(request)) is not None:
+            return refused
         return self.replica_manager.stop_replicas(request)
 
     def _update_metadata(self, request: UpdateMetadataRequest) -> Any:
-        if self._is_broker_epoch_stale(request):
-            return self._refuse_stale(request)
+        if (refused := self._refusal(request)) is not None:
+            return refused
         if not self.replica_manager.check_controller_epoch(request.controller_epoch, request.controller_id):
             log.warning(
                 "Refusing UpdateMetadata from controller %d with stale epoch %d",

@@ -39,6 +39,7 @@ from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
+from kafka_controller.broker.epoch_guard import ControllerEpochGuard
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.metrics import LEADER_COUNT
 from kafka_controller.broker.replica_manager import ReplicaManager
@@ -168,6 +169,7 @@ class BrokerServer(SessionExpiry):
             self.data_plane,
             controller_timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             on_shutdown_requested=self.shutdown_requested.set,
+            epoch_guard=ControllerEpochGuard(lambda: _epoch_of(store.get_controller_epoch())),
         )
         self._register_metrics(store)
 
@@ -366,3 +368,8 @@ class BrokerServer(SessionExpiry):
         self._cleanup.clear()
         self.broker_state = M.NOT_RUNNING
         log.info("Broker %d stopped", self.broker_id)
+
+
+def _epoch_of(read: tuple[int, int] | None) -> int | None:
+    """The epoch of ``get_controller_epoch()``'s ``(epoch, zk_version)``."""
+    return None if read is None else read[0]

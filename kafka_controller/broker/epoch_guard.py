@@ -1,0 +1,106 @@
+"""Control requests that claim a controller epoch newer than the broker knows are checked first.
+
+Kafka's brokers adopt any LeaderAndIsr, UpdateMetadata or StopReplica whose controller epoch is
+not older than the last one they saw (``ReplicaManager.becomeLeaderOrFollower``,
+``KafkaApis.handleUpdateMetadataRequest``): nothing ties the epoch to ZooKeeper, so one forged
+request with epoch 2^31-1 from any peer that reaches the listener raises the broker's epoch past
+anything a real controller will ever have; every later request of the real controller is then
+STALE_CONTROLLER_EPOCH until a restart, and a forged UpdateMetadata's empty broker list is what
+every client is told.
+
+This project checks such a request against ``/controller_epoch`` before it is adopted: a
+controller writes that znode (conditionally, in the multi that creates ``/controller``) before it
+sends anything, so a real controller's epoch is always at most what ZooKeeper holds. A claim that
+ZooKeeper does not back is refused (STALE_CONTROLLER_EPOCH). Cheap: ZooKeeper is read only for an
+epoch above both the broker's own and the highest one ZooKeeper already vouched for (so once per
+controller change), and reads are serialised; a request waiting for a read reuses an answer from a
+read that started after it arrived, so a flood of forged requests costs at most one read at a time
+and never delays a real controller's request behind a stale answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from kafka_controller.domain.errors import KafkaControllerError
+
+log = logging.getLogger(__name__)
+
+#: Refusals are logged once per this many seconds (with a count of those not logged).
+LOG_INTERVAL_S = 10.0
+
+
+class ControllerEpochGuard:
+    """``unbacked(epoch, known)``: None when a request with controller epoch ``epoch`` may be acted
+    on by a broker that knows epoch ``known``, else why not (one line).
+
+    ``read_epoch()`` returns ``/controller_epoch``'s epoch, or None when the znode is absent; it
+    may raise ``KafkaControllerError`` (ZooKeeper unreachable: the claim is then refused, because
+    nothing backs it; a real controller's request is sent again once the broker re-registers)."""
+
+    def __init__(
+        self, read_epoch: Callable[[], int | None], clock: Callable[[], int] = time.monotonic_ns
+    ) -> None:
+        self._read_epoch = read_epoch
+        self._clock = clock
+        self._read_lock = threading.Lock()
+        self._backed = -1  # the highest epoch ZooKeeper has vouched for
+        self._last_read: tuple[int, int | None] | None = None  # (started at, epoch read)
+        self._log_lock = threading.Lock()
+        self._logged_at: float | None = None
+        self._unlogged = 0
+        self.reads = 0  # ZooKeeper reads made (tests and metrics look at it)
+
+    @property
+    def backed_epoch(self) -> int:
+        """The highest controller epoch ZooKeeper has vouched for (-1: none yet)."""
+        return self._backed
+
+    def unbacked(self, epoch: int, known: int) -> str | None:
+        if epoch <= known or epoch <= self._backed:
+            return None
+        arrived = self._clock()
+        with self._read_lock:
+            if epoch <= self._backed:  # a read made while this one waited vouched for it
+                return None
+            last = self._last_read
+            if last is None or last[0] < arrived:
+                started = self._clock()
+                try:
+                    current = self._read_epoch()
+                except KafkaControllerError as e:
+                    return f"/controller_epoch could not be read to check it ({e})"
+                finally:
+                    self.reads += 1
+                self._last_read = last = (started, current)
+                if current is not None and current > self._backed:
+                    self._backed = current
+            current = last[1]
+        if current is None:
+            return "ZooKeeper has no /controller_epoch"
+        if epoch <= current:
+            return None
+        return f"/controller_epoch in ZooKeeper is {current}"
+
+    def log_refusal(self, api: str, peer: str | None, controller_id: int, epoch: int, why: str) -> None:
+        """Log a refusal with its sender, at most once per ``LOG_INTERVAL_S`` (a flood of forged
+        requests is one line per interval, with how many were not logged)."""
+        now = time.monotonic()
+        with self._log_lock:
+            if self._logged_at is not None and now - self._logged_at < LOG_INTERVAL_S:
+                self._unlogged += 1
+                return
+            unlogged, self._unlogged, self._logged_at = self._unlogged, 0, now
+        more = f" ({unlogged} more refused since the last such line)" if unlogged else ""
+        log.warning(
+            "Refused %s from %s claiming controller %d at epoch %d: %s%s",
+            api,
+            peer or "an unknown peer",
+            controller_id,
+            epoch,
+            why,
+            more,
+        )
