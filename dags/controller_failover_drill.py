@@ -25,14 +25,22 @@ with DAG(
     params={
         **common_params(),
         "timeout_s": Param(
-            120, type="integer", minimum=1, maximum=3600, description="Deadline for recovery."
+            120,
+            type="integer",
+            minimum=1,
+            maximum=3600,
+            description="Seconds to wait for a new controller, then again for every partition to "
+            "be led (and, with kill, for the broker to be back); past either the run fails.",
         ),
         "method": Param(
             "resign",
             type="string",
             enum=["resign", "kill"],
-            description="resign: delete /controller. kill: SIGKILL the controller's broker (a crash; "
-            "the outage lasts about the ZooKeeper session timeout), then start it again.",
+            description="resign: delete /controller; the controller steps down, its broker stays up, "
+            "a new controller is elected within a second. kill: SIGKILL the controller's broker (a "
+            "crash), then start it again; the cluster notices when ZooKeeper ends the dead broker's "
+            "session: at once when a supervisor closes it (kafka-controller cluster up, the README's "
+            "systemd unit), else after zookeeper.session.timeout.ms (Kafka's default: 18 s).",
         ),
     },
     doc_md=__doc__,

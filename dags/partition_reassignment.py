@@ -2,7 +2,8 @@
 with an optional replication throttle, verify with a deferrable sensor that removes the throttle.
 
 Give ``plan`` (Kafka's reassignment JSON) or ``topics`` with ``broker_list``. A retried execute task
-reconnects to the reassignment in flight; killing it cancels what is in flight. Dry run by default.
+reconnects to the reassignment in flight; killing it cancels what is in flight. A broker of the plan
+that dies meanwhile stops the run at once, naming it. Dry run by default.
 """
 
 import pendulum
@@ -36,7 +37,11 @@ with DAG(
             1250, type="integer", minimum=1, description="Per batch, cluster-wide."
         ),
         "throttle": Param(
-            None, type=["integer", "null"], minimum=1, description="Replication bytes/s, or none."
+            None,
+            type=["integer", "null"],
+            minimum=1,
+            description="Replication throttle in bytes/s on the moving replicas while they catch up; "
+            "removed by the verify task, or by the execute task when it is killed. null: none.",
         ),
     },
     doc_md=__doc__,

@@ -122,6 +122,26 @@ def as_text(name: str, value: Any, *, required: bool = True) -> str | None:
     return text
 
 
+def refuse_unknown_conf(conf: Any, known: Iterable[str], dag_id: str) -> None:
+    """Refuse a run whose ``conf`` carries a key the DAG has no parameter for.
+
+    Airflow merges extra ``conf`` keys into ``params`` without a word (a DAG's params cannot say
+    ``additionalProperties: false``), so ``{"dryrun": false}`` would run the default dry run and
+    report success. Every operator calls this first; the run then fails in one line."""
+    keys = sorted(set(conf or {}) - set(known)) if isinstance(conf, dict) else []
+    if not keys:
+        return
+    import difflib
+
+    names = sorted(known)
+    close = difflib.get_close_matches(keys[0], names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise InvalidArgumentError(
+        f"unknown parameter {keys[0]!r}{hint} in the conf of a {dag_id} run; "
+        f"its parameters are: {', '.join(names) or 'none'}"
+    )
+
+
 # -- trigger-form schemas (used by dags/) ------------------------------------------------------------
 
 

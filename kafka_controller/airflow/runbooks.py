@@ -7,6 +7,7 @@ whose clock is injected, so the procedures hold no timing of their own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -103,6 +104,7 @@ def failover_drill(
     method: str = "resign",
     lifecycle: Any = None,
     on_lost: Callable[[int, int, int, str], None] = lambda _b, _e, _t, _d: None,
+    recovery_of: Callable[[int, int], Mapping[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
     """Lose the controller, wait for a new epoch, and for every partition with a live ISR replica to
     have a live leader; every time is measured from the loss.
@@ -112,6 +114,12 @@ def failover_drill(
     cluster notices only when its ZooKeeper session expires), then the broker is started again and
     the drill waits until it is back in every ISR. ``on_lost(broker, epoch, wall ms, detail)`` is
     told when the controller was lost, so that the audit can measure the outage from then.
+
+    The times and the offline count come from one source, so that the task log and the audit report
+    agree: the new controller's own failover record (``recovery_of(epoch, since wall ms)``, the
+    audit's failover row), which it writes once every partition it can lead is led. Without one
+    (a controller that is not this project's, no audit) they are this drill's own polling of
+    ZooKeeper, said as such: a poll sees less (``at most N seen offline``) and later.
     """
     if method not in DRILL_METHODS:
         raise RefusedError(f"unknown drill method {method!r} (expected one of {', '.join(DRILL_METHODS)})")
@@ -142,28 +150,31 @@ def failover_drill(
         elected, timeout_s, f"a controller epoch above {old_epoch}", interval_s=0.02
     )
     t_elected = hook.clock.monotonic()
-    say(
-        f"controller {new_id} elected (epoch {new_epoch}) "
-        f"{(t_elected - t0) * 1000:.0f} ms after the controller was lost"
-    )
+    say(f"controller {new_id} elected (epoch {new_epoch}); waiting for every partition to be led")
     after = watch.until(
         lambda v: not leaderless_with_live_isr(v), timeout_s, "every partition to have a live leader"
     )
     t_recovered = hook.clock.monotonic()
+    polled = {
+        "election_ms": round((t_elected - t0) * 1000, 1),
+        "recovery_ms": round((t_recovered - t0) * 1000, 1),
+        "max_offline_seen": watch.max_offline,
+    }
+    measured = _measured_failover(hook, recovery_of, new_epoch, lost_at_ms, polled)
     say(
-        f"every partition with a live in-sync replica is led again {(t_recovered - t0) * 1000:.0f} ms after "
-        f"the controller was lost; at most {watch.max_offline} partition(s) were seen offline"
+        f"every partition with a live in-sync replica is led again {measured['recovery_ms']:.0f} ms after "
+        f"the controller was lost; {measured['offline_at_failover']} partition(s) were offline at the "
+        f"failover ({_SOURCES[measured['measured_by']]})"
     )
     result: dict[str, Any] = {
         "method": method,
         "resigned": {"broker_id": old_id, "epoch": old_epoch},
         "elected": {"broker_id": new_id, "epoch": new_epoch},
         "lost_at_ms": lost_at_ms,
-        "election_ms": round((t_elected - t0) * 1000, 1),
-        "recovery_ms": round((t_recovered - t0) * 1000, 1),
+        **measured,
+        "polled": polled,
         "partitions": len(after.partitions),
         "offline_after": sum(p.offline for p in after.partitions),
-        "max_offline_seen": watch.max_offline,
     }
     if method == "kill":
         timeouts = Timeouts(start_s=timeout_s, catch_up_s=timeout_s)
@@ -176,6 +187,58 @@ def failover_drill(
 
 
 # -- brokers --------------------------------------------------------------------------------------------
+
+
+#: Where a drill's numbers came from, as the task log says it.
+_SOURCES = {
+    "failover_record": "the new controller's failover record in the audit",
+    "polling": "this drill's polling of ZooKeeper: the controller recorded no failover",
+}
+#: How long the drill waits for the new controller's failover record once it sees every partition led
+#: (the audit writer is asynchronous).
+FAILOVER_RECORD_WAIT_S = 15.0
+
+
+def _measured_failover(
+    hook: Any,
+    recovery_of: Callable[[int, int], Mapping[str, Any] | None] | None,
+    epoch: int,
+    lost_at_ms: int,
+    polled: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The failover's election and recovery times and offline count, from its audit row if one
+    comes, else from the drill's polling (see ``failover_drill``)."""
+    from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
+
+    def probe() -> Mapping[str, Any] | None:
+        assert recovery_of is not None
+        try:
+            return recovery_of(epoch, lost_at_ms - 1000)
+        except Exception:  # an unreachable audit store: the drill's own numbers will do
+            return None
+
+    row: Mapping[str, Any] | None = None
+    if recovery_of is not None:
+        with contextlib.suppress(OperationTimeoutError):
+            row = hook.wait_for(
+                probe,
+                FAILOVER_RECORD_WAIT_S,
+                f"the failover record of epoch {epoch}",
+            )
+    if row is None:
+        return {
+            "election_ms": polled["election_ms"],
+            "recovery_ms": polled["recovery_ms"],
+            "offline_at_failover": polled["max_offline_seen"],
+            "measured_by": "polling",
+        }
+    lost = row.get("lost_ms") or lost_at_ms
+    return {
+        "election_ms": round(float(row["started_ms"]) - float(lost), 1),
+        "recovery_ms": round(float(row["time_to_recover_ms"]), 1),
+        "offline_at_failover": int(row.get("offline_partitions") or 0),
+        "measured_by": "failover_record",
+    }
 
 
 def wait_registered(hook: Any, broker_id: int, registered: bool, timeout_s: float) -> None:
@@ -236,45 +299,37 @@ def rolling_restart(
     """One broker at a time, in ``order`` (the active controller last): guard, controlled shutdown,
     stop, start, wait until back in every ISR with nothing under-replicated, preferred election for
     its partitions. Brokers in ``done`` (a retried task) are skipped."""
+    from kafka_controller.airflow.hooks.cluster import BrokerLostError
+
     watch = Watch(hook)
     steps: list[dict[str, Any]] = []
     say(
         f"rolling restart of {len(order)} broker(s) in this order: {list(order)} (the active controller last)"
     )
-    for n, broker_id in enumerate(order, 1):
-        if broker_id in done:
-            steps.append({"broker_id": broker_id, "skipped": "restarted by an earlier attempt"})
-            say(f"broker {broker_id} ({n}/{len(order)}): skipped, restarted by an earlier attempt")
-            continue
-        view = watch.view()
-        check = check_stop(view, broker_id)
-        if not check.safe:
-            raise RefusedError(check.reason)
-        sick = unhealthy_before(view, broker_id)
-        if sick:
-            raise RefusedError(sick)
-        step: dict[str, Any] = {"broker_id": broker_id, "was_controller": view.controller_id == broker_id}
-        led = sum(p.leader == broker_id for p in view.partitions)
-        say(
-            f"broker {broker_id} ({n}/{len(order)}): leads {led} partition(s)"
-            + (", the active controller" if step["was_controller"] else "")
-            + "; restarting"
-        )
-        step.update(stop_broker(hook, lifecycle, broker_id, timeouts, operation_id, say))
-        step.update(start_broker(hook, lifecycle, broker_id, timeouts, say))
-        t0 = hook.clock.monotonic()
-        view = watch.until(
-            functools.partial(_caught_up, broker_id),
-            timeouts.catch_up_s,
-            f"broker {broker_id} to rejoin every ISR with nothing under-replicated",
-        )
-        step["catch_up_ms"] = round((hook.clock.monotonic() - t0) * 1000, 1)
-        say(f"broker {broker_id}: back in every ISR after {step['catch_up_ms']:.0f} ms")
-        step["preferred_election"] = preferred_election(
-            hook, preferred_partitions_of(view, broker_id), operation_id, say
-        )
-        steps.append(step)
-        on_broker_done(broker_id)
+    members = {b.id for b in watch.view().brokers}
+    at = "the start"
+    try:
+        for n, broker_id in enumerate(order, 1):
+            at = f"broker {broker_id} ({n}/{len(order)})"
+            if broker_id in done:
+                steps.append({"broker_id": broker_id, "skipped": "restarted by an earlier attempt"})
+                say(f"broker {broker_id} ({n}/{len(order)}): skipped, restarted by an earlier attempt")
+                continue
+            hook.guard_brokers(members - {broker_id}, f"the rolling restart of broker {broker_id}")
+            hook.check_brokers()
+            steps.append(
+                _restart_one(hook, lifecycle, (broker_id, n, len(order)), watch, timeouts, operation_id, say)
+            )
+            hook.guard_brokers(members, f"the rolling restart, after broker {broker_id}")
+            on_broker_done(broker_id)
+    except BrokerLostError as e:
+        left = [b for b in order if b not in done and b not in {s["broker_id"] for s in steps}]
+        raise BrokerLostError(
+            e.broker_ids,
+            f"the rolling restart, at {at}; stopped there (left to restart: {left or 'none'})",
+        ) from None
+    finally:
+        hook.guard_brokers((), "")
     final = watch.view()
     say(
         f"rolling restart done: {sum('skipped' not in s for s in steps)} broker(s) restarted, at most "
@@ -288,6 +343,48 @@ def rolling_restart(
         "offline_seen": sorted(watch.offline_seen),
         "not_preferred_leader_after": final.summary["not_preferred_leader"],
     }
+
+
+def _restart_one(
+    hook: Any,
+    lifecycle: Any,
+    position: tuple[int, int, int],
+    watch: Watch,
+    timeouts: Timeouts,
+    operation_id: str | None,
+    say: Say,
+) -> dict[str, Any]:
+    """One step of ``rolling_restart`` (``position``: broker id, its rank, how many): guard,
+    controlled shutdown, stop, start, catch up, elect."""
+    broker_id, n, total = position
+    view = watch.view()
+    check = check_stop(view, broker_id)
+    if not check.safe:
+        raise RefusedError(check.reason)
+    sick = unhealthy_before(view, broker_id)
+    if sick:
+        raise RefusedError(sick)
+    step: dict[str, Any] = {"broker_id": broker_id, "was_controller": view.controller_id == broker_id}
+    led = sum(p.leader == broker_id for p in view.partitions)
+    say(
+        f"broker {broker_id} ({n}/{total}): leads {led} partition(s)"
+        + (", the active controller" if step["was_controller"] else "")
+        + "; restarting"
+    )
+    step.update(stop_broker(hook, lifecycle, broker_id, timeouts, operation_id, say))
+    step.update(start_broker(hook, lifecycle, broker_id, timeouts, say))
+    t0 = hook.clock.monotonic()
+    view = watch.until(
+        functools.partial(_caught_up, broker_id),
+        timeouts.catch_up_s,
+        f"broker {broker_id} to rejoin every ISR with nothing under-replicated",
+    )
+    step["catch_up_ms"] = round((hook.clock.monotonic() - t0) * 1000, 1)
+    say(f"broker {broker_id}: back in every ISR after {step['catch_up_ms']:.0f} ms")
+    step["preferred_election"] = preferred_election(
+        hook, preferred_partitions_of(view, broker_id), operation_id, say
+    )
+    return step
 
 
 def preferred_election(
@@ -350,42 +447,78 @@ def execute_reassignment(
     say: Say = _quiet,
 ) -> list[dict[str, Any]]:
     """Batch after batch: submit what is neither complete nor in flight, wait until the whole batch
-    is complete. Safe to call again after a crash: finished work is skipped, work in flight awaited."""
-    reports = []
-    for i, batch in enumerate(batches):
-        sub = {tp: tuple(plan[tp]) for tp in batch}
-        progress = reassignment_progress(hook.get_store(), sub)
-        submitted: dict[str, str] = {}
-        if progress["pending"]:
-            results = hook.alter_reassignments({tp: sub[tp] for tp in progress["pending"]}, operation_id)
-            failed = {str(tp): f"{e}: {m}" if m else e for tp, (e, m) in results.items() if e != "NONE"}
-            if failed:
-                raise OperationFailedError(
-                    f"batch {i + 1}: the controller refused {len(failed)} partition(s): {failed}"
-                )
-            submitted = {str(tp): "submitted" for tp in progress["pending"]}
-        t0 = hook.clock.monotonic()
-        hook.wait_for(
-            lambda s=sub: len(reassignment_progress(hook.get_store(), s)["complete"]) == len(s),
-            batch_timeout_s,
-            f"batch {i + 1} of {len(batches)} ({len(sub)} partitions) to complete",
-        )
-        say(
-            f"batch {i + 1}/{len(batches)}: {len(sub)} partition(s) complete after "
-            f"{(hook.clock.monotonic() - t0) * 1000:.0f} ms ({len(submitted)} submitted, "
-            f"{len(progress['complete'])} already done, {len(progress['in_progress'])} resumed in flight)"
-        )
-        reports.append(
-            {
-                "batch": i + 1,
-                "partitions": len(sub),
-                "already_complete": len(progress["complete"]),
-                "resumed_in_flight": len(progress["in_progress"]),
-                "submitted": len(submitted),
-                "wait_ms": round((hook.clock.monotonic() - t0) * 1000, 1),
-            }
-        )
+    is complete. Safe to call again after a crash: finished work is skipped, work in flight awaited.
+
+    Every broker the plan touches (current or target replica) that is registered at the start is
+    guarded: if one goes, the run stops at once naming it (the reassignments in flight stay with the
+    controller, which completes them if the broker comes back), instead of waiting out the batch
+    timeout for a replica that cannot catch up."""
+    from kafka_controller.airflow.hooks.cluster import BrokerLostError
+
+    involved = {b for rs in plan.values() for b in rs}
+    involved |= {b for ra in hook.assignments({tp.topic for tp in plan}).values() for b in ra.replicas}
+    registered = set(hook.get_store().get_sorted_broker_list())
+    hook.guard_brokers(involved & registered, "the reassignment")
+    reports: list[dict[str, Any]] = []
+    try:
+        for i, batch in enumerate(batches):
+            reports.append(
+                _execute_batch(hook, plan, batch, (i + 1, len(batches)), operation_id, batch_timeout_s, say)
+            )
+    except BrokerLostError as e:
+        in_flight = reassignment_progress(hook.get_store(), plan)["in_progress"]
+        raise BrokerLostError(
+            e.broker_ids,
+            f"the reassignment, at batch {len(reports) + 1} of {len(batches)}; stopped there "
+            f"({len(in_flight)} partition(s) left in flight with the controller, "
+            f"{len(batches) - len(reports) - 1} batch(es) not started)",
+        ) from None
+    finally:
+        hook.guard_brokers((), "")
     return reports
+
+
+def _execute_batch(
+    hook: Any,
+    plan: Mapping[TopicPartition, Sequence[int]],
+    batch: Sequence[TopicPartition],
+    position: tuple[int, int],
+    operation_id: str | None,
+    batch_timeout_s: float,
+    say: Say,
+) -> dict[str, Any]:
+    """One batch of ``execute_reassignment`` (``position``: its number, how many)."""
+    i, total = position
+    sub = {tp: tuple(plan[tp]) for tp in batch}
+    progress = reassignment_progress(hook.get_store(), sub)
+    submitted: dict[str, str] = {}
+    if progress["pending"]:
+        results = hook.alter_reassignments({tp: sub[tp] for tp in progress["pending"]}, operation_id)
+        failed = {str(tp): f"{e}: {m}" if m else e for tp, (e, m) in results.items() if e != "NONE"}
+        if failed:
+            raise OperationFailedError(
+                f"batch {i}: the controller refused {len(failed)} partition(s): {failed}"
+            )
+        submitted = {str(tp): "submitted" for tp in progress["pending"]}
+    t0 = hook.clock.monotonic()
+    hook.wait_for(
+        lambda s=sub: len(reassignment_progress(hook.get_store(), s)["complete"]) == len(s),
+        batch_timeout_s,
+        f"batch {i} of {total} ({len(sub)} partitions) to complete",
+    )
+    say(
+        f"batch {i}/{total}: {len(sub)} partition(s) complete after "
+        f"{(hook.clock.monotonic() - t0) * 1000:.0f} ms ({len(submitted)} submitted, "
+        f"{len(progress['complete'])} already done, {len(progress['in_progress'])} resumed in flight)"
+    )
+    return {
+        "batch": i,
+        "partitions": len(sub),
+        "already_complete": len(progress["complete"]),
+        "resumed_in_flight": len(progress["in_progress"]),
+        "submitted": len(submitted),
+        "wait_ms": round((hook.clock.monotonic() - t0) * 1000, 1),
+    }
 
 
 def cancel_reassignment(

@@ -63,10 +63,14 @@ class ReassignmentSensor(BaseSensorOperator):
         return len(progress["complete"]) == len(plan)
 
     def execute(self, context: Any) -> Any:
+        import logging
+
         from kafka_controller.airflow.reassignment_plan import plan_to_json
         from kafka_controller.airflow.triggers import ReassignmentTrigger
 
+        logging.getLogger("alembic").setLevel(logging.WARNING)  # schema checks are not news
         if as_bool("dry_run", self.dry_run_flag):
+            self.log.info("verify result: dry run, nothing was executed and nothing is verified")
             return {"verified": False, "note": "dry run: nothing was executed, nothing to verify"}
         plan = self._plan()
         if not plan or self.poke(context):
@@ -85,7 +89,9 @@ class ReassignmentSensor(BaseSensorOperator):
         from kafka_controller.airflow.runbooks import OperationFailedError
 
         if not event or event.get("status") != "complete":
-            raise OperationFailedError(f"reassignment not verified: {event}")
+            error = OperationFailedError(f"reassignment not verified: {event}")
+            self.log.error("verify result: %s", error)
+            raise error
         return self._finish(context, event)
 
     def _finish(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
@@ -118,4 +124,11 @@ class ReassignmentSensor(BaseSensorOperator):
             audit.finish_operation(op, "succeeded")
         finally:
             audit.close()
+        self.log.info(
+            "verify result: the reassignment of %d partition(s) of %s is complete%s (operation %s)",
+            result["partitions"],
+            ", ".join(topics) or "no topic",
+            "; replication throttles removed" if self.clear_throttles else "",
+            op,
+        )
         return {"operation_id": op, **result}

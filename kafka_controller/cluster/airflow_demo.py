@@ -235,7 +235,7 @@ class AirflowDemo:
         )
         self.say(
             f"   time to recover: {r['recovery_ms']:.0f} ms until all {r['partitions']} partitions had a "
-            f"live leader (offline at most: {r['max_offline_seen']})"
+            f"live leader ({r['offline_at_failover']} offline at the failover)"
         )
         return {
             "operation_id": r["operation_id"],
@@ -243,7 +243,8 @@ class AirflowDemo:
             "elected": new,
             "election_ms": r["election_ms"],
             "time_to_recover_ms": r["recovery_ms"],
-            "max_offline_seen": r["max_offline_seen"],
+            "offline_at_failover": r["offline_at_failover"],
+            "measured_by": r["measured_by"],
         }
 
     def show_rolling(

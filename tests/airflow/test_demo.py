@@ -67,7 +67,8 @@ def test_the_demo_runs_the_drill_and_the_rolling_restart_for_real(tmp_path: Path
         assert run["tasks"] and set(run["tasks"].values()) == {"success"}
 
     drill = doc["drill"]
-    assert drill["time_to_recover_ms"] > 0 and drill["max_offline_seen"] == 0
+    assert drill["time_to_recover_ms"] > 0 and drill["offline_at_failover"] == 0
+    assert drill["measured_by"] == "failover_record"  # the brokers audit: the log and the report agree
     assert drill["elected"]["epoch"] == drill["resigned"]["epoch"] + 1
 
     rolling = doc["rolling_restart"]

@@ -95,6 +95,23 @@ class AuditStoreHook(BaseHook):
         then measures that failover's outage from this moment."""
         self.operation_log().record_controller_lost(broker_id, controller_epoch, at_ms, detail)
 
+    def failover_recovery(self, controller_epoch: int, since_ms: int) -> dict[str, Any] | None:
+        """The new controller's own record of the failover that began ``controller_epoch`` (a row of
+        ``views.failover_recovery``: offline partitions, ``lost_ms``, ``time_to_recover_ms``), or
+        None while it is not written (or never will be: a controller that is not this project's)."""
+        from kafka_controller.audit.reports import failover_recovery_rows
+
+        with self.get_engine().connect() as conn:
+            rows = failover_recovery_rows(conn, since_ms=since_ms)
+        return next(
+            (
+                r
+                for r in rows
+                if r["controller_epoch"] == controller_epoch and r.get("time_to_recover_ms") is not None
+            ),
+            None,
+        )
+
     def get_operation(self, operation_id: str) -> dict[str, Any] | None:
         from kafka_controller.airflow.audit_queries import get_operation
 

@@ -9,6 +9,7 @@ connection object; ``describe_connection`` is what may be logged or recorded.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,6 +44,24 @@ class OperationCancelledError(KafkaControllerError):
     """The task was killed (``on_kill``) while this hook was waiting or about to reconnect."""
 
 
+class BrokerLostError(KafkaControllerError):
+    """A broker the operation counts on lost its registration (``/brokers/ids/<id>`` went: it
+    crashed, was killed, or its ZooKeeper session expired) while the operation ran."""
+
+    def __init__(self, broker_ids: Sequence[int], during: str) -> None:
+        self.broker_ids = tuple(broker_ids)
+        names = ", ".join(map(str, self.broker_ids))
+        super().__init__(
+            f"broker {names} left the cluster during {during} (its registration in /brokers/ids is "
+            "gone: crashed, killed or its ZooKeeper session expired)"
+        )
+
+
+#: Seconds between two reads of /brokers/ids while guarding when the child watch has not fired
+#: (a watch lost with a session must not leave a dead broker unnoticed).
+GUARD_REREAD_S = 2.0
+
+
 class KafkaClusterHook(BaseHook):
     """ZooKeeper, the active controller's admin APIs and the brokers' lifecycle for one cluster."""
 
@@ -61,6 +80,10 @@ class KafkaClusterHook(BaseHook):
         self._admin: Any = None
         self._kafka_admin: Any = None
         self._cancelled = False
+        self._guarded: frozenset[int] = frozenset()
+        self._guard_during = ""
+        self._ids_changed = threading.Event()
+        self._guard_read_at = 0.0
         #: How ``controlled_shutdown`` moves leadership off a broker: this project's ControlledShutdown
         #: API, or ``"reorder"`` (replica reorder + preferred election, works on Apache Kafka too).
         self.demote = "controlled_shutdown"
@@ -86,6 +109,40 @@ class KafkaClusterHook(BaseHook):
     def _check_cancelled(self) -> None:
         if self._cancelled:
             raise OperationCancelledError("the task was killed")
+
+    # -- brokers the operation counts on ------------------------------------------------------------
+    def guard_brokers(self, broker_ids: Collection[int], during: str) -> None:
+        """From now on, every wait of this hook fails at once with ``BrokerLostError`` naming the
+        broker when one of ``broker_ids`` loses its registration; an empty set stops guarding.
+
+        A rolling restart or a reassignment would otherwise wait out its whole catch-up timeout for
+        an ISR that the dead broker can never join, and then blame the broker it was waiting for.
+        A child watch on /brokers/ids says when to look again (its handler only sets an event), so
+        a poll reads nothing while the set of brokers does not change."""
+        self._guarded = frozenset(broker_ids)
+        self._guard_during = during
+        self._ids_changed.set()  # look once now, and arm the watch
+
+    def check_brokers(self) -> None:
+        """Raise ``BrokerLostError`` if a guarded broker is no longer registered (see ``guard_brokers``)."""
+        if not self._guarded:
+            return
+        now = self.clock.monotonic()
+        if not self._ids_changed.is_set() and now - self._guard_read_at < GUARD_REREAD_S:
+            return
+        self._ids_changed.clear()
+        try:
+            registered = set(self.get_store().watch_broker_ids(self._on_broker_ids_changed))
+        except BaseException:
+            self._ids_changed.set()  # not looked: look again on the next poll
+            raise
+        self._guard_read_at = now
+        gone = sorted(self._guarded - registered)
+        if gone:
+            raise BrokerLostError(gone, self._guard_during)
+
+    def _on_broker_ids_changed(self, _event: Any) -> None:
+        self._ids_changed.set()  # a store thread: only note it; the waiting thread reads
 
     def get_store(self) -> Any:
         """The kazoo metadata store (one session per hook, closed by ``close``)."""
@@ -185,16 +242,18 @@ class KafkaClusterHook(BaseHook):
         self, probe: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.25
     ) -> T:
         """Poll ``probe`` until truthy (returned) or raise ``OperationTimeoutError``; ZooKeeper or
-        controller errors along the way count as "not yet"."""
+        controller errors along the way count as "not yet". A guarded broker that goes
+        (``guard_brokers``) ends the wait at once with ``BrokerLostError``."""
         deadline = self.clock.monotonic() + timeout_s
         last = ""
         while True:
             self._check_cancelled()
             try:
+                self.check_brokers()
                 value = probe()
                 if value:
                     return value
-            except OperationCancelledError:
+            except (OperationCancelledError, BrokerLostError):
                 raise
             except KafkaControllerError as e:
                 last = f" (last error: {e})"

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator
 
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID, DEFAULT_CLUSTER_CONN_ID
-from kafka_controller.airflow.params import as_bool, as_text
+from kafka_controller.airflow.params import as_bool, as_text, refuse_unknown_conf
 
 
 def one_line(e: BaseException) -> str:
@@ -59,6 +59,17 @@ def plan_lines(summary: dict[str, Any], limit: int = 5) -> list[str]:
             f"plan {summary['action']}: unclean election needed for {sorted(summary['unclean_needed'])}"
         )
     return lines
+
+
+def _no_retry_if_a_broker_was_lost(e: BaseException) -> None:
+    """A broker lost mid-operation needs a person, not the same run again in a few minutes: the task
+    fails without its retries (``AirflowFailException``), its message naming the broker."""
+    from kafka_controller.airflow.hooks.cluster import BrokerLostError
+
+    if isinstance(e, BrokerLostError):
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(str(e)) from e
 
 
 class KafkaOperationOperator(BaseOperator):
@@ -120,8 +131,10 @@ class KafkaOperationOperator(BaseOperator):
     def run(self, context: Any) -> dict[str, Any]:
         raise NotImplementedError
 
-    def cancel(self) -> None:
-        """Stop work in flight when the task is killed (default: nothing to stop)."""
+    def cancel(self) -> str:
+        """Stop work in flight when the task is killed; returns what was cancelled and what is left,
+        for the task log (default: nothing to stop)."""
+        return "nothing was in flight to cancel"
 
     # -- the frame ------------------------------------------------------------------------------------
     def is_dry_run(self) -> bool:
@@ -141,6 +154,7 @@ class KafkaOperationOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         logging.getLogger("alembic").setLevel(logging.WARNING)  # schema checks are not news
         try:
+            self._refuse_unknown_conf(context)
             dry_run = self.is_dry_run()
             parameters = self.prepare(context)
             requester, reason = self._who_and_why(context)
@@ -168,6 +182,7 @@ class KafkaOperationOperator(BaseOperator):
             except BaseException as e:
                 self.log.error("%s failed: %s", self.operation_kind, one_line(e))
                 self._finish("failed", one_line(e))
+                _no_retry_if_a_broker_was_lost(e)
                 raise
             for line in self.describe_result(result):
                 self.log.info("%s", line)
@@ -175,6 +190,15 @@ class KafkaOperationOperator(BaseOperator):
             return {"operation_id": self.operation_id, "dry_run": dry_run, **result}
         finally:
             self._close_hooks()
+
+    @staticmethod
+    def _refuse_unknown_conf(context: Any) -> None:
+        dag = context.get("dag")
+        params = getattr(dag, "params", None)
+        if params is None:  # called outside a DAG run (tests call ``execute`` directly)
+            return
+        conf = getattr(context.get("dag_run"), "conf", None)
+        refuse_unknown_conf(conf, list(params.keys()), str(getattr(dag, "dag_id", "this DAG")))
 
     def describe_result(self, result: dict[str, Any]) -> list[str]:
         """The result as a few log lines (subclasses say it better); the XCom holds all of it."""
@@ -193,9 +217,16 @@ class KafkaOperationOperator(BaseOperator):
             self.log.error("could not finish operation %s as %s: %s", self.operation_id, status, one_line(e))
 
     def on_kill(self) -> None:
+        said = "cancelling failed"
         try:
-            self.cancel()
+            said = self.cancel()
+        except Exception as e:
+            said = f"cancelling failed ({one_line(e)})"
+            raise
         finally:
+            self.log.warning(
+                "task killed: %s; operation %s marked cancelled", said, self.operation_id or "(none yet)"
+            )
             self._finish("cancelled", "the task was killed")
             if self._cluster is not None:
                 self._cluster.cancel()  # ``execute`` may still run in another thread: stop it polling

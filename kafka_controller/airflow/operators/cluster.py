@@ -3,7 +3,7 @@ stop/start/kill, rolling restart. All mutate, so all default to a dry run."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from kafka_controller.airflow.operators.base import KafkaOperationOperator, one_line
@@ -87,18 +87,21 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
             method=self._method,
             lifecycle=self.cluster.lifecycle() if self._method == "kill" else None,
             on_lost=self._lost,
+            recovery_of=self.audit.failover_recovery,
         )
 
     def describe_result(self, result: dict[str, Any]) -> list[str]:
         if "elected" not in result:
             return super().describe_result(result)
+        from kafka_controller.airflow.runbooks import _SOURCES
+
         old, new = result["resigned"], result["elected"]
         return [
             f"drill result ({result.get('method', 'resign')}): controller {old['broker_id']} "
-            f"(epoch {old['epoch']}) -> {new['broker_id']} "
-            f"(epoch {new['epoch']}); new controller after {result['election_ms']:.0f} ms, every partition "
-            f"led after {result['recovery_ms']:.0f} ms; {result['offline_after']} offline now, at most "
-            f"{result['max_offline_seen']} seen offline"
+            f"(epoch {old['epoch']}) -> {new['broker_id']} (epoch {new['epoch']}); new controller after "
+            f"{result['election_ms']:.0f} ms, every partition led after {result['recovery_ms']:.0f} ms, "
+            f"{result['offline_at_failover']} partition(s) offline at the failover "
+            f"({_SOURCES[result['measured_by']]}); {result['offline_after']} offline now"
         ]
 
 
@@ -289,6 +292,7 @@ class RollingRestartOperator(KafkaOperationOperator):
             return {"order": self._order, "plan": summaries, "would_refuse": refused}
         store = context.get("task_state_store")
         done = set(store.get(RESTARTED_KEY) or []) if store is not None else set()
+        self._done = done  # what ``cancel`` reports
 
         def remember(broker_id: int) -> None:
             done.add(broker_id)
@@ -327,6 +331,7 @@ class RollingRestartOperator(KafkaOperationOperator):
         return {**result, "auto_rebalance_paused": self.pause_auto_rebalance}
 
     _paused: tuple[str | None] | None = None
+    _done: Collection[int] = ()  # the brokers restarted so far (``run`` shares its set)
 
     def _resume(self) -> None:
         """Put back the auto-rebalance setting this task replaced (also when the task is killed)."""
@@ -335,5 +340,20 @@ class RollingRestartOperator(KafkaOperationOperator):
             self.cluster.resume_auto_rebalance(previous)
             self.say(f"auto leader rebalance restored ({previous if previous is not None else 'unset'})")
 
-    def cancel(self) -> None:
+    def cancel(self) -> str:
+        if self.is_dry_run() or not hasattr(self, "_order"):
+            return "nothing was in flight to cancel"
+        done = [b for b in self._order if b in self._done]
+        left = [b for b in self._order if b not in self._done]
+        paused = self._paused is not None
         self._resume()
+        current = (
+            f"; broker {left[0]} was being restarted: it may be stopped or not yet back in every ISR "
+            "(check `kafka-controller cluster status`, start it through the lifecycle backend)"
+            if left
+            else ""
+        )
+        return (
+            f"stopped the rolling restart; restarted: {done or 'none'}, left: {left or 'none'}{current}"
+            + ("; auto leader rebalance restored" if paused else "")
+        )

@@ -229,9 +229,29 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
             "throttle_bytes_per_s": self._throttle,
         }
 
-    def cancel(self) -> None:
-        from kafka_controller.airflow.runbooks import cancel_reassignment
+    def cancel(self) -> str:
+        """Cancel what is in flight (as ``kafka-reassign-partitions --cancel``: the replicas go back
+        to their original set) and remove the throttle this task set, since the verify task, which
+        would remove it, does not run after a kill."""
+        from kafka_controller.airflow.runbooks import cancel_reassignment, reassignment_progress
 
-        if not self.is_dry_run() and getattr(self, "_plan", None):
-            cancelled = cancel_reassignment(self.cluster, self._plan, self.operation_id)
-            self.log.warning("task killed: cancelled %d reassignment(s) in flight", len(cancelled))
+        plan = getattr(self, "_plan", None)
+        if self.is_dry_run() or not plan:
+            return "nothing was in flight to cancel (a dry run, or killed before the plan was read)"
+        cancelled = cancel_reassignment(self.cluster, plan, self.operation_id)
+        progress = reassignment_progress(self.cluster.get_store(), plan)
+        throttled = ""
+        if self._throttle is not None:
+            topics = sorted({tp.topic for tp in plan})
+            brokers = sorted({b for rs in plan.values() for b in rs} | self._sources(topics))
+            self.cluster.clear_throttles(brokers, topics)
+            throttled = f"; removed the replication throttle from brokers {brokers}"
+        shown = ", ".join(cancelled[:5]) + (f" (+{len(cancelled) - 5} more)" if len(cancelled) > 5 else "")
+        return (
+            f"cancelled {len(cancelled)} reassignment(s) in flight{': ' + shown if cancelled else ''}"
+            f"{throttled}; left: {len(progress['complete'])} of {len(plan)} partition(s) already moved "
+            f"(they stay), {len(progress['pending'])} back on or never moved from their old replicas"
+        )
+
+    def _sources(self, topics: list[str]) -> set[int]:
+        return {b for ra in self.cluster.assignments(topics).values() for b in ra.replicas}
