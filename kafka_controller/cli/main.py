@@ -7,7 +7,9 @@ Each subcommand module exposes ``register(subparsers)`` (adds its parser and set
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import re
 import signal
 import sys
@@ -118,6 +120,13 @@ class _FirstInterrupt:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
@@ -130,6 +139,22 @@ def main(argv: list[str] | None = None) -> int:
             return _run(func, args, guard)
         except KeyboardInterrupt:
             return _interrupted(args)
+
+
+#: The exit status of a Unix tool that writes to a closed pipe (killed by SIGPIPE: 128 + 13).
+CLOSED_STDOUT_EXIT = 128 + signal.SIGPIPE
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``describe | head -1``): end quietly, as ``cat`` would.
+
+    What is still buffered for stdout cannot be written; stdout is pointed at /dev/null so that
+    the interpreter's flush at exit does not report the same broken pipe again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return CLOSED_STDOUT_EXIT
 
 
 def _run(func: Any, args: argparse.Namespace, guard: _FirstInterrupt) -> int:

@@ -42,6 +42,8 @@ def test_topics_alter_adds_partitions(cluster: LocalCluster, capsys: pytest.Capt
     ):
         r = run(capsys, "topics", "alter", "--bootstrap-server", boot, "--topic", "events", *args)
         assert r.code == 1 and words in r.error_line, r.err
+        # Kafka's error name, and none of kafka-python's request and response reprs.
+        assert "INVALID_PARTITIONS: " in r.error_line and "Request" not in r.error_line, r.err
     r = run(capsys, "topics", "alter", "--zookeeper", zk(cluster), "--topic", "nope", "--partitions", "2")
     assert r.code == 1 and "does not exist" in r.error_line, r.err
 
