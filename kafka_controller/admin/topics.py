@@ -13,6 +13,13 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kafka_controller.admin.znode_size import (
+    DEFAULT_JUTE_MAXBUFFER,
+    assignment_znode_size,
+    check_partition_count,
+    check_topic_znode,
+    config_size,
+)
 from kafka_controller.domain.errors import InvalidArgumentError, brief
 from kafka_controller.zk.paths import validate_topic_name
 
@@ -269,8 +276,11 @@ def plan_topic_creation(
     live_brokers: Collection[int],
     existing_topics: Collection[str],
     rng: random.Random | None = None,
+    jute_maxbuffer: int = DEFAULT_JUTE_MAXBUFFER,
 ) -> TopicCreationPlan:
-    """Everything ``topics create`` checks before writing (Kafka's ``TopicCommand`` + ``AdminZkClient``)."""
+    """Everything ``topics create`` checks before writing (Kafka's ``TopicCommand`` + ``AdminZkClient``),
+    the topic znode's size under ZooKeeper's ``jute_maxbuffer`` included: a count that cannot fit is
+    refused before any placement is computed."""
     validate_topic_name(topic)
     if topic in existing_topics:
         raise InvalidArgumentError(f"topic {brief(topic)} already exists")
@@ -285,7 +295,15 @@ def plan_topic_creation(
             raise InvalidArgumentError(
                 "--replica-assignment cannot be combined with --partitions or --replication-factor"
             )
-        return TopicCreationPlan(topic, parse_replica_assignment(replica_assignment), config)
+        explicit = parse_replica_assignment(replica_assignment)
+        check_topic_znode(
+            topic,
+            assignment_znode_size(explicit),
+            extra=config_size(config),
+            jute_maxbuffer=jute_maxbuffer,
+            what=f"{len(explicit):,} partitions in --replica-assignment",
+        )
+        return TopicCreationPlan(topic, explicit, config)
     if partitions is None:
         raise InvalidArgumentError("missing --partitions (or give --replica-assignment)")
     if replication_factor is None:
@@ -300,5 +318,13 @@ def plan_topic_creation(
         raise InvalidArgumentError(
             f"--replication-factor {replication_factor} is larger than the {len(live_brokers)} live brokers"
         )
+    check_partition_count(
+        topic,
+        partitions,
+        replication_factor,
+        live_brokers,
+        extra=config_size(config),
+        jute_maxbuffer=jute_maxbuffer,
+    )
     assignment = random_assignment(partitions, replication_factor, live_brokers, rng or random.Random())
     return TopicCreationPlan(topic, assignment, config)

@@ -28,6 +28,20 @@ ZOOKEEPER_SESSION_TIMEOUT_MS = "zookeeper.session.timeout.ms"
 CONTROLLER_SOCKET_TIMEOUT_MS = "controller.socket.timeout.ms"
 INTER_BROKER_PROTOCOL_VERSION = "inter.broker.protocol.version"
 RESERVED_BROKER_MAX_ID = "reserved.broker.max.id"
+NUM_PARTITIONS = "num.partitions"
+DEFAULT_REPLICATION_FACTOR = "default.replication.factor"
+AUTO_CREATE_TOPICS_ENABLE = "auto.create.topics.enable"
+# Kafka's SocketServer settings (the broker's listener reads them: ``transport.limits``).
+SOCKET_REQUEST_MAX_BYTES = "socket.request.max.bytes"
+QUEUED_MAX_REQUEST_BYTES = "queued.max.request.bytes"
+SASL_SERVER_MAX_RECEIVE_SIZE = "sasl.server.max.receive.size"
+CONNECTIONS_MAX_IDLE_MS = "connections.max.idle.ms"
+MAX_CONNECTIONS = "max.connections"
+MAX_CONNECTIONS_PER_IP = "max.connections.per.ip"
+MAX_CONNECTIONS_PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
+NUM_IO_THREADS = "num.io.threads"
+_INT_MAX = 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 
 def _bool(key: str, value: Any) -> bool:
@@ -55,6 +69,33 @@ def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str, An
     return parse
 
 
+def parse_ip_overrides(key: str, value: Any) -> dict[str, int]:
+    """Kafka's ``host:N,host2:M`` (KIP-402; the last colon splits, so IPv6 addresses work)."""
+    out: dict[str, int] = {}
+    for item in str(value).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        host = host.strip()
+        if not sep or not host or any(c.isspace() for c in host):
+            raise InvalidArgumentError(
+                f"invalid value {value!r} for {key}: expected host:count[,host:count...]"
+            )
+        try:
+            out[host] = _int_at_least(0, _INT_MAX)(key, count)
+        except InvalidArgumentError:
+            raise InvalidArgumentError(
+                f"invalid value {value!r} for {key}: the count of {host!r} must be an integer >= 0"
+            ) from None
+    return out
+
+
+def _overrides(key: str, value: Any) -> str:
+    parse_ip_overrides(key, value)
+    return str(value).strip()
+
+
 def _ibp(key: str, value: Any) -> InterBrokerProtocolVersion:
     try:
         return InterBrokerProtocolVersion.parse(
@@ -79,6 +120,19 @@ _KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     CONTROLLER_SOCKET_TIMEOUT_MS: (_int_at_least(1), 30000),
     INTER_BROKER_PROTOCOL_VERSION: (_ibp, "2.8-IV1"),
     RESERVED_BROKER_MAX_ID: (_int_at_least(0), 1000),
+    # Topic creation defaults (CreateTopics asking -1, a Metadata request's auto-creation).
+    NUM_PARTITIONS: (_int_at_least(1), 1),
+    DEFAULT_REPLICATION_FACTOR: (_int_at_least(1), 1),
+    AUTO_CREATE_TOPICS_ENABLE: (_bool, True),
+    # The listener's (Kafka's SocketServer settings).
+    SOCKET_REQUEST_MAX_BYTES: (_int_at_least(1, _INT_MAX), 104857600),
+    QUEUED_MAX_REQUEST_BYTES: (_int_at_least(_LONG_MIN, _LONG_MAX), -1),
+    SASL_SERVER_MAX_RECEIVE_SIZE: (_int_at_least(1, _INT_MAX), 524288),
+    CONNECTIONS_MAX_IDLE_MS: (_int_at_least(_LONG_MIN, _LONG_MAX), 600000),
+    MAX_CONNECTIONS: (_int_at_least(0, _INT_MAX), _INT_MAX),
+    MAX_CONNECTIONS_PER_IP: (_int_at_least(0, _INT_MAX), _INT_MAX),
+    MAX_CONNECTIONS_PER_IP_OVERRIDES: (_overrides, ""),
+    NUM_IO_THREADS: (_int_at_least(1, 256), 8),
 }
 
 KNOWN_KEYS: tuple[str, ...] = tuple(sorted(_KEYS))
@@ -114,6 +168,17 @@ class KafkaConfig:
         default_factory=lambda: InterBrokerProtocolVersion.parse("2.8-IV1")
     )
     reserved_broker_max_id: int = 1000
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    auto_create_topics_enable: bool = True
+    socket_request_max_bytes: int = 104857600
+    queued_max_request_bytes: int = -1
+    sasl_server_max_receive_size: int = 524288
+    connections_max_idle_ms: int = 600000
+    max_connections: int = _INT_MAX
+    max_connections_per_ip: int = _INT_MAX
+    max_connections_per_ip_overrides: str = ""
+    num_io_threads: int = 8
     _originals: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
@@ -131,6 +196,7 @@ class KafkaConfig:
         values: dict[str, Any] = {}
         for key, (parse, default) in _KEYS.items():
             values[key.replace(".", "_")] = parse(key, given[key]) if key in given else parse(key, default)
+        _check_socket_settings(values)
         originals = tuple(sorted((k, _stringify(v)) for k, v in given.items()))
         return KafkaConfig(broker_id=broker_id, _originals=originals, **values)
 
@@ -144,6 +210,10 @@ class KafkaConfig:
         return dict(self._originals)
 
     @property
+    def max_connections_per_ip_overrides_map(self) -> dict[str, int]:
+        return parse_ip_overrides(MAX_CONNECTIONS_PER_IP_OVERRIDES, self.max_connections_per_ip_overrides)
+
+    @property
     def is_alter_isr_enabled(self) -> bool:
         return self.inter_broker_protocol_version.is_alter_isr_supported
 
@@ -154,3 +224,18 @@ class KafkaConfig:
     @property
     def is_feature_versioning_supported(self) -> bool:
         return self.inter_broker_protocol_version.is_feature_versioning_supported
+
+
+def _check_socket_settings(values: Mapping[str, Any]) -> None:
+    """The cross-checks of Kafka's ``KafkaConfig.validateValues`` on the socket-server settings."""
+    queued, request_max = values["queued_max_request_bytes"], values["socket_request_max_bytes"]
+    if 0 < queued < request_max:
+        raise InvalidArgumentError(
+            f"invalid value {queued} for {QUEUED_MAX_REQUEST_BYTES}: must be <= 0 (no bound) "
+            f"or at least {SOCKET_REQUEST_MAX_BYTES} ({request_max})"
+        )
+    if values["max_connections_per_ip"] == 0 and not values["max_connections_per_ip_overrides"]:
+        raise InvalidArgumentError(
+            f"invalid value 0 for {MAX_CONNECTIONS_PER_IP}: "
+            f"it can be zero only if {MAX_CONNECTIONS_PER_IP_OVERRIDES} is set"
+        )

@@ -21,6 +21,14 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode as E
 
 from kafka_controller.admin.placement import PlacementError, assign_replicas
+from kafka_controller.admin.znode_size import (
+    DEFAULT_JUTE_MAXBUFFER,
+    ZnodeTooLargeError,
+    assignment_znode_size,
+    check_partition_count,
+    check_topic_znode,
+    config_size,
+)
 from kafka_controller.broker.kafka_wire.topic_checks import (
     ApiError,
     check_topic_configs,
@@ -43,8 +51,6 @@ log = logging.getLogger(__name__)
 
 NO_NUM_PARTITIONS = -1
 NO_REPLICATION_FACTOR = -1
-#: ZooKeeper's default ``jute.maxbuffer``: no topic znode can be larger.
-ZNODE_LIMIT = 1024 * 1024
 _PLACEMENT_ERRORS = {
     "partitions": E.invalid_partitions,
     "replication_factor": E.invalid_replication_factor,
@@ -96,6 +102,7 @@ class TopicAdmin:
         default_partitions: int = 1,
         default_replication_factor: int = 1,
         rng: random.Random | None = None,
+        jute_maxbuffer: int = DEFAULT_JUTE_MAXBUFFER,
     ) -> None:
         self.store = store
         self.cache = cache
@@ -103,6 +110,7 @@ class TopicAdmin:
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
         self.rng = rng or random.Random()
+        self.jute_maxbuffer = jute_maxbuffer
 
     # -- CreateTopics ------------------------------------------------------------------------------------
     def create_topics(
@@ -147,6 +155,7 @@ class TopicAdmin:
                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
                 "Both cannot be used at the same time.",
             )
+        configs = {name: value for name, value in t.configs if value is not None}
         if explicit:
             assignment = {p: tuple(rs) for p, rs in t.assignments.items()}
         else:
@@ -157,9 +166,11 @@ class TopicAdmin:
                 else t.replication_factor
             )
             alive = {b.id: b.rack for b in self.cache.alive_brokers()}
-            assignment = self._place(alive, n, rf)
-        configs = {name: value for name, value in t.configs if value is not None}
+            assignment = self._place(t.name, alive, n, rf, extra=config_size(configs))
         self._validate_create(t.name, assignment, configs)
+        if explicit:
+            what = f"{len(assignment):,} partitions in the request's assignment"
+            self._check_explicit(t.name, assignment, what, config_size(configs))
         outcome.partitions, outcome.configs = assignment, configs
         if validate_only:
             return
@@ -179,18 +190,51 @@ class TopicAdmin:
         log.info("Created topic %s with assignment %s", t.name, assignment)
 
     def _place(
-        self, brokers: Mapping[int, str | None], n: int, rf: int, **fixed: int
+        self,
+        topic: str,
+        brokers: Mapping[int, str | None],
+        n: int,
+        rf: int,
+        *,
+        total: int | None = None,
+        replica_ids: Iterable[int] = (),
+        extra: int = 0,
+        **fixed: int,
     ) -> dict[int, tuple[int, ...]]:
-        if n > 0 and rf > 0 and n * (len(str(n)) + 6 + rf * 6) > ZNODE_LIMIT:
-            # Kafka would place them and then fail the ZooKeeper write; refuse before the work
-            raise ApiError(
-                E.invalid_partitions,
-                f"{n} partitions of {rf} replicas would not fit in a topic znode (ZooKeeper's 1 MiB limit)",
-            )
+        """Kafka's placement, after the topic znode's size is known to fit (``total`` partitions in
+        all, over ``brokers`` and ``replica_ids``): Kafka would place them and then fail the
+        ZooKeeper write; an absurd count is refused before the work."""
+        if n > 0 and 0 < rf <= len(brokers):
+            try:
+                check_partition_count(
+                    topic,
+                    total if total is not None else n,
+                    rf,
+                    [*brokers, *replica_ids],
+                    extra=extra,
+                    jute_maxbuffer=self.jute_maxbuffer,
+                )
+            except ZnodeTooLargeError as e:
+                raise ApiError(E.invalid_partitions, str(e)) from None
         try:
             return assign_replicas(brokers, n, rf, rng=self.rng, **fixed)
         except PlacementError as e:
             raise ApiError(_PLACEMENT_ERRORS[e.kind], str(e)) from None
+
+    def _check_explicit(
+        self, topic: str, assignment: Mapping[int, Sequence[int]], what: str, extra: int = 0
+    ) -> None:
+        """An assignment the request spelled out: its exact znode size, before the write."""
+        try:
+            check_topic_znode(
+                topic,
+                assignment_znode_size(assignment),
+                extra=extra,
+                jute_maxbuffer=self.jute_maxbuffer,
+                what=what,
+            )
+        except ZnodeTooLargeError as e:
+            raise ApiError(E.invalid_request, str(e)) from None
 
     def _validate_create(
         self, topic: str, assignment: Mapping[int, tuple[int, ...]], configs: Mapping[str, str]
@@ -352,11 +396,22 @@ class TopicAdmin:
                     "provided.",
                 )
             validate_added(added, rf)
+            whole = {**{p: ra.replicas for p, ra in existing.items()}, **added}
+            self._check_explicit(t.name, whole, f"{len(whole):,} partitions with the assignment asked")
         else:
             ordered = sorted(brokers)
             first = existing[0].replicas[0] if existing[0].replicas else -1
             start = next((i for i, b in enumerate(ordered) if b >= first), 0)
-            added = self._place(brokers, increment, rf, fixed_start_index=start, start_partition=old)
+            added = self._place(
+                t.name,
+                brokers,
+                increment,
+                rf,
+                total=t.count,
+                replica_ids=(b for ra in existing.values() for b in ra.replicas),
+                fixed_start_index=start,
+                start_partition=old,
+            )
         outcome.partitions = {**{p: ra.replicas for p, ra in existing.items()}, **added}
         if validate_only:
             return
