@@ -12,6 +12,10 @@
 
 ``write`` returns how many rows were new; duplicates are silently skipped, which is what makes
 replaying the spool safe.
+
+A loader made with a ``cluster_id`` stamps it on every row it loads (``schema.CLUSTER_ID``): the
+row tuples, the journal and the spool never carry it, so a broker's writer costs nothing more per
+row on SQLite (the id is a literal in the statement) and one tuple per row on PostgreSQL's COPY.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection, Engine
 
 from kafka_controller.audit.rows import Batch
-from kafka_controller.audit.schema import LOADED_TABLES
+from kafka_controller.audit.schema import CLUSTER_ID, LOADED_TABLES, checked_cluster_id
 
 
 class Loader(Protocol):
@@ -47,12 +51,15 @@ class SqliteLoader:
     IDLE_CHECKPOINT_ROWS = 10_000
     CHECKPOINT_ROWS = 200_000
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, cluster_id: str | None = None) -> None:
         self.engine = engine
         self._since_checkpoint = 0
+        cid = checked_cluster_id(cluster_id)
+        # a checked id is URL-safe base64 text: safe as a literal, and free per row
+        extra_col, extra_val = (f", {CLUSTER_ID}", f", '{cid}'") if cid is not None else ("", "")
         self._sql = {
-            table: f"INSERT INTO {table} ({_quoted(engine, cols)}) VALUES ({', '.join('?' * len(cols))}) "
-            "ON CONFLICT DO NOTHING"
+            table: f"INSERT INTO {table} ({_quoted(engine, cols)}{extra_col}) "
+            f"VALUES ({', '.join('?' * len(cols))}{extra_val}) ON CONFLICT DO NOTHING"
             for table, cols in LOADED_TABLES.items()
         }
 
@@ -79,9 +86,11 @@ class SqliteLoader:
 
 
 class PostgresLoader:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, cluster_id: str | None = None) -> None:
         self.engine = engine
-        self._cols = {table: _quoted(engine, cols) for table, cols in LOADED_TABLES.items()}
+        self._cluster = checked_cluster_id(cluster_id)
+        extra = (CLUSTER_ID,) if self._cluster is not None else ()
+        self._cols = {table: _quoted(engine, (*cols, *extra)) for table, cols in LOADED_TABLES.items()}
 
     def write(self, batch: Batch, *, may_conflict: bool = False) -> int:
         import psycopg
@@ -109,8 +118,13 @@ class PostgresLoader:
                             f"SELECT {cols} FROM {table} WITH NO DATA"
                         )
                     with cur.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:
-                        for row in rows:
-                            copy.write_row(row)
+                        if self._cluster is None:
+                            for row in rows:
+                                copy.write_row(row)
+                        else:
+                            tail = (self._cluster,)
+                            for row in rows:
+                                copy.write_row((*row, *tail))
                     if dedup:
                         cur.execute(
                             f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {target} ON CONFLICT DO NOTHING"
@@ -124,7 +138,7 @@ class PostgresLoader:
         return None
 
 
-def loader_for(engine: Engine) -> Loader:
+def loader_for(engine: Engine, cluster_id: str | None = None) -> Loader:
     if engine.dialect.name == "postgresql":
-        return PostgresLoader(engine)
-    return SqliteLoader(engine)
+        return PostgresLoader(engine, cluster_id)
+    return SqliteLoader(engine, cluster_id)

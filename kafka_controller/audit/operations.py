@@ -4,8 +4,13 @@ The Airflow/admin layer calls ``start_operation`` before it submits a request (t
 travels with the request, and the runtime stamps it on every transition the request causes) and
 ``finish_operation`` when it knows the result (kept, bounded, in ``result``). Both are synchronous,
 one small transaction each: operations are rare, and the caller wants to know the row exists before
-it acts. ``record_controller_lost`` is an operation's own account of a controller it took down (a
-drill's kill), so that the report can measure the outage from then.
+it acts. Every row carries the cluster it concerns (``cluster_id``, ZooKeeper's ``/cluster/id``) when
+the caller knows it, so one store can serve several clusters. A broker records an operation for an
+admin request that came over its listener outside any operation (``broker.admin_audit``): it names
+its own id (the transitions were stamped with it already), the request's principal, client id and
+address, and the times the request started and ended. ``record_controller_lost`` is an operation's
+own account of a controller it took down (a drill's kill), so that the report can measure the
+outage from then.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.schema import (
     OPERATION_FINAL_STATUSES,
     OPERATION_RUNNING,
+    checked_cluster_id,
     controller_events,
     operations,
 )
@@ -72,24 +78,34 @@ class OperationLog:
         airflow_dag_id: str | None = None,
         airflow_run_id: str | None = None,
         airflow_task_id: str | None = None,
+        cluster_id: str | None = None,
+        principal: str | None = None,
+        client_id: str | None = None,
+        client_address: str | None = None,
+        operation_id: str | None = None,
+        started_ms: int | None = None,
     ) -> str:
-        """Insert a ``running`` operation and return its id (a UUID string).
+        """Insert a ``running`` operation and return its id (a UUID string, or ``operation_id``).
 
         ``dry_run`` defaults to True, as every mutating operation does (see the operations notes).
         Raises ``InvalidArgumentError`` naming the bad field, ``AuditStoreError`` if the store fails.
         """
         row = {
-            "operation_id": str(uuid.uuid4()),
+            "operation_id": _text("operation_id", operation_id, 36, required=False) or str(uuid.uuid4()),
             "kind": _text("kind", kind, 64),
             "requester": _text("requester", requester, 255),
             "reason": _text("reason", reason, 10_000),
             "parameters": _parameters(parameters),
             "dry_run": _flag(dry_run),
             "status": OPERATION_RUNNING,
-            "started_ms": self._clock.time_ms(),
+            "started_ms": self._clock.time_ms() if started_ms is None else _ms("started_ms", started_ms),
             "airflow_dag_id": _text("airflow_dag_id", airflow_dag_id, 250, required=False),
             "airflow_run_id": _text("airflow_run_id", airflow_run_id, 250, required=False),
             "airflow_task_id": _text("airflow_task_id", airflow_task_id, 250, required=False),
+            "cluster_id": checked_cluster_id(cluster_id),
+            "principal": _text("principal", principal, 255, required=False),
+            "client_id": _text("client_id", client_id, 255, required=False),
+            "client_address": _text("client_address", client_address, 255, required=False),
         }
         try:
             with self._engine.begin() as conn:
@@ -99,7 +115,13 @@ class OperationLog:
         return str(row["operation_id"])
 
     def finish_operation(
-        self, operation_id: str, status: str, error: str | None = None, result: Any = None
+        self,
+        operation_id: str,
+        status: str,
+        error: str | None = None,
+        result: Any = None,
+        *,
+        finished_ms: int | None = None,
     ) -> None:
         """Mark a running operation ``succeeded``, ``failed`` or ``cancelled``, with its ``result``.
 
@@ -118,7 +140,12 @@ class OperationLog:
                         operations.c.operation_id == operation_id, operations.c.status == OPERATION_RUNNING
                     )
                     .values(
-                        status=status, error=error, finished_ms=self._clock.time_ms(), result=bounded(result)
+                        status=status,
+                        error=error,
+                        finished_ms=self._clock.time_ms()
+                        if finished_ms is None
+                        else _ms("finished_ms", finished_ms),
+                        result=bounded(result),
                     )
                 ).rowcount
                 if done == 1:
@@ -132,7 +159,9 @@ class OperationLog:
             raise InvalidArgumentError(f"unknown operation id {operation_id!r}")
         raise InvalidArgumentError(f"operation {operation_id} is already finished ({current})")
 
-    def record_controller_lost(self, broker_id: int, controller_epoch: int, at_ms: int, detail: str) -> None:
+    def record_controller_lost(
+        self, broker_id: int, controller_epoch: int, at_ms: int, detail: str, cluster_id: str | None = None
+    ) -> None:
         """A ``lost`` controller event: this operation took controller ``broker_id`` (of
         ``controller_epoch``) down at ``at_ms``. Recording it twice is harmless."""
         for name, value in (
@@ -149,6 +178,7 @@ class OperationLog:
             "started_ms": at_ms,
             "duration_ms": 0.0,
             "detail": _text("detail", detail, 10_000),
+            "cluster_id": checked_cluster_id(cluster_id),
         }
         try:
             with self._engine.begin() as conn:
@@ -203,6 +233,12 @@ def bounded(result: Any) -> Any:
         return orjson.loads(text)
     keys = sorted(str(k) for k in result) if isinstance(result, Mapping) else []
     return {"truncated": True, "bytes": len(text), "keys": keys}
+
+
+def _ms(name: str, value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise InvalidArgumentError(f"bad {name} {value!r}: must be a non-negative integer of milliseconds")
+    return value
 
 
 def _flag(value: object) -> bool:

@@ -16,6 +16,14 @@ Design choices, and why:
 * ``operation_id`` on transitions is indexed but not a foreign key: an operation may be recorded in
   another process (Airflow) after the controller's rows, and a foreign-key failure would turn an
   audit row into a poison batch.
+* ``cluster_id`` (ZooKeeper's ``/cluster/id``, which Kafka's first broker creates) on operations,
+  transitions and controller events, so that several clusters can audit into one database and
+  every report, view and reconciliation can keep to one of them. NULL on rows written before the
+  column existed (and by writers that do not know their cluster): one cluster in a database then
+  reads as before. It is not part of any unique key, because a controller's ``(controller_id,
+  controller_epoch, sequence)`` is unique within its cluster only in practice: two clusters can
+  both have controller 1 at epoch 1, and the key then keeps the first of two clashing rows, as it
+  did before this column; filtering by cluster is what stops reports from mixing them.
 * ISR lists are JSON array text (``"[1,2,3]"``): readable, and parseable by PostgreSQL and Spark.
 * Transition tables carry no CHECK constraint and few indexes, on purpose: on SQLite a CHECK on
   ``outcome`` alone cost more than half the insert time of 100,000 rows. The writer checks outcomes in
@@ -25,6 +33,7 @@ Design choices, and why:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import (
@@ -40,15 +49,45 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    UniqueConstraint,
+    column,
     false,
+    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.naming import conv
 from sqlalchemy.types import JSON
 
+from kafka_controller.domain.errors import InvalidArgumentError, brief
+
 OUTCOMES: tuple[str, ...] = ("ok", "invalid", "failed")
+
+#: The column that says which cluster a row belongs to; filled by whoever writes the row (the
+#: writer's loaders add it to every row they load, so it is not in ``LOADED_TABLES``' row tuples).
+CLUSTER_ID = "cluster_id"
+CLUSTER_ID_MAX = 64
+_CLUSTER_ID_TEXT = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def checked_cluster_id(value: object) -> str | None:
+    """``value`` if it can be a cluster id in the audit (1-64 characters of Kafka's URL-safe base64
+    alphabet, which ``Uuid.toString`` uses, plus ``.``), None for None; else ``InvalidArgumentError``.
+    Kept that narrow so the loaders may write it as an SQL literal."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, str)
+        or not 0 < len(value) <= CLUSTER_ID_MAX
+        or not _CLUSTER_ID_TEXT.fullmatch(value)
+    ):
+        raise InvalidArgumentError(
+            f"bad cluster id {brief(value)}: must be 1-{CLUSTER_ID_MAX} characters of A-Z a-z 0-9 _ - ."
+        )
+    return value
+
+
+#: The principal Kafka names an unauthenticated client (``KafkaPrincipal.ANONYMOUS``).
+ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
 OPERATION_RUNNING = "running"
 OPERATION_FINAL_STATUSES: tuple[str, ...] = ("succeeded", "failed", "cancelled")
 OPERATION_STATUSES: tuple[str, ...] = (OPERATION_RUNNING, *OPERATION_FINAL_STATUSES)
@@ -73,6 +112,22 @@ _BigId = BigInteger().with_variant(Integer(), "sqlite")
 _Json = JSON().with_variant(JSONB(), "postgresql")
 
 
+def _cluster_id() -> Column[str]:
+    return Column(CLUSTER_ID, String(CLUSTER_ID_MAX), comment="ZooKeeper's /cluster/id; NULL on older rows")
+
+
+def _unique_key(table: str, *columns: str) -> Index:
+    """A table's idempotency key, within its cluster: two clusters in one database can both have
+    controller 1 at epoch 1, and neither may drop the other's rows as duplicates. A unique index
+    over ``coalesce(cluster_id, '')``, not a constraint over ``cluster_id``, because NULLs never
+    clash in a unique constraint: rows of a writer that does not know its cluster (and rows from
+    before the column) must still be deduplicated on replay. ``ON CONFLICT DO NOTHING`` (no
+    target) honours it on both backends."""
+    return Index(
+        conv(f"uq_{table}_key"), *columns, func.coalesce(column(CLUSTER_ID), text("''")), unique=True
+    )
+
+
 def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
@@ -94,6 +149,10 @@ operations = Table(
     Column("airflow_run_id", String(250)),
     Column("airflow_task_id", String(250)),
     Column("result", _Json, comment="what the operation did, as JSON (bounded: see operations)"),
+    _cluster_id(),
+    Column("principal", String(255), comment="a Kafka request's principal (User:ANONYMOUS unauthenticated)"),
+    Column("client_id", String(255), comment="a request's client id, when it came over a listener"),
+    Column("client_address", String(255), comment="the peer's host:port, when it came over a listener"),
     CheckConstraint(_in("status", OPERATION_STATUSES), name="status"),
     Index(None, "started_ms"),
 )
@@ -147,9 +206,8 @@ partition_transitions = Table(
     Column("error", Text),
     Column("timestamp_ms", BigInteger, nullable=False),
     _dry_run(),
-    UniqueConstraint(
-        "controller_id", "controller_epoch", "sequence", name=conv("uq_partition_transitions_key")
-    ),
+    _cluster_id(),
+    _unique_key("partition_transitions", "controller_id", "controller_epoch", "sequence"),
     _operation_index(),
     Index(None, "timestamp_ms"),
 )
@@ -167,9 +225,8 @@ replica_transitions = Table(
     Column("error", Text),
     Column("timestamp_ms", BigInteger, nullable=False),
     _dry_run(),
-    UniqueConstraint(
-        "controller_id", "controller_epoch", "sequence", name=conv("uq_replica_transitions_key")
-    ),
+    _cluster_id(),
+    _unique_key("replica_transitions", "controller_id", "controller_epoch", "sequence"),
     _operation_index(),
     Index(None, "timestamp_ms"),
 )
@@ -191,9 +248,8 @@ controller_events = Table(
     Column("first_offline_ms", BigInteger, comment="failover: when offline partitions were first seen"),
     Column("offline_partitions", Integer, comment="failover: partitions without a live leader then"),
     Column("recovered_ms", BigInteger, comment="failover: when every electable partition was led"),
-    UniqueConstraint(
-        "broker_id", "controller_epoch", "kind", "started_ms", name=conv("uq_controller_events_key")
-    ),
+    _cluster_id(),
+    _unique_key("controller_events", "broker_id", "controller_epoch", "kind", "started_ms"),
 )
 
 # Filled by the reconciliation (Spark) job: one row per run, one per finding.
@@ -230,9 +286,10 @@ reconciliation_findings = Table(
     Index(None, "run_id"),
 )
 
-#: The tables the writer loads, and for each the columns it fills, in the order of its row tuples.
+#: The tables the writer loads, and for each the columns of its row tuples, in order (the loaders
+#: add ``cluster_id`` themselves, one value for every row: see ``backends``).
 LOADED_TABLES: dict[str, tuple[str, ...]] = {
-    str(t.name): tuple(str(c.name) for c in t.columns if c.name != "id")
+    str(t.name): tuple(str(c.name) for c in t.columns if c.name not in ("id", CLUSTER_ID))
     for t in (partition_transitions, replica_transitions, controller_events)
 }
 

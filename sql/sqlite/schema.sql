@@ -15,9 +15,11 @@ CREATE TABLE controller_events (
 	first_offline_ms BIGINT, 
 	offline_partitions INTEGER, 
 	recovered_ms BIGINT, 
-	CONSTRAINT pk_controller_events PRIMARY KEY (id), 
-	CONSTRAINT uq_controller_events_key UNIQUE (broker_id, controller_epoch, kind, started_ms)
+	cluster_id VARCHAR(64), 
+	CONSTRAINT pk_controller_events PRIMARY KEY (id)
 );
+
+CREATE UNIQUE INDEX uq_controller_events_key ON controller_events (broker_id, controller_epoch, kind, started_ms, coalesce(cluster_id, ''));
 
 CREATE TABLE operations (
 	operation_id VARCHAR(36) NOT NULL, 
@@ -34,6 +36,10 @@ CREATE TABLE operations (
 	airflow_run_id VARCHAR(250), 
 	airflow_task_id VARCHAR(250), 
 	result JSON, 
+	cluster_id VARCHAR(64), 
+	principal VARCHAR(255), 
+	client_id VARCHAR(255), 
+	client_address VARCHAR(255), 
 	CONSTRAINT pk_operations PRIMARY KEY (operation_id), 
 	CONSTRAINT ck_operations_status CHECK (status IN ('running', 'succeeded', 'failed', 'cancelled'))
 );
@@ -63,13 +69,15 @@ CREATE TABLE partition_transitions (
 	error TEXT, 
 	timestamp_ms BIGINT NOT NULL, 
 	dry_run BOOLEAN DEFAULT 0 NOT NULL, 
-	CONSTRAINT pk_partition_transitions PRIMARY KEY (id), 
-	CONSTRAINT uq_partition_transitions_key UNIQUE (controller_id, controller_epoch, sequence)
+	cluster_id VARCHAR(64), 
+	CONSTRAINT pk_partition_transitions PRIMARY KEY (id)
 );
 
 CREATE INDEX ix_partition_transitions_operation_id ON partition_transitions (operation_id) WHERE operation_id IS NOT NULL;
 
 CREATE INDEX ix_partition_transitions_timestamp_ms ON partition_transitions (timestamp_ms);
+
+CREATE UNIQUE INDEX uq_partition_transitions_key ON partition_transitions (controller_id, controller_epoch, sequence, coalesce(cluster_id, ''));
 
 CREATE TABLE reconciliation_runs (
 	run_id VARCHAR(36) NOT NULL, 
@@ -108,13 +116,15 @@ CREATE TABLE replica_transitions (
 	error TEXT, 
 	timestamp_ms BIGINT NOT NULL, 
 	dry_run BOOLEAN DEFAULT 0 NOT NULL, 
-	CONSTRAINT pk_replica_transitions PRIMARY KEY (id), 
-	CONSTRAINT uq_replica_transitions_key UNIQUE (controller_id, controller_epoch, sequence)
+	cluster_id VARCHAR(64), 
+	CONSTRAINT pk_replica_transitions PRIMARY KEY (id)
 );
 
 CREATE INDEX ix_replica_transitions_operation_id ON replica_transitions (operation_id) WHERE operation_id IS NOT NULL;
 
 CREATE INDEX ix_replica_transitions_timestamp_ms ON replica_transitions (timestamp_ms);
+
+CREATE UNIQUE INDEX uq_replica_transitions_key ON replica_transitions (controller_id, controller_epoch, sequence, coalesce(cluster_id, ''));
 
 CREATE TABLE reconciliation_findings (
 	id INTEGER NOT NULL, 
@@ -138,4 +148,4 @@ CREATE TABLE kafka_controller_audit_version (
 	PRIMARY KEY (version_num)
 );
 
-INSERT INTO kafka_controller_audit_version (version_num) VALUES ('0003');
+INSERT INTO kafka_controller_audit_version (version_num) VALUES ('0004');

@@ -29,8 +29,8 @@ _INSERT_0001 = text(
 )
 
 
-def test_the_chain_ends_at_0003() -> None:
-    assert head_revision() == "0003"
+def test_the_chain_ends_at_0004() -> None:
+    assert head_revision() == "0004"
 
 
 def test_upgrade_from_the_previous_revision_keeps_rows(blank_url: str, engine_for) -> None:  # type: ignore[no-untyped-def]
