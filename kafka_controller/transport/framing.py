@@ -22,6 +22,8 @@ WIRE_VERSION = 1
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 _CHUNK = 1 << 20
+#: The most one non-blocking read takes at once: the network thread moves on to other peers between.
+_READ_CHUNK = 256 << 10
 
 
 class FrameTooLargeError(ProtocolError):
@@ -29,18 +31,26 @@ class FrameTooLargeError(ProtocolError):
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytearray | None:
-    """Read exactly ``n`` bytes; ``None`` if the peer closed cleanly before the first byte."""
-    buf = bytearray(n)
-    view = memoryview(buf)
-    pos = 0
-    while pos < n:
-        got = sock.recv_into(view[pos:], min(n - pos, _CHUNK))
-        if got == 0:
-            if pos == 0:
+    """Read exactly ``n`` bytes; ``None`` if the peer closed cleanly before the first byte.
+
+    The buffer grows with the bytes that arrive, never to ``n`` up front: a length prefix costs
+    the reader nothing until the peer actually sends what it announced."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), _CHUNK))
+        if not chunk:
+            if not buf:
                 return None
-            raise TransportConnectionError(f"connection closed after {pos} of {n} bytes")
-        pos += got
+            raise TransportConnectionError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
     return buf
+
+
+def check_length(length: int, limit: int, setting: str = "max_frame_bytes") -> None:
+    """Raise ``FrameTooLargeError`` for a length prefix outside ``1..limit``; ``setting`` names
+    the limit in the message."""
+    if length == 0 or length > limit:
+        raise FrameTooLargeError(f"frame length {length} is outside 1..{limit} bytes ({setting})")
 
 
 def read_frame(sock: socket.socket, max_frame_bytes: int) -> bytearray | None:
@@ -49,14 +59,58 @@ def read_frame(sock: socket.socket, max_frame_bytes: int) -> bytearray | None:
     if header is None:
         return None
     (length,) = _HEADER.unpack(header)
-    if length == 0 or length > max_frame_bytes:
-        raise FrameTooLargeError(
-            f"frame length {length} is outside 1..{max_frame_bytes} bytes (max_frame_bytes)"
-        )
+    check_length(length, max_frame_bytes)
     payload = recv_exact(sock, length)
     if payload is None:
         raise TransportConnectionError(f"connection closed before a {length}-byte frame")
     return payload
+
+
+class FrameReader:
+    """One frame at a time from a non-blocking socket, as the bytes arrive (Kafka's ``NetworkReceive``
+    reads the size, then the payload; here the payload buffer grows with what is received rather
+    than being allocated at the announced size, so 9 bytes cannot make the reader hold 100 MiB).
+
+    ``read_header`` then, once the caller has accepted ``length``, ``read_body`` until it returns
+    True, then ``take()``. Both return None on end of stream and let ``BlockingIOError`` (nothing
+    to read yet) and other ``OSError`` through."""
+
+    __slots__ = ("_body", "_header", "length")
+
+    def __init__(self) -> None:
+        self._header = bytearray()
+        self._body = bytearray()
+        self.length = -1
+
+    @property
+    def received(self) -> int:
+        """Bytes of the current frame so far, length prefix included."""
+        return len(self._header) + len(self._body)
+
+    def read_header(self, sock: socket.socket) -> bool | None:
+        chunk = sock.recv(_HEADER.size - len(self._header))
+        if not chunk:
+            return None
+        self._header += chunk
+        if len(self._header) < _HEADER.size:
+            return False
+        (self.length,) = _HEADER.unpack(self._header)
+        return True
+
+    def read_body(self, sock: socket.socket, chunk_bytes: int = _READ_CHUNK) -> bool | None:
+        chunk = sock.recv(min(self.length - len(self._body), chunk_bytes))
+        if not chunk:
+            return None
+        self._body += chunk
+        return len(self._body) == self.length
+
+    def take(self) -> bytearray:
+        """The complete payload; the reader starts over for the next frame."""
+        body = self._body
+        self._header = bytearray()
+        self._body = bytearray()
+        self.length = -1
+        return body
 
 
 def write_frame(sock: socket.socket, payload: bytes) -> None:

@@ -1,37 +1,68 @@
-"""A threaded TCP server for the wire protocol: one thread per connection, one request at a time.
+"""A TCP server for the wire protocol whose threads and memory are bounded whatever clients do.
 
-The handler runs on the connection's thread and may block (a broker applying a LeaderAndIsr does).
-On the **controller** side a handler must not touch controller state: it puts an event on the
-controller's queue and, if the API needs an answer, waits for that event's callback (house rule 5).
+**Shape** (Kafka's ``SocketServer`` and ``KafkaRequestHandlerPool``): one network thread per
+listener (``processor``) accepts, reads frames without blocking and writes answers; complete
+requests go to a fixed pool of request-handler threads (``num.io.threads``, Kafka's default 8).
+A connection is muted from the moment its request is complete until its answer is written, so
+each connection has at most one request held, and a handler thread is never tied to a peer: a
+slow or silent peer costs a buffer, not a thread. The thread count is ``1 + num.io.threads + 1``
+whatever the number of connections (it was one thread per connection before).
+
+**Why two pools.** Handlers block. A broker's Kafka-protocol CreateTopics, DeleteTopics,
+CreatePartitions and ElectLeaders wait (up to the request's timeout) until this broker's
+metadata cache shows the outcome, and that only happens when an UpdateMetadata or LeaderAndIsr
+from the controller is handled *here*. The controller APIs (ControlledShutdown, AlterIsr,
+reassignments, ...) wait for the controller's event thread. With one pool, eight clients waiting
+for metadata would leave no thread to apply the UpdateMetadata they wait for, and every one would
+time out. Kafka separates its control plane for this reason (``control.plane.listener.name``,
+handled by a single thread). Here the controller's requests share the listener, so the split is
+by frame: private-protocol LeaderAndIsr, UpdateMetadata and StopReplica (recognised from the
+envelope's leading ``{"api":"..."`` without parsing the body, as the channel manager writes it)
+go to a one-thread control pool, everything else to the data pool. Control requests never wait
+for another request, so the control thread always makes progress, and whatever fills the data
+pool can only wait for things the control thread or the controller's event thread deliver. (A
+controller's requests to its own broker do not use the socket at all: ``channel_manager``.)
 
 Every request gets exactly one answer: the handler's response, or an error envelope —
 INVALID_REQUEST for bad JSON, a bad envelope, an unknown API or a malformed body, and
 UNKNOWN_SERVER_ERROR when the handler raises. The connection stays open after those. A length
-prefix of zero or above ``max_frame_bytes`` is answered too, but then the connection is closed,
-because the stream cannot be resynchronised; the server itself keeps serving.
+prefix of zero or above the limit is answered too, but then the connection is closed, because
+the stream cannot be resynchronised; the server itself keeps serving.
 
 A ``raw_handler`` shares the listener with another protocol: every frame whose payload starts with
 a zero byte (a Kafka request does: the high byte of its api_key; a private-protocol frame starts
 with ``{``, and no JSON text starts with 0x00) goes to it as bytes, and its answer goes back as one
 frame; ``None`` closes the connection. Such a peer's bad length prefix closes the connection
 without an answer. Every other frame is handled as above.
+
+Limits, quotas, idle expiry and running out of descriptors: ``processor`` and ``limits``; the
+reasoning in ``docs/connection-layer.md``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
+import queue
+import re
 import socket
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from kafka_controller.domain.requests import Errors
 from kafka_controller.transport import framing
-from kafka_controller.transport.codec import DEFAULT_APIS, ApiRegistry
+from kafka_controller.transport.codec import (
+    DEFAULT_APIS,
+    LEADER_AND_ISR,
+    STOP_REPLICA,
+    UPDATE_METADATA,
+    ApiRegistry,
+)
+from kafka_controller.transport.connection import Authenticator, Connection, PlaintextAuthenticator
 from kafka_controller.transport.errors import ProtocolError, TransportError
+from kafka_controller.transport.limits import ConnectionQuotas, SocketSettings, resolve_overrides
+from kafka_controller.transport.processor import Processor
 
 logger = logging.getLogger(__name__)
 
@@ -41,18 +72,79 @@ Handler = Callable[[str, Any], Any]
 RawHandler = Callable[[bytearray], bytes | None]
 #: The first byte of every frame for ``raw_handler`` (a Kafka api_key's high byte); never JSON's.
 RAW_FIRST_BYTE = 0x00
+#: Kafka's control plane has one request-handler thread.
+CONTROL_THREADS = 1
+#: The private requests only a controller sends: they go to the control pool.
+CONTROL_APIS = frozenset({LEADER_AND_ISR, UPDATE_METADATA, STOP_REPLICA})
+_LEADING_API = re.compile(rb'\{\s*"api"\s*:\s*"([A-Za-z]{1,64})"')
+#: Listen backlog (Kafka's ``socket.listen.backlog.size`` came later, in 3.2, with 50 by default).
+BACKLOG = 128
 
 _PEER: contextvars.ContextVar[str | None] = contextvars.ContextVar("transport_peer", default=None)
+_CONNECTION: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "transport_connection", default=None
+)
 
 
 def current_peer() -> str | None:
     """``host:port`` of the peer whose request the calling thread is handling (None outside a
-    connection's thread): handlers name who sent what they refuse without a change of signature."""
+    request handler): handlers name who sent what they refuse without a change of signature."""
     return _PEER.get()
 
 
+def current_connection() -> Connection | None:
+    """The connection whose request the calling thread is handling: its ``principal`` and
+    ``authenticated`` for whoever decides by them (None outside a request handler)."""
+    return _CONNECTION.get()
+
+
+def is_control_frame(payload: bytes | bytearray) -> bool:
+    """Whether a private-protocol frame is a controller's LeaderAndIsr, UpdateMetadata or StopReplica
+    (from its first bytes: ``encode_request`` writes ``api`` first)."""
+    match = _LEADING_API.match(bytes(payload[:96]))
+    return match is not None and match.group(1).decode() in CONTROL_APIS
+
+
+class RequestPool:
+    """A fixed number of request-handler threads (Kafka's ``KafkaRequestHandlerPool``) on one queue."""
+
+    def __init__(self, name: str, threads: int, work: Callable[[Connection, bytearray], None]) -> None:
+        self._queue: queue.SimpleQueue[tuple[Connection, bytearray] | None] = queue.SimpleQueue()
+        self._work = work
+        self._threads = [
+            threading.Thread(target=self._run, name=f"{name}-{i}", daemon=True) for i in range(threads)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, conn: Connection, payload: bytearray) -> None:
+        self._queue.put((conn, payload))
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            try:
+                self._work(*item)
+            except Exception:  # _process answers everything itself; this keeps the thread alive
+                logger.exception("request handler thread %s failed", threading.current_thread().name)
+
+    def stop(self, timeout_s: float) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout_s)
+            if thread.is_alive():
+                logger.warning("%s still busy in its handler after stop()", thread.name)
+
+
 class TransportServer:
-    """``start()`` binds (port 0 picks a free port, then ``.port`` tells which) and serves."""
+    """``start()`` binds (port 0 picks a free port, then ``.port`` tells which) and serves.
+
+    ``settings`` are Kafka's socket-server settings (``limits.SocketSettings``); without them,
+    Kafka's defaults with ``max_frame_bytes`` as ``socket.request.max.bytes``.
+    ``authenticator_factory`` makes each connection's ``Authenticator`` (PLAINTEXT by default)."""
 
     def __init__(
         self,
@@ -64,56 +156,54 @@ class TransportServer:
         apis: ApiRegistry = DEFAULT_APIS,
         name: str = "transport-server",
         raw_handler: RawHandler | None = None,
+        settings: SocketSettings | None = None,
+        authenticator_factory: Callable[[], Authenticator] = PlaintextAuthenticator,
     ) -> None:
         self.host = host
         self.port = port
         self._handler = handler
-        self._max_frame_bytes = max_frame_bytes
+        self.settings = settings or SocketSettings(socket_request_max_bytes=max_frame_bytes)
         self._apis = apis
         self._name = name
         self._raw_handler = raw_handler
-        self._lock = threading.Lock()
-        self._listener: socket.socket | None = None
-        self._connections: dict[socket.socket, threading.Thread] = {}
-        self._accept_thread: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._authenticator_factory = authenticator_factory
+        self._processor: Processor | None = None
+        self._data = RequestPool(f"{name}-io", self.settings.num_io_threads, self._process)
+        self._control = RequestPool(f"{name}-control-io", CONTROL_THREADS, self._process)
 
     def start(self) -> TransportServer:
+        overrides = resolve_overrides(self.settings.max_connections_per_ip_overrides)
+        quotas = ConnectionQuotas(self.settings, overrides)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             listener.bind((self.host, self.port))
-            listener.listen(128)
+            listener.listen(BACKLOG)
         except OSError as e:
             listener.close()
             raise TransportError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from None
-        self._listener = listener
         self.port = listener.getsockname()[1]
-        self._accept_thread = threading.Thread(
-            target=self._accept_loop, name=f"{self._name}-accept-{self.port}", daemon=True
+        self._processor = Processor(
+            listener,
+            self.settings,
+            quotas,
+            self._submit,
+            name=self._name,
+            raw_capable=self._raw_handler is not None,
+            authenticator_factory=self._authenticator_factory,
         )
-        self._accept_thread.start()
+        self._data.start()
+        self._control.start()
+        self._processor.start(f"{self._name}-network-{self.port}")
         logger.info("%s listening on %s:%d", self._name, self.host, self.port)
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop accepting, close every connection, and wait (bounded) for their threads."""
-        self._stopping.set()
-        if self._listener is not None:
-            with contextlib.suppress(OSError):
-                self._listener.shutdown(socket.SHUT_RDWR)
-            self._listener.close()
-        if self._accept_thread is not None:
-            self._accept_thread.join(timeout_s)
-        with self._lock:
-            connections = list(self._connections.items())
-        for conn, _ in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        for _, thread in connections:
-            thread.join(timeout_s)
-            if thread.is_alive():
-                logger.warning("%s: %s still busy in its handler after stop()", self._name, thread.name)
+        """Stop accepting, close every connection, and wait (bounded) for the threads."""
+        if self._processor is not None:
+            self._processor.stop(timeout_s)
+        self._control.stop(timeout_s)
+        self._data.stop(timeout_s)
 
     def __enter__(self) -> TransportServer:
         return self.start()
@@ -123,73 +213,33 @@ class TransportServer:
 
     @property
     def connection_count(self) -> int:
-        with self._lock:
-            return len(self._connections)
+        return self._processor.connection_count if self._processor is not None else 0
 
-    def _accept_loop(self) -> None:
-        assert self._listener is not None
-        while not self._stopping.is_set():
-            try:
-                conn, addr = self._listener.accept()
-            except OSError:
-                if self._stopping.is_set():
-                    return
-                continue
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            thread = threading.Thread(
-                target=self._serve, args=(conn,), name=f"{self._name}-conn-{addr[0]}:{addr[1]}", daemon=True
-            )
-            with self._lock:
-                if self._stopping.is_set():
-                    conn.close()
-                    return
-                self._connections[conn] = thread
-            thread.start()
+    # -- requests (network thread -> pools -> network thread) ---------------------------------------
+    def _submit(self, conn: Connection, payload: bytearray) -> None:
+        control = payload[0] == ord("{") and conn.authenticated and is_control_frame(payload)
+        (self._control if control else self._data).submit(conn, payload)
 
-    def _serve(self, conn: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            host, port = conn.getpeername()[:2]
-            _PEER.set(f"{host}:{port}")
+    def _process(self, conn: Connection, payload: bytearray) -> None:
+        """On a handler thread: the one answer to ``payload`` (None closes the connection)."""
+        peer = _PEER.set(conn.peer)
+        connection = _CONNECTION.set(conn)
+        answer: bytes | None = None
         try:
-            while not self._stopping.is_set():
-                try:
-                    payload = framing.read_frame(conn, self._max_frame_bytes)
-                except framing.FrameTooLargeError as e:
-                    if not self._raw_peer(conn):  # a Kafka client just sees the connection close
-                        framing.write_frame(conn, framing.encode_error(-1, Errors.INVALID_REQUEST, str(e)))
-                    _linger_close(conn)
-                    return
-                if payload is None:
-                    return
-                if self._raw_handler is not None and payload[0] == RAW_FIRST_BYTE:
-                    answer = self._raw_handler(payload)
-                    if answer is None:
-                        return
-                    framing.write_frame(conn, answer)
-                    continue
-                framing.write_frame(conn, self._answer(payload))
-        except (OSError, TransportError) as e:
-            if not self._stopping.is_set():
-                logger.debug("%s: connection ended: %s", self._name, e)
+            if not conn.authenticated:
+                answer = conn.authenticator.receive(payload)
+            elif self._raw_handler is not None and payload[0] == RAW_FIRST_BYTE:
+                answer = self._raw_handler(payload)
+            else:
+                answer = self._answer(payload)
+        except Exception:
+            logger.exception("%s: closing the connection from %s: its request failed", self._name, conn.peer)
         finally:
-            with self._lock:
-                self._connections.pop(conn, None)
-            conn.close()
-
-    def _raw_peer(self, conn: socket.socket) -> bool:
-        """After a bad length prefix: whether the frame's first byte (peeked, waited for briefly)
-        says it is for ``raw_handler``."""
-        if self._raw_handler is None:
-            return False
-        try:
-            conn.settimeout(_PEEK_SECONDS)
-            first = conn.recv(1, socket.MSG_PEEK)
-        except OSError:
-            return False
-        finally:
-            with contextlib.suppress(OSError):
-                conn.settimeout(None)
-        return len(first) == 1 and first[0] == RAW_FIRST_BYTE
+            _CONNECTION.reset(connection)
+            _PEER.reset(peer)
+            processor = self._processor
+            if processor is not None:
+                processor.respond(conn, answer)
 
     def _answer(self, payload: bytearray) -> bytes:
         try:
@@ -208,32 +258,18 @@ class TransportServer:
             return framing.encode_error(cid, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
     def _refuse(self, cid: int, error: ProtocolError) -> bytes:
-        logger.warning("%s: refused a request: %s", self._name, error)
+        logger.warning("%s: refused a request from %s: %s", self._name, current_peer(), error)
         return framing.encode_error(cid, Errors.INVALID_REQUEST, str(error))
 
 
-#: How long a bad length prefix waits for the frame's first byte, which tells the protocol.
-_PEEK_SECONDS = 0.5
-#: How long, and how many unread bytes, a refused connection is drained before it is closed.
-_LINGER_SECONDS = 1.0
-_LINGER_BYTES = 16 << 20
-
-
-def _linger_close(conn: socket.socket) -> None:
-    """Half-close after a refusal and drain what the peer still sends before closing.
-
-    Closing a socket with unread input makes the kernel send a reset, which can reach the peer
-    before it has read the refusal: it would see "connection reset" instead of the reason. The
-    drain is bounded in time and bytes, so a peer that keeps streaming cannot hold the thread."""
-    try:
-        conn.shutdown(socket.SHUT_WR)
-        conn.settimeout(_LINGER_SECONDS)
-        deadline = time.monotonic() + _LINGER_SECONDS
-        drained = 0
-        while drained < _LINGER_BYTES and time.monotonic() < deadline:
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            drained += len(chunk)
-    except OSError:
-        pass
+__all__ = [
+    "RAW_FIRST_BYTE",
+    "Handler",
+    "RawHandler",
+    "RequestPool",
+    "SocketSettings",
+    "TransportServer",
+    "current_connection",
+    "current_peer",
+    "is_control_frame",
+]
