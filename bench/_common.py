@@ -56,7 +56,7 @@ RESULTS = Path(
 )
 #: Broker settings of every benchmark cluster: none, so the brokers run on their own defaults
 #: (followers fetching every 200 ms, auto rebalance on), as the cluster a user starts. Before fetch
-#: sessions (issue 19) the data plane cost per partition per fetch, and the benchmarks had to run
+#: sessions the data plane cost per partition per fetch, and the benchmarks had to run
 #: ``LIGHT_BROKER_CONFIG``: 100,000 partitions at RF 3 then kept 1.2 of this machine's 2 cores busy
 #: at the default interval (measured: ``bench/idle_cpu.py``), which was charged to the controller.
 BENCH_BROKER_CONFIG: dict[str, str] = {}

@@ -19,7 +19,7 @@ In the same run, on the same tree: the floor (raw batched reads of the broker's 
 and rewrites of the ones the shutdown changed, ``floor.py``), and the whole thing again with
 auditing on (SQLite audit store) for the audit-on/off comparison.
 
-Kafka's layout gives the broker 5,000 leaderships. Issue 19's goal 3 speaks of 10,000, so the same
+Kafka's layout gives the broker 5,000 leaderships. The failover goals' goal 3 speaks of 10,000, so the same
 shutdown also runs on twice the layout (``leads_10k``: 50,000 topics, the broker leading 10,000
 partitions and following 10,000; ``--no-10k`` skips it). Prints one JSON object and appends it to
 ``bench/results/controlled_shutdown.jsonl``.
@@ -69,8 +69,8 @@ from kafka_controller.cluster.watch import LeadershipWatch
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
 from kafka_controller.zk import paths as P
 
-#: Issue 19, goal 3: 10,000 leaderships, SIGTERM -> exit, checked on the audited run unless
-#: ``--no-audit`` (issue 19 states its goals audited), on both layouts.
+#: Goal 3 (docs/performance.md): 10,000 leaderships, SIGTERM -> exit, checked on the audited run
+#: unless ``--no-audit`` (the goals are stated audited), on both layouts.
 GOAL_S = 0.5
 #: Topics of Kafka's layout (the broker leads a fifth of them).
 KAFKA_TOPICS = 25_000

@@ -1,4 +1,4 @@
-"""Benchmark (issue 2): the core's partition and replica transitions against the in-memory store.
+"""Benchmark: the core's partition and replica transitions against the in-memory store.
 
 Two workloads on N partitions of B brokers, RF R (Kafka 1.1's failover layout: topics of 50
 partitions, round-robin replicas), with broker 1 down:

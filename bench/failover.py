@@ -1,7 +1,7 @@
 """Controller failover, end to end: Kafka 1.1's published layout on five real broker processes.
 
 2,000 topics x 50 partitions (100,000 partitions) on 5 brokers, RF 1 (Kafka's layout) and RF 3,
-and 200 topics x 50 partitions (10,000) at RF 2 (``rf2_10k``, issue 19's goal: election to all
+and 200 topics x 50 partitions (10,000) at RF 2 (``rf2_10k``, goal 2 of docs/performance.md: election to all
 led <= 0.5 s), written into an embedded ZooKeeper and settled. The brokers run their default
 settings (``BENCH_BROKER_CONFIG``); ``--light`` adds, beside each case, the same failover with the
 lighter simulation the benchmarks used before fetch sessions (``LIGHT_BROKER_CONFIG``).
@@ -82,13 +82,13 @@ from kafka_controller.zk import paths as P
 from kafka_controller.zk.backend import OK
 from kafka_controller.zk.codecs import decode_partition_state
 
-#: Issue 19's goals, audited: election -> every partition led within 1.2 s at RF 1 and 2.5 s at
+#: The failover goals, audited: election -> every partition led within 1.2 s at RF 1 and 2.5 s at
 #: RF 3, the latter also within 2x the floor of the same run and with the controller's RSS within
 #: 350 MB (checked against its VmRSS after the failover and, beside it, its peak VmHWM).
 GOAL_S = {1: 1.2, 2: 2.5, 3: 2.5}
 FLOOR_RATIO_GOAL = {3: 2.0}
 RSS_GOAL_MB = {3: 350.0}
-#: Issue 19, goal 2: 10,000 partitions at RF 2, election -> every partition led, default settings.
+#: Goal 2: 10,000 partitions at RF 2, election -> every partition led, default settings.
 TEN_K_GOAL_S = 0.5
 TEN_K_TOPICS = 200
 
@@ -250,7 +250,7 @@ def run_case(
 ) -> dict[str, Any]:
     """Audit off (and on unless ``--no-audit``), each the median of ``--reps``; with ``--light``,
     the lighter simulation beside the default one. The goals are checked on the audited run
-    (issue 19 states them audited), on the unaudited one with ``--no-audit``."""
+    (they are stated audited), on the unaudited one with ``--no-audit``."""
 
     def median(audit: bool, light: bool = False) -> dict[str, Any]:
         return median_run(

@@ -1,4 +1,4 @@
-"""The fault soak (issue 18 §4): ``--trials`` fault trials of ``tests/faults`` run by ``--jobs``
+"""The fault soak: ``--trials`` fault trials of ``tests/faults`` run by ``--jobs``
 pytest processes at once (each with its own ZooKeeper, ensemble, network lab and seeds: one
 consecutive range per process), merged into one results file with one summary line, which is also
 printed (JSON).

@@ -27,7 +27,7 @@ __all__ = [
     "ZNodeEventType",
 ]
 
-# -- The full metadata store (issue 3): result and event types ------------------------------------
+# -- The full metadata store: result and event types ----------------------------------------------
 #
 # Everything below extends ``PartitionStateStore`` with what Kafka's ``KafkaZkClient`` offers the
 # 2.8 controller and the admin tools (spec §7-8). The implementations live in

@@ -1,4 +1,4 @@
-"""The two invariants only epoch fencing keeps (issue 18 §3), checked from outside:
+"""The two invariants only epoch fencing keeps, checked from outside:
 
 * ``single_controller_per_epoch`` — no two controllers' requests are acted on at one controller
   epoch. Each broker reports, per epoch, the controllers whose LeaderAndIsr, UpdateMetadata or

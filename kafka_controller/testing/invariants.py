@@ -1,4 +1,4 @@
-"""What must hold in a cluster whatever was killed, paused, restarted or cut off (issue 9).
+"""What must hold in a cluster whatever was killed, paused, restarted or cut off.
 
 Checked from outside, as an operator could: ZooKeeper (``read_snapshot``: a handful of batched store
 reads), each broker's own view of its replicas (``ReplicaView``, from DescribeReplicas) and the

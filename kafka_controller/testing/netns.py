@@ -1,4 +1,4 @@
-"""Hosts in Linux network namespaces, for tests of partitions and slow links (issue 18 §2).
+"""Hosts in Linux network namespaces, for tests of partitions and slow links.
 
 What breaks controllers in production is the network: a controller that reaches its brokers but
 not ZooKeeper, a broker cut off, a slow link. One loopback address cannot show any of it, so a

@@ -442,7 +442,7 @@ FAULTS: dict[str, Callable[[TrialContext], None]] = {
     "zk_minority_partition": zk_minority_partition,
     "slow_link": slow_link,
 }
-#: Faults that only make sense under some workloads (issue 18: a slow link under a controlled
+#: Faults that only make sense under some workloads (a slow link matters under a controlled
 #: shutdown and a reassignment); the others run under any.
 FAULT_WORKLOADS: dict[str, tuple[str, ...]] = {"slow_link": ("reassignment", "rolling_shutdown")}
 #: Faults of ZooKeeper's own quorum: their trials run on the suite's 3-server ensemble.

@@ -1,4 +1,4 @@
-"""Audit rows survive ``kill -9`` of the process that recorded them (issue 9: "lose no audit rows").
+"""Audit rows survive ``kill -9`` of the process that recorded them: the audit loses no row.
 
 The controller records a transition after writing it to ZooKeeper; if the process is then killed,
 the transition stays in ZooKeeper while its audit row exists only if the writer had made it durable.

@@ -1,4 +1,4 @@
-"""The fault-injection suite (issues 9 and 18): ``KAFKA_CONTROLLER_FAULT_TRIALS`` trials (default 30), each
+"""The fault-injection suite: ``KAFKA_CONTROLLER_FAULT_TRIALS`` trials (default 30), each
 a workload on a fresh three-broker cluster with one fault injected at a random moment, then every
 invariant of ``kafka_controller.testing.invariants`` checked. A failing trial prints its seed and
 the command that replays it; every trial is a line of ``bench/results/reliability.jsonl``.

@@ -1,4 +1,4 @@
-"""The two fencing invariants (issue 18): caught when broken, quiet when kept — the stale-write one
+"""The two fencing invariants (docs/reliability.md): caught when broken, quiet when kept — the stale-write one
 also on a real ZooKeeper, whose zxids it relies on."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Brokers, the controller and the CLI on a 3-server ZooKeeper ensemble (issue 18 §1): every
+"""Brokers, the controller and the CLI on a 3-server ZooKeeper ensemble: every
 client gets the connect string listing all servers, and the cluster keeps working through a
 ZooKeeper leader's death and converges after the quorum is lost for ~10 s and regained."""
 

@@ -1,4 +1,4 @@
-"""The context's bulk load of a topic's assignment (a failover's, issue 19)."""
+"""The context's bulk load of a topic's assignment (a failover's)."""
 
 from __future__ import annotations
 

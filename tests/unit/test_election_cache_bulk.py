@@ -1,4 +1,4 @@
-"""Elections cache their new states in one ``put_partition_leadership_infos`` call (issue 19), not
+"""Elections cache their new states in one ``put_partition_leadership_infos`` call, not
 one ``put_partition_leadership_info`` per partition: the same cache and preferred-replica imbalance
 count, recomputed from scratch after each flow, on random layouts (new, offline, preferred and
 controlled-shutdown elections)."""

@@ -1,4 +1,4 @@
-"""``put_partition_leadership_infos`` (issue 19: ``has_preferred_leader`` inlined for partitions
+"""``put_partition_leadership_infos`` (``has_preferred_leader`` inlined for partitions
 without a replica being added) keeps the cache and the preferred-replica imbalance count that
 ``put_partition_leadership_info`` one partition at a time keeps, on random layouts: reassignments
 adding or removing replicas, topics queued for deletion, partitions without an assignment, states

@@ -1,5 +1,5 @@
 """``ControllerBase.update_leader_and_isr_cache`` caches every state read in one pass when each read
-is a state (issue 19: a failover's context load), and skips missing and failed reads otherwise: the
+is a state (a failover's context load), and skips missing and failed reads otherwise: the
 same cache, in the same order, and imbalance count as caching each read state one at a time, on
 random layouts. Handed states already read (a failover reads them with the topics), it reads only
 the partitions they lack, and caches in the context's order whatever order they came in."""

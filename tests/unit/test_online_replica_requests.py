@@ -1,4 +1,4 @@
-"""OnlineReplica's LeaderAndIsr entries queued per broker in bulk (issue 19) make the requests
+"""OnlineReplica's LeaderAndIsr entries queued per broker in bulk make the requests
 Kafka's one-replica-at-a-time ``addLeaderAndIsrRequestForBrokers(Seq(replicaId), ...)`` calls make:
 the same brokers in the same order, each with the same partitions in the same order and equal
 states, and the same UpdateMetadata, on random layouts."""

@@ -1,4 +1,4 @@
-"""The reconciliation package's shape (issue 20): no module imports one that imports it back, and none
+"""The reconciliation package's shape: no module imports one that imports it back, and none
 grows past 400 lines. import-linter's ``acyclic_siblings`` contract guards the first in CI as well;
 this test reads the source alone (no pyspark needed) and names the cycle it finds."""
 

@@ -1,4 +1,4 @@
-"""The replica state machine's startup (issue 19): the online replicas ``initialize_replica_state``
+"""The replica state machine's startup in a failover: the online replicas ``initialize_replica_state``
 has just put in OnlineReplica are moved to OnlineReplica without looking their states up or writing
 them again, with the same requests, states (in the same order) and audit records as the plain
 ``handle_state_changes`` call, on random layouts."""

@@ -1,4 +1,4 @@
-"""The request batch's state sharing (issue 19): entries of one partition with the same inputs
+"""The request batch's state sharing: entries of one partition with the same inputs
 share one LeaderAndIsr state, without a per-partition memo outliving the call that needed it, and
 an UpdateMetadata state queued twice from the same inputs is an equal one."""
 

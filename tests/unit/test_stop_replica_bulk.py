@@ -1,4 +1,4 @@
-"""``add_stop_replica_requests`` (issue 19: a broker with nothing queued yet takes each partition's
+"""``add_stop_replica_requests`` (a broker with nothing queued yet takes each partition's
 state without a look-up) queues what Kafka's ``addStopReplicaRequestForBrokers`` queues one
 partition at a time, on random call sequences: the same brokers, partitions in the same order, equal
 states, ``delete_partition`` sticky."""
