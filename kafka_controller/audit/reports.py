@@ -3,7 +3,9 @@
 Each ``*_rows`` function runs one query from ``views`` with optional filters (``since_ms``, an
 ``operation_id``) and a row limit. ``build_report`` gathers them with totals and chart series into
 one JSON-ready dict; ``render_text`` prints it as readable tables; ``html.render_html`` draws it.
-A database without the audit schema, or with no rows yet, gives a report that says so.
+A database without the audit schema, or with no rows yet, gives a report that says so; rows
+missing by the controllers' sequence numbers, and a database file a writer had to recreate, are
+named at the top (``gaps``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from sqlalchemy import Connection, Engine, Select, func, select, union_all
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
-from kafka_controller.audit import views
+from kafka_controller.audit import gaps, views
 from kafka_controller.audit.engine import create_audit_engine, redacted, translate
 from kafka_controller.audit.migrate import has_schema
 from kafka_controller.audit.schema import (
@@ -47,6 +49,8 @@ BUCKETS_MS = (
     86_400_000,
 )
 MAX_BUCKETS = 60
+#: Runs of missing rows the text report lists (``--json`` has up to ``gaps.MAX_LISTED``).
+TEXT_GAP_RUNS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +283,13 @@ def build_report(
     try:
         with engine.connect() as conn:
             if not has_schema(conn):
-                return {**report, "empty": True, "summary": {}, "sections": {}, "charts": {}}
+                return {**report, "empty": True, "summary": {}, "sections": {}, "charts": {}, "gaps": {}}
+            replaced, replaced_ms = gaps.store_replacements(conn)
+            report["gaps"] = {
+                **gaps.summarize(gaps.sequence_gaps(conn)),
+                "store_replaced": replaced,
+                "store_replaced_ms": replaced_ms,
+            }
             report["summary"] = summary(conn, since_ms=since_ms, operation_id=operation_id, dry_runs=dry_runs)
             report["sections"] = {}
             for section in SECTIONS:
@@ -346,6 +356,26 @@ def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -
     return "\n".join(lines)
 
 
+def _missing_lines(found: dict[str, Any]) -> list[str]:
+    """What the store is missing, for the top of the text report (nothing when nothing is)."""
+    out = []
+    if found.get("store_replaced"):
+        out.append(
+            f"Missing rows: the audit database file was deleted or replaced {found['store_replaced']} "
+            f"time(s) while a writer had it open (last noticed {format_ms(found['store_replaced_ms'])}); "
+            "what was written to it before then went with the old file"
+        )
+    if found.get("runs"):
+        out.append(
+            f"Missing rows: at least {found['missing_rows']} in {found['runs']} run(s), "
+            "by the controllers' sequence numbers (whole store):"
+        )
+        out += [f"  {gaps.describe(g)}" for g in found["shown"][:TEXT_GAP_RUNS]]
+        if found["runs"] > TEXT_GAP_RUNS:
+            out.append(f"  ... and {found['runs'] - TEXT_GAP_RUNS} more runs (--json lists them)")
+    return [*out, ""] if out else []
+
+
 def render_text(report: dict[str, Any]) -> str:
     head = f"Audit report for {report['database']}"
     filters = report["filters"]
@@ -356,9 +386,8 @@ def render_text(report: dict[str, Any]) -> str:
     if report["empty"]:
         return f"{head}\n\nNothing recorded yet: the audit store has no transitions, events or operations.\n"
     s = report["summary"]
-    out = [
-        head,
-        "",
+    out = [head, "", *_missing_lines(report.get("gaps") or {})]
+    out += [
         f"Transitions: {s['partition_transitions']} partition, {s['replica_transitions']} replica "
         f"({s['ok']} ok, {s['invalid']} invalid, {s['failed']} failed); "
         f"{s['controller_events']} controller events; {s['operations']} operations",

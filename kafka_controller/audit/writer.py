@@ -25,6 +25,18 @@ the schema, replays the spool oldest first in chunks, and clears it only when ev
 committed. Replays rely on the unique keys (``ON CONFLICT DO NOTHING``), so a crash or an outage in
 the middle of a replay, or a commit whose acknowledgement was lost, never doubles a row. A spool
 left by a crashed process is replayed at start-up.
+
+The store never loses rows silently:
+
+* A SQLite file deleted or renamed over while open is noticed (``store_file``: before and after
+  every commit, and every idle cycle): the writer warns once, closes the old file, spools, creates
+  or upgrades the schema at the path and replays, so every row committed after the change reaches
+  the file readers open; a ``controller_events`` row (``gaps.STORE_REPLACED``) tells the report.
+* A read-only database spools with a warning that says so, and is drained once writable.
+* A spool whose disk is full holds batches in memory and never delays the database's retry: a
+  database that comes back is drained while the disk is still full.
+* Errors that repeat every cycle are logged once per ``error_log_interval`` with a count of the
+  repeats (``repeat_log``), and once more when they clear.
 """
 
 from __future__ import annotations
@@ -38,11 +50,14 @@ from typing import Any
 
 from kafka_controller.audit.backends import loader_for
 from kafka_controller.audit.bulk import Unit, convert_units, queue_units
-from kafka_controller.audit.engine import create_audit_engine, one_line, redacted
-from kafka_controller.audit.rows import Batch, Converted, batch_size
+from kafka_controller.audit.engine import create_audit_engine, parse_url, redacted, sqlite_path
+from kafka_controller.audit.gaps import STORE_REPLACED
+from kafka_controller.audit.repeat_log import DEFAULT_INTERVAL_S, RepeatedLog
+from kafka_controller.audit.rows import CONTROLLER_EVENTS, Batch, Converted, batch_size, event_row
 from kafka_controller.audit.spool import JOURNAL_FILE, Spool
+from kafka_controller.audit.store_file import FileChange, StoreFile
 from kafka_controller.audit.writer_recovery import REJECTED_FILE, AuditWriterStats, SpoolRecovery
-from kafka_controller.domain.audit_records import AuditItem
+from kafka_controller.domain.audit_records import AuditItem, ControllerEventRecord
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.heap import release_free_heap
 from kafka_controller.ports import Clock, SystemClock
@@ -77,6 +92,8 @@ class AuditWriter(SpoolRecovery):
         sqlite_synchronous: str = "FULL",
         engine_options: dict[str, Any] | None = None,
         journal: bool = True,
+        cluster_id: str | None = None,
+        error_log_interval: float = DEFAULT_INTERVAL_S,
     ) -> None:
         if batch_size < 1:
             raise InvalidArgumentError(f"bad batch_size {batch_size}: must be at least 1")
@@ -84,10 +101,13 @@ class AuditWriter(SpoolRecovery):
             raise InvalidArgumentError(f"bad flush_interval {flush_interval}: must be positive")
         if not 0 < retry_backoff[0] <= retry_backoff[1]:
             raise InvalidArgumentError(f"bad retry_backoff {retry_backoff}: need 0 < first <= max")
+        if error_log_interval <= 0:
+            raise InvalidArgumentError(f"bad error_log_interval {error_log_interval}: must be positive")
         self._engine = create_audit_engine(
             url, sqlite_synchronous=sqlite_synchronous, sqlite_autocheckpoint=False, **(engine_options or {})
         )
         self.url = redacted(url)
+        self._store_file = StoreFile(sqlite_path(parse_url(url)))
         try:
             self._spool = Spool(spool_dir)
         except BaseException:
@@ -100,8 +120,9 @@ class AuditWriter(SpoolRecovery):
             self._spool.close()
             self._engine.dispose()
             raise
-        self._loader = loader_for(self._engine)
+        self._loader = loader_for(self._engine, cluster_id)  # stamps every row with the cluster
         self._clock = clock or SystemClock()
+        self._errors = RepeatedLog(log, self._clock, error_log_interval)
         self._batch_size = batch_size
         self._flush_interval = flush_interval
         self._backoff_min, self._backoff_max = retry_backoff
@@ -275,7 +296,7 @@ class AuditWriter(SpoolRecovery):
                 if self._cycle():
                     return
             except Exception:  # a bug must not kill the thread: log, back off, go on
-                log.exception("audit writer cycle failed")
+                self._errors.log("cycle", logging.ERROR, "audit writer cycle failed", exc_info=True)
                 self._mark_down("internal error (see log)")
             with self._lock:
                 idle = not self._queue
@@ -288,9 +309,11 @@ class AuditWriter(SpoolRecovery):
 
     def _cycle(self) -> bool:
         """One pass: retry if due, settle held then queued batches. True when closed and done."""
-        due = self._clock.monotonic() >= self._next_retry
         if self._abandoned:
             return True
+        if self._schema_ready:
+            self._store_moved()  # a deleted or replaced file is noticed even while no row comes
+        due = self._clock.monotonic() >= self._next_retry
         if due and (not self._schema_ready or self._spool or not self._db_up):
             self._recover()
         while self._held:
@@ -346,12 +369,21 @@ class AuditWriter(SpoolRecovery):
         try:
             self._spool.append(batch)
         except (OSError, TypeError, ValueError) as e:
-            log.error("audit spool %s cannot take a batch: %s", self._spool.path, e)
             with self._lock:
                 self._last_error = f"spool: {e}"
             if isinstance(e, OSError):
-                self._mark_down(None)
+                # Held in memory and retried each cycle. The database's own retry is not pushed
+                # back: a database that comes back is drained whatever the spool's disk does.
+                self._errors.log(
+                    "spool",
+                    logging.ERROR,
+                    "audit spool %s cannot take a batch, holding %d rows in memory: %s",
+                    self._spool.path,
+                    batch_size(batch) + sum(n for _, n in self._held),
+                    e,
+                )
                 return False
+            log.error("audit spool %s cannot take a batch: %s", self._spool.path, e)
             good, bad = self._split(batch)  # unencodable values: set them aside, spool the rest
             if not bad:  # nothing to blame on a single row: keep the whole batch aside, never lose it
                 self._reject([{"batch": batch, "reason": f"cannot spool: {e}"}], batch_size(batch))
@@ -359,32 +391,67 @@ class AuditWriter(SpoolRecovery):
             return self._settle(good) if good else True
         with self._lock:
             self._spooled += batch_size(batch)
+        self._errors.resolved("spool", "audit spool %s takes batches again", self._spool.path)
         return True
 
     def _write(self, batch: Batch, *, may_conflict: bool) -> tuple[Batch, int | None]:
         """Commit ``batch``; return the rows it tried (minus any the database can never take, which
-        are rejected) and how many were new, or ``None`` for that count if the database is unavailable."""
+        are rejected) and how many were new, or ``None`` for that count if the database is unavailable.
+
+        A SQLite file deleted or replaced at its path counts as unavailable, checked before the
+        commit and after it: rows committed into a file no longer at its path are spooled and
+        replayed into the new one (``_store_moved``)."""
+        if self._store_moved():
+            return batch, None
         try:
-            return batch, self._loader.write(batch, may_conflict=may_conflict)
+            inserted = self._loader.write(batch, may_conflict=may_conflict)
         except Exception as e:
             error = e
+        else:
+            return (batch, None) if self._store_moved() else (batch, inserted)
         good, bad = self._split(batch)
         if bad:
             if not good:
                 return good, 0
             try:
-                return good, self._loader.write(good, may_conflict=may_conflict)
+                inserted = self._loader.write(good, may_conflict=may_conflict)
             except Exception as e:
                 error = e
-        if self._db_up:
-            log.warning(
-                "audit database %s unavailable, spooling to %s: %s",
-                self.url,
-                self._spool.path,
-                one_line(error),
-            )
-        self._mark_down(one_line(error))
+            else:
+                return (good, None) if self._store_moved() else (good, inserted)
+        self._database_failed(error)
         return good, None
+
+    def _store_moved(self) -> bool:
+        """True (having warned once, closed the old file and scheduled its recreation at once) when
+        the SQLite file the writer has open is no longer the one at its path."""
+        change = self._store_file.change()
+        if change is None:
+            return False
+        path = self._store_file.path
+        what = "deleted" if change is FileChange.DELETED else "replaced by another file (kept and used)"
+        kept = "the rows committed to the old file before then went with it"
+        log.warning(
+            "audit database %s was %s while the writer had it open; %s; spooling to %s, "
+            "then creating or upgrading the schema at %s and replaying every row recorded since",
+            path,
+            what,
+            kept,
+            self._spool.path,
+            path,
+        )
+        self._engine.dispose()  # closes the old file (SQLite checkpoints its WAL into it first)
+        self._store_file.forget()
+        # A row that says so in the new file: the report names it (``gaps``) even before any
+        # transition follows, where it would otherwise find a store that looks merely new.
+        marker = ControllerEventRecord(
+            STORE_REPLACED, -1, 0, self._clock.time_ms(), 0.0, f"{path} {what}; {kept}"
+        )
+        self._held.append(({CONTROLLER_EVENTS: [event_row(marker)]}, 0))
+        self._schema_ready = False
+        self._mark_down(f"audit database {path} {change.value} while open")
+        self._next_retry = self._clock.monotonic()  # recreate now, not after a backoff
+        return True
 
 
 def _stamp(record: AuditItem) -> int:

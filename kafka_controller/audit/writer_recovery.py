@@ -11,6 +11,7 @@ database marked up or down with its backoff). A mixin over the writer's own stat
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,10 @@ import orjson
 
 from kafka_controller.audit.engine import one_line
 from kafka_controller.audit.migrate import upgrade_database
+from kafka_controller.audit.repeat_log import RepeatedLog
 from kafka_controller.audit.rows import Batch, Row, batch_size, split_valid
 from kafka_controller.audit.spool import Spool
+from kafka_controller.audit.store_file import StoreFile
 from kafka_controller.ports import Clock
 
 log = logging.getLogger("kafka_controller.audit.writer")
@@ -68,6 +71,8 @@ class SpoolRecovery:
     _backoff_max: float
     _settled: int
     _accepted: int
+    _errors: RepeatedLog
+    _store_file: StoreFile
 
     def _write(self, batch: Batch, *, may_conflict: bool) -> tuple[Batch, int | None]:
         raise NotImplementedError
@@ -79,7 +84,8 @@ class SpoolRecovery:
                 try:
                     self._journal.clear()  # everything in it is in the database or the spool
                 except OSError as e:
-                    log.error("audit journal %s cannot be truncated: %s", self._journal.path, e)
+                    what = "audit journal %s cannot be truncated: %s"
+                    self._errors.log("journal", logging.ERROR, what, self._journal.path, e)
             self._progress.notify_all()
 
     def _mark_down(self, error: str | None) -> None:
@@ -98,6 +104,31 @@ class SpoolRecovery:
         self._backoff = self._backoff_min
         self._next_retry = 0.0
 
+    def _database_failed(self, error: BaseException) -> None:
+        """The database refused a write or a schema upgrade: say so (once per interval while it
+        lasts, naming a read-only SQLite file as such) and retry after a backoff."""
+        text = one_line(error)
+        path = self._store_file.path
+        if path is not None and _read_only(path, text):
+            self._errors.log(
+                "database",
+                logging.WARNING,
+                "audit database %s is read-only, spooling to %s until it can be written: %s",
+                path,
+                self._spool.path,
+                text,
+            )
+        else:
+            self._errors.log(
+                "database",
+                logging.WARNING,
+                "audit database %s unavailable, spooling to %s: %s",
+                self.url,
+                self._spool.path,
+                text,
+            )
+        self._mark_down(text)
+
     def _split(self, batch: Batch) -> tuple[Batch, list[tuple[str, Row, str]]]:
         """The rows the database can take, and the others (set aside in ``rejected.jsonl``)."""
         good, bad = split_valid(batch)
@@ -111,10 +142,12 @@ class SpoolRecovery:
             try:
                 upgrade_database(self._engine)
             except Exception as e:
-                self._mark_down(one_line(e))
+                self._database_failed(e)
                 return
+            self._store_file.remember()  # the file the engine's connections now have open
             self._schema_ready = True
         if not self._spool:
+            self._errors.resolved("database", "audit database %s is back", self.url)
             self._mark_up()
             return
         chunk: Batch = {}
@@ -131,7 +164,10 @@ class SpoolRecovery:
         self._spool.clear()
         with self._lock:
             self._replayed += replayed
-        log.info("audit database %s is back: replayed %d spooled rows", self.url, replayed)
+        if not self._errors.resolved(
+            "database", "audit database %s is back: replayed %d spooled rows", self.url, replayed
+        ):
+            log.info("audit database %s: replayed %d spooled rows", self.url, replayed)
         self._mark_up()
 
     def _replay_chunk(self, chunk: Batch) -> bool:
@@ -151,7 +187,7 @@ class SpoolRecovery:
                 f.writelines(orjson.dumps(e, default=repr) + b"\n" for e in entries)
                 f.flush()
         except OSError as e:
-            log.error("audit: cannot write %s: %s", path, e)
+            self._errors.log("rejected", logging.ERROR, "audit: cannot write %s: %s", path, e)
         with self._lock:
             self._rejected += n
 
@@ -168,6 +204,20 @@ class SpoolRecovery:
         journal.clear()
         log.warning("audit: %d journaled rows of an earlier writer moved to the spool for replay", moved)
         return moved
+
+
+def _read_only(path: os.PathLike[str], error: str) -> bool:
+    """Whether a SQLite failure is the file (or its directory, where SQLite keeps the WAL and its
+    index) being read-only: ``access(2)`` says so for a read-only mount even to root."""
+    if "readonly" in error or "read-only" in error:
+        return True
+    directory = os.path.dirname(os.fspath(path)) or "."
+    try:
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            return True
+        return os.path.isdir(directory) and not os.access(directory, os.W_OK)
+    except OSError:
+        return False
 
 
 AUDIT_LAG_MS = "kafka.controller:type=AuditWriter,name=LagMs"
