@@ -51,6 +51,10 @@ def elected(*tps: TopicPartition, leader: int = 2) -> A.ElectLeadersResponse:
     return A.ElectLeadersResponse(Errors.NONE, {tp: A.ElectionResult(Errors.NONE, leader) for tp in tps})
 
 
+#: Kafka's ``Errors.ELECTION_NOT_NEEDED.message()``, which its controller's ``ApiError`` carries.
+NOT_NEEDED = "Leader election not needed for topic partition."
+
+
 def test_elect_leaders_waits_for_the_new_leaders_in_the_metadata_cache_up_to_timeout_ms() -> None:
     """Kafka's DelayedElectLeader: an elected partition whose new leader this broker's cache does not
     show within the request's timeout_ms is REQUEST_TIMED_OUT; one it shows is NONE."""
@@ -62,7 +66,10 @@ def test_elect_leaders_waits_for_the_new_leaders_in_the_metadata_cache_up_to_tim
     cache = WaitSpy()
     lead(cache, T0, T1, leader=1)  # the UpdateMetadata with leader 2 never comes
     response = call(make(fake, cache), ELECT_LEADERS, 2, elect_request(2, {"t": [0, 1]}, timeout=ms(200)))
-    assert elect_results(response) == {T0: (7, None), T1: (84, None)}
+    assert elect_results(response) == {
+        T0: (7, None),
+        T1: (84, "Leader election not needed for topic partition."),
+    }
     assert len(fake.requests) == 1  # the election itself was asked for (and happened)
     (wait,) = cache.waits
     assert 0 < wait <= 0.2
@@ -70,7 +77,7 @@ def test_elect_leaders_waits_for_the_new_leaders_in_the_metadata_cache_up_to_tim
     # The cache already shows it: NONE even with timeout_ms 0 (checked once, as Kafka does).
     lead(cache, T0, leader=2)
     response = call(make(fake, cache), ELECT_LEADERS, 2, elect_request(2, {"t": [0, 1]}, timeout=ms(0)))
-    assert elect_results(response) == {T0: (0, None), T1: (84, None)}
+    assert elect_results(response) == {T0: (0, None), T1: (84, NOT_NEEDED)}
 
 
 def test_elect_leaders_answers_when_the_update_metadata_arrives() -> None:

@@ -254,10 +254,12 @@ class ConfigApis:
                         raise ApiError(
                             E.invalid_request, f"Config value {verb} is not allowed for config key: {name}"
                         )
-                    default = TOPIC_CONFIG_DEFS[name].default if name in TOPIC_CONFIG_DEFS else ""
-                    old = [x for x in new.get(name, default if op == APPEND else "").split(",") if x]
+                    # Kafka's prepareIncrementalConfigs: both start from the config's default
+                    # list when the entity does not set it, and SUBTRACT is Scala's multiset
+                    # ``diff`` (each item given removes one occurrence).
+                    old = [x for x in new.get(name, _list_default(resource_type, name)).split(",") if x]
                     items = value.split(",")
-                    new[name] = ",".join(old + items if op == APPEND else [x for x in old if x not in items])
+                    new[name] = ",".join(old + items if op == APPEND else _multiset_diff(old, items))
                 else:
                     raise ApiError(E.invalid_request, f"Unknown config operation {op} for config key: {name}")
             return new
@@ -315,3 +317,22 @@ class ConfigApis:
 
 
 _OPS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def _list_default(resource_type: int, name: str) -> str:
+    """A list config's default: the topic config's (``LogConfig``), or for a broker the topic
+    config it is the synonym of (``log.cleanup.policy`` -> ``cleanup.policy``'s ``delete``)."""
+    key = name if resource_type == TOPIC else _SYNONYM_TOPIC_KEY.get(name, name)
+    d = TOPIC_CONFIG_DEFS.get(key)
+    return d.default if d is not None else ""
+
+
+def _multiset_diff(old: list[str], items: list[str]) -> list[str]:
+    left = Counter(items)
+    out = []
+    for x in old:
+        if left[x] > 0:
+            left[x] -= 1
+        else:
+            out.append(x)
+    return out

@@ -63,6 +63,11 @@ _DEFAULT_MESSAGES: dict[str, str] = {
     Errors.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
     Errors.REQUEST_TIMED_OUT: "The request timed out.",
 }
+#: Kafka's message for the per-partition errors its controller answers as ``new ApiError(error)``
+#: (``Errors.message()``): ``processReplicaLeaderElection``'s partitions whose leader is already right.
+_PARTITION_MESSAGES: dict[str, str] = {
+    Errors.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+}
 
 
 def parse_operation_id(client_id: str | None) -> str | None:
@@ -74,6 +79,12 @@ def parse_operation_id(client_id: str | None) -> str | None:
     if not 0 < len(op) <= OPERATION_ID_MAX or not op.isprintable():
         return None
     return op
+
+
+def operation_of(header: RequestHeader) -> str | None:
+    """The operation a request belongs to: the one its client id names, else the one the broker
+    recorded for it on arrival (``broker.admin_audit``), else None."""
+    return parse_operation_id(header.client_id) or header.operation_id
 
 
 def error_code(name: str) -> ErrorCode:
@@ -119,7 +130,7 @@ def elect_leaders_api(
             )
             return _elect_response(version, Errors.UNKNOWN_SERVER_ERROR, failed)
         private = A.ElectLeadersRequest(
-            "preferred" if etype == 0 else "unclean", tuple(partitions), parse_operation_id(header.client_id)
+            "preferred" if etype == 0 else "unclean", tuple(partitions), operation_of(header)
         )
         reply: A.ElectLeadersResponse = handle(A.ELECT_LEADERS, private)
         results: dict[TopicPartition, tuple[str, str | None]]
@@ -131,7 +142,9 @@ def elect_leaders_api(
             for tp in partitions:
                 x = reply.results.get(tp)
                 results[tp] = (
-                    (x.error, x.message) if x is not None else (Errors.UNKNOWN_SERVER_ERROR, "no result")
+                    (x.error, x.message or _PARTITION_MESSAGES.get(x.error))
+                    if x is not None
+                    else (Errors.UNKNOWN_SERVER_ERROR, "no result")
                 )
                 if x is not None and x.error == Errors.NONE:
                     elected[tp] = x.leader
@@ -197,7 +210,7 @@ def alter_partition_reassignments_api(handle: PrivateHandler) -> KioApi:
                 tp = TopicPartition(t.name, int(p.partition_index))
                 wanted.pop(tp, None)  # a later duplicate wins, and answers in its place
                 wanted[tp] = None if p.replicas is None else tuple(int(r) for r in p.replicas)
-        private = A.AlterPartitionReassignmentsRequest(wanted, parse_operation_id(header.client_id))
+        private = A.AlterPartitionReassignmentsRequest(wanted, operation_of(header))
         reply: A.AlterPartitionReassignmentsResponse = handle(A.ALTER_PARTITION_REASSIGNMENTS, private)
         if reply.error != Errors.NONE:
             return m.AlterPartitionReassignmentsResponse(

@@ -4,48 +4,64 @@
 listener it is not a private-protocol frame) and returns the response payload, or ``None`` to
 close the connection. As Kafka does, the connection is closed on an unknown API key, on a version
 outside the supported range (except ApiVersions, answered with UNSUPPORTED_VERSION in the v0
-format), and on a body that cannot be decoded. It never raises.
+format), and on a body that cannot be decoded; a request that fails while it is being handled is
+answered with the API's error response, UNKNOWN_SERVER_ERROR per topic, resource or partition
+(``error_responses``), and the connection stays open. It never raises.
 
 Answers come from the broker's metadata cache, the last UpdateMetadata from the controller: the
 live brokers with the endpoints they registered in ``/brokers/ids/<id>``, the controller id, and
-every partition's leader, leader epoch, replicas, ISR and offline replicas. Topic auto-creation
-is off: a topic the cache does not know is UNKNOWN_TOPIC_OR_PARTITION.
+every partition's leader, leader epoch, replicas, ISR and offline replicas. A topic the cache does
+not know is auto-created when the broker and the request allow it (``auto.create.topics.enable``,
+Kafka's default true), else UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import os
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from kafka_controller.broker.kafka_wire import api_versions as av
 from kafka_controller.broker.kafka_wire import describe_cluster as dc
 from kafka_controller.broker.kafka_wire import metadata as md
+from kafka_controller.broker.kafka_wire.error_responses import (
+    describe_cluster_error_response,
+    kio_error_response,
+    metadata_error_response,
+)
 from kafka_controller.broker.kafka_wire.header import (
     API_VERSIONS,
     DESCRIBE_CLUSTER,
     METADATA,
     SUPPORTED,
+    RequestHeader,
     decode_request_header,
     encode_response_header,
 )
 from kafka_controller.broker.kafka_wire.kio_api import KioApi, decode_request, encode_response
 from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError, Reader, Writer
 from kafka_controller.broker.metadata_cache import MetadataCache
+from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
+from kafka_controller.zk.paths import validate_topic_name
 
 log = logging.getLogger(__name__)
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) used here.
+UNKNOWN_SERVER_ERROR = -1
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 LEADER_NOT_AVAILABLE = 5
+INVALID_TOPIC_EXCEPTION = 17
 REPLICA_NOT_AVAILABLE = 9
 UNSUPPORTED_VERSION = 35
 UNKNOWN_TOPIC_ID = 100
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: ``auto_create(names) -> {name: error code to answer}``: Kafka's ``AutoTopicCreationManager``.
+AutoCreate = Callable[[Sequence[str]], Mapping[str, int]]
 SUPPORTED_RANGES = tuple((key, lo, hi) for key, (lo, hi, _) in sorted(SUPPORTED.items()))
 
 
@@ -83,9 +99,11 @@ class KafkaProtocolHandler:
         cache: MetadataCache,
         cluster_id: Callable[[], str | None],
         apis: Mapping[int, KioApi] | None = None,
+        auto_create: AutoCreate | None = None,
     ) -> None:
         self.cache = cache
         self.cluster_id = cluster_id
+        self.auto_create = auto_create
         self.apis: Mapping[int, KioApi] = dict(apis or {})
         self.table = supported_table(self.apis)
         self.ranges = tuple((key, lo, hi) for key, (lo, hi, _) in sorted(self.table.items()))
@@ -120,22 +138,37 @@ class KafkaProtocolHandler:
         api = self.apis.get(key)
         if api is not None:
             request = decode_request(key, version, reader.data, reader.pos)
-            response = api.handle(header, request)
+            try:
+                response = api.handle(header, request)
+            except Exception:
+                response = kio_error_response(key, version, request)
+                if response is None:
+                    raise
+                _log_failure(header)
             return writer.getvalue() + encode_response(key, version, response)
         if key == API_VERSIONS:
             av.decode_request(reader, version)
             av.encode_response(writer, av.ApiVersionsResponse(NONE, self.ranges), version)
         elif key == METADATA:
             request = md.decode_request(reader, version)
-            md.encode_response(writer, self.metadata(request, version), version)
+            try:
+                answer = self.metadata(request, version)
+            except Exception:
+                _log_failure(header)
+                answer = metadata_error_response(request, UNKNOWN_SERVER_ERROR)
+            md.encode_response(writer, answer, version)
         else:
             assert key == DESCRIBE_CLUSTER
             dc.decode_request(reader, version)
-            md_view = self.metadata(md.MetadataRequest(topics=()), 1)
-            response = dc.DescribeClusterResponse(
-                NONE, None, self.cluster_id() or "", md_view.controller_id, md_view.brokers
-            )
-            dc.encode_response(writer, response, version)
+            try:
+                md_view = self.metadata(md.MetadataRequest(topics=()), 1)
+                cluster = dc.DescribeClusterResponse(
+                    NONE, None, self.cluster_id() or "", md_view.controller_id, md_view.brokers
+                )
+            except Exception:
+                _log_failure(header)
+                cluster = describe_cluster_error_response(UNKNOWN_SERVER_ERROR)
+            dc.encode_response(writer, cluster, version)
         return writer.getvalue()
 
     # -- Metadata ---------------------------------------------------------------------------------------
@@ -148,7 +181,12 @@ class KafkaProtocolHandler:
         return tuple(out)
 
     def metadata(self, request: md.MetadataRequest, version: int) -> md.MetadataResponse:
-        """Kafka's ``ZkMetadataCache.getTopicMetadata`` over this broker's cache."""
+        """Kafka's ``KafkaApis.getTopicMetadata`` over this broker's cache: a topic named that the cache
+        does not know is INVALID_TOPIC_EXCEPTION when its name is not a legal one (``Topic.validate``);
+        otherwise, when the request allows auto-creation (v4+; always before) and the broker's
+        ``auto.create.topics.enable`` is on, ``auto_create`` writes it and says what to answer
+        (LEADER_NOT_AVAILABLE once written), else UNKNOWN_TOPIC_OR_PARTITION. A request for every
+        topic creates nothing."""
         brokers = self.brokers()
         alive = {b.node_id for b in brokers}
         wanted: Iterable[md.MetadataRequestTopic]
@@ -159,12 +197,21 @@ class KafkaProtocolHandler:
             wanted = dict.fromkeys(request.topics)  # asked twice, answered once
             by_topic = self.cache.topic_partition_states(t.name for t in wanted if t.name is not None)
         topics = []
+        missing: list[str] = []
         for t in wanted:
             name = t.name
             states = by_topic.get(name) if name is not None else None
             if name is None or states is None:
-                error = UNKNOWN_TOPIC_ID if t.name is None else UNKNOWN_TOPIC_OR_PARTITION
-                topics.append(md.MetadataTopic(error, t.name, topic_id=t.topic_id))
+                if name is None:
+                    error = UNKNOWN_TOPIC_ID
+                elif _valid_topic_name(name):
+                    error = UNKNOWN_TOPIC_OR_PARTITION
+                    missing.append(name)
+                else:
+                    error = INVALID_TOPIC_EXCEPTION
+                topics.append(
+                    md.MetadataTopic(error, t.name, is_internal=name in INTERNAL_TOPICS, topic_id=t.topic_id)
+                )
                 continue
             partitions = tuple(_partition(s, alive, version == 0) for s in states)
             topics.append(
@@ -176,7 +223,36 @@ class KafkaProtocolHandler:
                     topic_id_bytes(self.cache.topic_id(name)) if version >= 10 else md.ZERO_UUID,
                 )
             )
+        if missing and self.auto_create is not None and request.allow_auto_topic_creation:
+            created = self.auto_create(missing)
+            topics = [
+                dataclasses.replace(t, error_code=created[t.name])
+                if t.error_code == UNKNOWN_TOPIC_OR_PARTITION and t.name in created
+                else t
+                for t in topics
+            ]
         return md.MetadataResponse(brokers, self.cluster_id(), self.cache.controller_id, tuple(topics))
+
+
+def _valid_topic_name(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except InvalidArgumentError:
+        return False
+    return True
+
+
+def _log_failure(header: RequestHeader) -> None:
+    """Kafka's ``RequestHandlerHelper.handleError``: the request is answered with UNKNOWN_SERVER_ERROR
+    and the connection stays open; the cause goes to the log, never to the client."""
+    log.exception(
+        "Kafka-protocol request failed (api key %d v%d, correlation id %d, client %r): "
+        "answered UNKNOWN_SERVER_ERROR",
+        header.api_key,
+        header.api_version,
+        header.correlation_id,
+        header.client_id,
+    )
 
 
 def _partition(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,32 @@ log = logging.getLogger(__name__)
 
 NO_NUM_PARTITIONS = -1
 NO_REPLICATION_FACTOR = -1
+_SEGMENT_BYTES_100_MIB = str(100 * 1024 * 1024)
+#: Kafka 2.8's defaults for its internal topics when a Metadata request auto-creates them
+#: (``offsets.topic.*`` with ``GroupCoordinator.offsetsTopicConfigs``, ``transaction.state.log.*``
+#: with ``TransactionStateManager.transactionTopicConfigs``): partitions, replication factor, configs.
+INTERNAL_TOPIC_SETTINGS: dict[str, tuple[int, int, dict[str, str]]] = {
+    "__consumer_offsets": (
+        50,
+        3,
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": _SEGMENT_BYTES_100_MIB,
+            "compression.type": "producer",
+        },
+    ),
+    "__transaction_state": (
+        50,
+        3,
+        {
+            "unclean.leader.election.enable": "false",
+            "compression.type": "uncompressed",
+            "cleanup.policy": "compact",
+            "min.insync.replicas": "2",
+            "segment.bytes": _SEGMENT_BYTES_100_MIB,
+        },
+    ),
+}
 _PLACEMENT_ERRORS = {
     "partitions": E.invalid_partitions,
     "replication_factor": E.invalid_replication_factor,
@@ -111,6 +138,8 @@ class TopicAdmin:
         self.default_replication_factor = default_replication_factor
         self.rng = rng or random.Random()
         self.jute_maxbuffer = jute_maxbuffer
+        self._inflight: set[str] = set()
+        self._inflight_lock = threading.Lock()
 
     # -- CreateTopics ------------------------------------------------------------------------------------
     def create_topics(
@@ -119,6 +148,9 @@ class TopicAdmin:
         """One outcome per requested topic, in request order (duplicates included)."""
         if not self.is_controller():
             return [Outcome(t.name, E.not_controller) for t in topics]
+        return self._create_all(topics, timeout_ms, validate_only)
+
+    def _create_all(self, topics: Sequence[NewTopic], timeout_ms: int, validate_only: bool) -> list[Outcome]:
         counts = Counter(t.name for t in topics)
         outcomes = []
         for t in topics:
@@ -137,6 +169,38 @@ class TopicAdmin:
         if not validate_only:
             self._await_leaders(outcomes, timeout_ms)
         return outcomes
+
+    # -- auto-creation (a Metadata request naming unknown topics) -----------------------------------------
+    def auto_create(self, names: Sequence[str]) -> dict[str, E]:
+        """Kafka's ``AutoTopicCreationManager.createTopicsInZk``: on any broker, not only the controller,
+        write each topic with the broker's ``num.partitions``/``default.replication.factor`` (the
+        internal topics with their coordinators' settings) without waiting for leaders; a topic
+        written, or written meanwhile by someone else, answers LEADER_NOT_AVAILABLE, a failed one its
+        error. A topic another request is creating right now answers UNKNOWN_TOPIC_OR_PARTITION, as
+        Kafka's in-flight set does, so concurrent clients do not race one another into ZooKeeper."""
+        with self._inflight_lock:
+            fresh = [n for n in dict.fromkeys(names) if n not in self._inflight]
+            self._inflight.update(fresh)
+        answers = {n: E.unknown_topic_or_partition for n in names}
+        try:
+            for o in self._create_all([self._auto_topic(n) for n in fresh], 0, False):
+                code = o.code
+                if code in (E.topic_already_exists, E.request_timed_out):
+                    code = E.leader_not_available
+                else:
+                    log.info("Auto-creating topic %s failed: %s %s", o.name, code.name, o.message or "")
+                answers[o.name] = code
+        finally:
+            with self._inflight_lock:
+                self._inflight.difference_update(fresh)
+        return answers
+
+    def _auto_topic(self, name: str) -> NewTopic:
+        internal = INTERNAL_TOPIC_SETTINGS.get(name)
+        if internal is not None:
+            n, rf, configs = internal
+            return NewTopic(name, n, rf, configs=tuple(configs.items()))
+        return NewTopic(name, self.default_partitions, self.default_replication_factor)
 
     def _create(self, t: NewTopic, outcome: Outcome, validate_only: bool) -> None:
         if self.cache.contains_topic(t.name):

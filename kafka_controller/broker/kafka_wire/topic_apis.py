@@ -74,7 +74,9 @@ class TopicApis:
 
     def _created(self, schema: type, o: Outcome, levels: BrokerLevels | None) -> Any:
         Result = nested(schema, "CreatableTopicResult")
-        ok = o.code in (E.none, E.request_timed_out) and o.partitions is not None
+        # Kafka's handleCreateTopicsResults: any error, REQUEST_TIMED_OUT included, resets the
+        # partition count, replication factor and configs (v5+) to "unknown"; the topic id stays.
+        ok = o.code == E.none and o.partitions is not None
         configs: tuple[Any, ...] = ()
         if ok and levels is not None and o.configs is not None:
             Config = nested(schema, "CreatableTopicConfigs")
