@@ -177,7 +177,9 @@ class BrokerServer(SessionExpiry):
         new_id = kw.new_cluster_id()  # as Kafka's brokers do
         self.cluster_id = retry(lambda: store.create_or_get_cluster_id(new_id), "Reading /cluster/id")
         apis = {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
-        kafka = kw.KafkaProtocolHandler(self.metadata_cache, lambda: self.cluster_id, apis).handle
+        kafka = kw.KafkaProtocolHandler(
+            self.metadata_cache, lambda: self.cluster_id, apis, kw.auto_create_topics(self)
+        ).handle
         host, port = self._listener
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(host, port, self.handler.handle, name=name, raw_handler=kafka)
