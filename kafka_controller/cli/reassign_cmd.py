@@ -178,13 +178,15 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
                     raise InvalidArgumentError(
                         f"reassignments are in progress ({names}); pass --additional to start more"
                     )
-                response = admin.alter_partition_reassignments(plan)
-            failed = {tp: r for tp, r in response.results.items() if r.error != "NONE"}
+                results, unsent = reassign_extras.send_in_batches(args, store, admin, plan, "started")
+            failed = {tp: r for tp, r in results.items() if r.error != "NONE"}
             if failed:
                 tp, r = sorted(failed.items())[0]
                 detail = f" ({r.message})" if r.message else ""
+                rest = f"; the other {unsent} were not sent" if unsent else ""
                 raise common.CommandFailedError(
                     f"{len(failed)} of {len(plan)} reassignments were refused, e.g. {tp}: {r.error}{detail}"
+                    + rest
                 )
         common.left_undone(
             f"{moving} was started and goes on in the controller; "
@@ -300,9 +302,13 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
                 "sent; `reassign --verify` shows where they are"
             )
             ongoing = sorted(admin.list_partition_reassignments(list(plan)).reassignments)
-            results = admin.alter_partition_reassignments(dict.fromkeys(ongoing)).results if ongoing else {}
+            results: dict[TopicPartition, Any] = {}
+            unsent = 0
+            if ongoing:
+                requests = dict.fromkeys(ongoing)
+                results, unsent = reassign_extras.send_in_batches(args, store, admin, requests, "cancelled")
     failed = {tp: r for tp, r in results.items() if r.error != "NONE"}
-    cancelled = [tp for tp in ongoing if tp not in failed]
+    cancelled = [tp for tp in ongoing if tp in results and tp not in failed]
     if args.json:
         common.print_json(
             {
@@ -316,8 +322,9 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
         common.say(f"Successfully cancelled partition reassignments for: {','.join(map(str, cancelled))}")
     if failed:
         tp, r = sorted(failed.items())[0]
+        rest = f"; {unsent} more were not sent" if unsent else ""
         raise common.CommandFailedError(
-            f"could not cancel {len(failed)} reassignment(s), e.g. {tp}: {r.error}"
+            f"could not cancel {len(failed)} reassignment(s), e.g. {tp}: {r.error}{rest}"
         )
     return 0
 

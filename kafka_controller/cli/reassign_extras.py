@@ -7,6 +7,9 @@
 * ``--generate --decommission-brokers IDS``: a plan moving every replica off those brokers
   (``admin.decommission``: rack-aware, replication factors kept, balanced), printed and written
   like ``--generate``'s;
+* ``--execute``/``--cancel --batch-size N``: the plan sent N partitions per request, a progress line
+  on stderr after each, so that other admin requests (a ``--cancel``, say) are served between them;
+  ``--execute`` stops sending when partitions it sent are no longer moving to the plan's targets;
 * the check that each mode's options are used with that mode only (one line naming the option).
 
 Throttle messages go to stderr, so that ``--json`` output stays one JSON document.
@@ -23,6 +26,7 @@ from kafka_controller.cli import common
 from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError
 
 if TYPE_CHECKING:
+    from kafka_controller.admin.kafka_admin import KafkaAdmin
     from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
     from kafka_controller.zk.store import ZkMetadataStore
 
@@ -45,6 +49,14 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="verify: keep the throttles even when the reassignment is done",
     )
     p.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="execute, cancel: send N partitions per request, with a progress line on stderr after each "
+        "(default: the whole plan in one request, as Kafka's tool); --execute stops sending when "
+        "partitions it already sent are no longer moving to the plan's targets (a --cancel meanwhile)",
+    )
+    p.add_argument(
         "--decommission-brokers",
         metavar="IDS",
         help="generate: move every replica off these brokers, e.g. 3 or 3,4 (rack-aware, replication "
@@ -64,6 +76,17 @@ def before_run(args: argparse.Namespace) -> int | None:
             raise InvalidArgumentError(
                 f"--throttle must be a positive number of bytes/s, got {args.throttle}"
             )
+    if args.batch_size is not None:
+        if not (args.execute or args.cancel):
+            raise InvalidArgumentError("--batch-size is only for --execute and --cancel")
+        if args.batch_size < 1:
+            raise InvalidArgumentError(
+                f"--batch-size must be a positive number of partitions, got {args.batch_size}"
+            )
+        if args.legacy_znode:
+            raise InvalidArgumentError(
+                "--batch-size cannot be used with --legacy-znode (the znode takes the whole plan at once)"
+            )
     if args.preserve_throttles and not args.verify:
         raise InvalidArgumentError("--preserve-throttles is only for --verify")
     if args.decommission_brokers is not None:
@@ -71,6 +94,64 @@ def before_run(args: argparse.Namespace) -> int | None:
             raise InvalidArgumentError("--decommission-brokers is only for --generate")
         return _decommission(args)
     return None
+
+
+# -- sending in batches -------------------------------------------------------------------------------
+
+
+def send_in_batches(
+    args: argparse.Namespace,
+    store: ZkMetadataStore,
+    admin: KafkaAdmin,
+    requests: Mapping[TopicPartition, Sequence[int] | None],
+    verb: str,
+) -> tuple[dict[TopicPartition, Any], int]:
+    """AlterPartitionReassignments for ``requests``, ``--batch-size`` partitions at a time (all at
+    once without it). Starting moves, sending stops after a batch with a refused partition, and
+    before a batch when one sent earlier is no longer moving to its target: someone
+    cancelled or replaced it, and the rest of the plan must not start behind their back (a cancel
+    that lands between that check and the next request is missed: at most one batch more).
+    Returns the results and how many partitions were not sent."""
+    items = list(requests.items())
+    size = args.batch_size or max(1, len(items))
+    batches = [dict(items[i : i + size]) for i in range(0, len(items), size)]
+    results: dict[TopicPartition, Any] = {}
+    sent = 0
+    for k, batch in enumerate(batches, 1):
+        if k > 1 and verb == "started":
+            stray = _not_moving_to_target(store, {tp: t for tp, t in items[:sent] if t is not None})
+            if stray:
+                raise common.CommandFailedError(
+                    f"stopped after {sent} of {len(items)} partitions: {len(stray)} already sent are no "
+                    f"longer moving to the plan's targets (cancelled?), e.g. {stray[0]}; the other "
+                    f"{len(items) - sent} were not sent"
+                )
+        results.update(admin.alter_partition_reassignments(batch).results)
+        sent += len(batch)
+        refused = sum(1 for tp in batch if results[tp].error != "NONE")
+        if len(batches) > 1:
+            ok = sum(1 for r in results.values() if r.error == "NONE")
+            tail = f", {refused} refused in this batch" if refused else ""
+            common.note(PROG, f"batch {k}/{len(batches)}: {verb} {ok}/{len(items)} partitions{tail}")
+        if refused and verb == "started":
+            break
+    return results, len(items) - sent
+
+
+def _not_moving_to_target(
+    store: ZkMetadataStore, targets: Mapping[TopicPartition, Sequence[int]]
+) -> list[TopicPartition]:
+    """The partitions of ``targets`` whose topic znode neither moves them to their target nor has
+    them there (one batched read of their topics)."""
+    current: dict[TopicPartition, ReplicaAssignment] = {}
+    for read in store.get_replica_assignment_and_topic_ids(sorted({tp.topic for tp in targets})).values():
+        if not isinstance(read, MetadataStoreError):
+            current.update(read.assignment)
+    return sorted(
+        tp
+        for tp, target in targets.items()
+        if (ra := current.get(tp)) is None or ra.target_replicas != tuple(target)
+    )
 
 
 # -- throttles ---------------------------------------------------------------------------------------

@@ -256,6 +256,9 @@ class ControllerBase(abc.ABC):
     def maybe_complete_reassignment(self, tp: TopicPartition) -> None: ...
 
     @abc.abstractmethod
+    def maybe_complete_reassignments(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    @abc.abstractmethod
     def maybe_resume_reassignments(
         self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
     ) -> None: ...

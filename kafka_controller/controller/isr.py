@@ -87,9 +87,9 @@ class IsrChanges(ControllerBase):
             callback(Errors.UNKNOWN_SERVER_ERROR)
             return
         callback(responses)
-        for tp, response in responses.items():
-            if isinstance(response, LeaderAndIsr) and tp in ctx.partitions_being_reassigned:
-                self.maybe_complete_reassignment(tp)
+        self.maybe_complete_reassignments(  # batched: one state read, one phase B for all
+            tp for tp, response in responses.items() if isinstance(response, LeaderAndIsr)
+        )
 
     def process_isr_change_notification(self) -> None:
         """Pre-AlterIsr brokers wrote the ISR themselves: refresh the cache, tell every broker,
@@ -105,8 +105,6 @@ class IsrChanges(ControllerBase):
                 self.send_update_metadata_request(
                     sorted(ctx.live_or_shutting_down_broker_ids), set(partitions)
                 )
-                for tp in dict.fromkeys(partitions):
-                    if tp in ctx.partitions_being_reassigned:
-                        self.maybe_complete_reassignment(tp)
+                self.maybe_complete_reassignments(partitions)
         finally:
             self.store.delete_isr_change_notifications(sequence_numbers, ctx.epoch_zk_version)

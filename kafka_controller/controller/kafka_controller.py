@@ -52,7 +52,7 @@ from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.core.topic_deletion_manager import TopicDeletionManager
 from kafka_controller.domain.errors import ControllerMovedError
 from kafka_controller.domain.requests import Errors
-from kafka_controller.domain.values import Broker, LeaderIsrAndControllerEpoch
+from kafka_controller.domain.values import Broker
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, NullAuditSink, SystemClock
 
 log = logging.getLogger("kafka_controller.controller")
@@ -370,13 +370,7 @@ class KafkaController(
         ctx = self.controller_context
         reassigning = sorted(ctx.partitions_being_reassigned)
         log.info("Session reconnected: re-checking %d reassignments in flight", len(reassigning))
-        if reassigning:
-            states = self.store.get_partition_states(reassigning)
-            for tp in reassigning:
-                read = states.get(tp)
-                targets = set(ctx.partition_full_replica_assignment(tp).target_replicas)
-                if isinstance(read, LeaderIsrAndControllerEpoch) and targets <= set(read.leader_and_isr.isr):
-                    self.maybe_complete_reassignment(tp)
+        self.maybe_complete_reassignments(reassigning)  # one batched read; the complete ones finish
         self.partition_state_machine.trigger_online_partition_state_change()
 
     def _process_describe_controller_context(self, e: ev.DescribeControllerContext) -> None:

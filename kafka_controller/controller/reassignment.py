@@ -88,8 +88,8 @@ class Reassignments(ReassignmentPhases):
         callback(results)
 
     def process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
-        if self.is_active and tp in self.controller_context.partitions_being_reassigned:
-            self.maybe_complete_reassignment(tp)
+        if self.is_active:
+            self.maybe_complete_reassignments([tp])
 
     def process_list_partition_reassignments(
         self, partitions: Collection[TopicPartition] | None, callback: ListReassignmentsCallback
@@ -144,23 +144,33 @@ class Reassignments(ReassignmentPhases):
     def maybe_trigger_partition_reassignment(
         self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
     ) -> dict[TopicPartition, ApiError]:
+        """Start (or cancel) every reassignment of the request together: the phases run batched
+        across partitions (``on_partition_reassignments``), and each partition gets its own result."""
         ctx = self.controller_context
         results: dict[TopicPartition, ApiError] = {}
+        valid: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, reassignment in reassignments.items():
             if self.topic_deletion_manager.is_topic_queued_up_for_deletion(tp.topic) or not (
                 ctx.partition_replica_assignment(tp)
             ):
                 results[tp] = _UNKNOWN_PARTITION
-                continue
-            try:
-                self.on_partition_reassignment(tp, reassignment)
+            else:
+                valid[tp] = reassignment
+        try:
+            failed = self.on_partition_reassignments(valid)
+        except ControllerMovedError:
+            log.error("Error completing reassignment of %d partitions: the controller moved", len(valid))
+            raise
+        except Exception as e:
+            log.exception("Error completing reassignment of %d partitions", len(valid))
+            failed = dict.fromkeys(valid, e)
+        for tp in valid:
+            error = failed.get(tp)
+            if error is None:
                 results[tp] = API_ERROR_NONE
-            except ControllerMovedError:
-                log.error("Error completing reassignment of partition %s: the controller moved", tp)
-                raise
-            except Exception as e:
-                log.exception("Error completing reassignment of partition %s", tp)
-                results[tp] = ApiError(Errors.UNKNOWN_SERVER_ERROR, str(e) or None)
+            else:
+                log.error("Error completing reassignment of partition %s: %s", tp, error)
+                results[tp] = ApiError(Errors.UNKNOWN_SERVER_ERROR, str(error) or None)
         return results
 
     def initialize_partition_reassignments(self) -> None:

@@ -4,7 +4,8 @@ completion and resumption. ``Reassignments`` (the entry points) inherits these."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from kafka_controller.controller.base import ControllerBase, log, partition_state_path
 from kafka_controller.controller.events import (
@@ -27,6 +28,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.ports import PartitionStateRead, TopicIdReplicaAssignment
 
 __all__ = ["ReassignmentPhases"]
 
@@ -35,153 +37,247 @@ _EPOCH_BUMP = "ReassignmentLeaderEpochBump"
 
 
 class ReassignmentPhases(ControllerBase):
-    """Mixin: driving one partition's reassignment through its phases."""
+    """Mixin: driving reassignments through their phases, many partitions at a time.
+
+    Kafka runs ``onPartitionReassignment`` once per partition, and each run does its own store
+    round trips: a topic znode write (U1, B6), a state read and a write (the leader-epoch bump), a
+    request batch sent (A1, A2, B8) and four replica state machine calls (B4/B5). For a plan of
+    20,000 partitions that is over 100,000 round trips in one event, during which nothing else is
+    served. Here every phase runs for all the partitions of a request at once: one batched state
+    read, one batched conditional write, one topic znode write per topic, one request batch per
+    phase. Each partition goes through Kafka's phases in Kafka's order; only the interleaving of
+    partitions differs, and partitions do not depend on each other (those of one topic share the
+    topic znode, which is written once with all of them).
+
+    Failures are per partition, as when Kafka's loop catches one partition's exception: a failed
+    partition stops where it failed and is reported; the others go on. ``ControllerMovedError``
+    ends the whole call (the controller resigns).
+    """
 
     def on_partition_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
-        ctx = self.controller_context
+        """Kafka's ``onPartitionReassignment`` for one partition; raises what failed it."""
+        failed = self.on_partition_reassignments({tp: reassignment})
+        if tp in failed:
+            raise failed[tp]
+
+    def on_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, ReplicaAssignment],
+        states: Mapping[TopicPartition, PartitionStateRead] | None = None,
+    ) -> dict[TopicPartition, Exception]:
+        """Every phase for all of ``reassignments``; returns the partitions that failed and why.
+        ``states``: partition states just read (the completion check's), not read again."""
+        failed: dict[TopicPartition, Exception] = {}
+        if not reassignments:
+            return failed
         self.topic_deletion_manager.mark_topic_ineligible_for_deletion(
-            {tp.topic}, "topic reassignment in progress"
+            {tp.topic for tp in reassignments}, "topic reassignment in progress"
         )
-        self.update_current_reassignment(tp, reassignment)
-        adding = reassignment.adding_replicas
-        removing = reassignment.removing_replicas
-        rsm = self.replica_state_machine
-        if not self.is_reassignment_complete(tp, reassignment):
-            self.update_leader_epoch_and_send_request(tp, reassignment)  # A1
-            for replica in adding:  # A2: one call per replica, as Kafka
-                rsm.handle_state_changes([PartitionAndReplica(tp, replica)], ReplicaState.NEW_REPLICA)
-            return
-        rsm.handle_state_changes(
-            [PartitionAndReplica(tp, r) for r in adding], ReplicaState.ONLINE_REPLICA
-        )  # B1
-        completed = ReplicaAssignment(reassignment.target_replicas)
-        ctx.update_partition_full_replica_assignment(tp, completed)  # B2
-        self.move_reassigned_partition_leader_if_required(tp, completed)  # B3
-        self.stop_removed_replicas_of_reassigned_partition(tp, removing)  # B4, B5
-        self.update_replica_assignment_for_partition(tp, completed)  # B6
-        self.remove_partition_from_reassigning_partitions(tp, completed)  # B7
-        self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), {tp})  # B8
-        self.topic_deletion_manager.resume_deletion_for_topics({tp.topic})
+        self.update_current_reassignments(reassignments, failed)
+        going = {tp: ra for tp, ra in reassignments.items() if tp not in failed}
+        reads = self._read_states(going, failed, states)
+        going = {tp: ra for tp, ra in going.items() if tp not in failed}
+        incomplete = {tp: ra for tp, ra in going.items() if not _is_complete(ra, reads.get(tp))}
+        if incomplete:
+            self.update_leader_epoch_and_send_requests(incomplete, failed, reads)  # A1
+            adding = [
+                PartitionAndReplica(tp, r)
+                for tp, ra in incomplete.items()
+                if tp not in failed
+                for r in ra.adding_replicas
+            ]
+            self.replica_state_machine.handle_state_changes(adding, ReplicaState.NEW_REPLICA)  # A2
+        complete = {tp: ra for tp, ra in going.items() if tp not in incomplete}
+        if complete:
+            self._complete_reassignments(complete, failed)
+        return failed
 
-    def update_current_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
+    def _complete_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, ReplicaAssignment],
+        failed: dict[TopicPartition, Exception],
+    ) -> None:
+        """Phase B for partitions whose targets are all in the ISR."""
         ctx = self.controller_context
-        current = ctx.partition_full_replica_assignment(tp)
-        if current != reassignment:
-            self.update_replica_assignment_for_partition(tp, reassignment)  # U1
-            ctx.update_partition_full_replica_assignment(tp, reassignment)  # U2
-            dropped = [r for r in current.replicas if r not in reassignment.replicas]  # U3
-            if dropped:
-                self.stop_removed_replicas_of_reassigned_partition(tp, dropped)
-        if not self.config.is_alter_isr_enabled:
-            self.store.watch_node(partition_state_path(tp), self._on_partition_state)
-        ctx.partitions_being_reassigned.add(tp)
+        self.replica_state_machine.handle_state_changes(
+            [PartitionAndReplica(tp, r) for tp, ra in reassignments.items() for r in ra.adding_replicas],
+            ReplicaState.ONLINE_REPLICA,
+        )  # B1
+        completed = {tp: ReplicaAssignment(ra.target_replicas) for tp, ra in reassignments.items()}
+        for tp, ra in completed.items():
+            ctx.update_partition_full_replica_assignment(tp, ra)  # B2
+        self.move_reassigned_partition_leaders_if_required(completed, failed)  # B3
+        removing = [
+            PartitionAndReplica(tp, r)
+            for tp, ra in reassignments.items()
+            if tp not in failed
+            for r in ra.removing_replicas
+        ]
+        self.stop_removed_replicas_of_reassigned_partitions(removing)  # B4, B5
+        self.update_replica_assignments(
+            {tp: ra for tp, ra in completed.items() if tp not in failed}, failed
+        )  # B6
+        done = {tp: ra for tp, ra in completed.items() if tp not in failed}
+        self.remove_partitions_from_reassigning_partitions(done)  # B7
+        if done:
+            self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), set(done))  # B8
+            self.topic_deletion_manager.resume_deletion_for_topics({tp.topic for tp in done})
 
-    def is_reassignment_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
-        """Complete when every target replica is in the ISR, read from the store (not the cache)."""
-        if not assignment.is_being_reassigned:
-            return True
-        read = self._read_state(tp)
-        return read is not None and set(assignment.target_replicas) <= set(read.leader_and_isr.isr)
+    def update_current_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, ReplicaAssignment],
+        failed: dict[TopicPartition, Exception],
+    ) -> None:
+        """Phase U: record the new RS/AR/RR (store, then context), stop the replicas an earlier
+        reassignment added that this one drops, and mark the partitions as being reassigned."""
+        ctx = self.controller_context
+        previous = {tp: ctx.partition_full_replica_assignment(tp) for tp in reassignments}
+        changed = {tp: ra for tp, ra in reassignments.items() if previous[tp] != ra}
+        written = self.update_replica_assignments(changed, failed)  # U1
+        dropped: list[PartitionAndReplica] = []
+        for tp in written:
+            ra = changed[tp]
+            ctx.update_partition_full_replica_assignment(tp, ra)  # U2
+            dropped += [PartitionAndReplica(tp, r) for r in previous[tp].replicas if r not in ra.replicas]
+        if dropped:
+            self.stop_removed_replicas_of_reassigned_partitions(dropped)  # U3
+        for tp in reassignments:
+            if tp in failed:
+                continue
+            if not self.config.is_alter_isr_enabled:
+                self.store.watch_node(partition_state_path(tp), self._on_partition_state)
+            ctx.partitions_being_reassigned.add(tp)
 
-    def update_leader_epoch_and_send_request(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
-        updated = self.update_leader_epoch(tp)
-        if updated is None:
-            log.error("Failed to send LeaderAndIsr for reassigned partition %s: leader epoch not updated", tp)
+    def update_leader_epoch_and_send_requests(
+        self,
+        assignments: Mapping[TopicPartition, ReplicaAssignment],
+        failed: dict[TopicPartition, Exception],
+        states: Mapping[TopicPartition, PartitionStateRead] | None = None,
+    ) -> None:
+        """Bump the leader epochs (one batched write), then one LeaderAndIsr batch: the origin
+        replicas as they were, the adding ones as new replicas."""
+        updated = self.update_leader_epochs(list(assignments), failed, states)
+        if not updated:
             return
         batch = self.broker_request_batch
         try:
             batch.new_batch()
-            batch.add_leader_and_isr_request_for_brokers(
-                assignment.origin_replicas, tp, updated, assignment, False
-            )
-            batch.add_leader_and_isr_request_for_brokers(
-                assignment.adding_replicas, tp, updated, assignment, True
-            )
+            for tp, leadership in updated.items():
+                ra = assignments[tp]
+                batch.add_leader_and_isr_request_for_brokers(ra.origin_replicas, tp, leadership, ra, False)
+                batch.add_leader_and_isr_request_for_brokers(ra.adding_replicas, tp, leadership, ra, True)
             batch.send_requests_to_brokers(self.controller_context.epoch)
         except IllegalControllerStateError as e:
             self.handle_illegal_state(e)
+        if log.isEnabledFor(logging.DEBUG):
+            for tp, leadership in updated.items():
+                log.debug(
+                    "Sent LeaderAndIsr %s for reassigned partition %s with assignment %s",
+                    leadership,
+                    tp,
+                    assignments[tp],
+                )
+        first = next(iter(updated))
         log.info(
-            "Sent LeaderAndIsr %s for reassigned partition %s with assignment %s", updated, tp, assignment
+            "Sent LeaderAndIsr for %d reassigned partitions (first: %s with assignment %s)",
+            len(updated),
+            first,
+            assignments[first],
         )
 
-    def update_leader_epoch(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
-        """Bump the leader epoch (nothing else) so that brokers take the new assignment; retried
-        on BADVERSION, after a fresh read."""
+    def update_leader_epochs(
+        self,
+        partitions: Sequence[TopicPartition],
+        failed: dict[TopicPartition, Exception],
+        states: Mapping[TopicPartition, PartitionStateRead] | None = None,
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """Bump each partition's leader epoch (nothing else) so that brokers take the new
+        assignment: one conditional write for all; those that hit BADVERSION are read again and
+        retried, as Kafka's ``updateLeaderEpoch`` does for one."""
         ctx = self.controller_context
-        while True:
-            read = self._read_state(tp)
-            if read is None:
-                raise IllegalControllerStateError(
-                    f"Cannot update leader epoch for partition {tp} as leaderAndIsr path is empty. This "
-                    "could mean we somehow tried to reassign a partition that doesn't exist"
-                )
-            if read.controller_epoch > ctx.epoch:
-                raise StateChangeFailedError(
-                    f"Leader and isr path written by another controller (epoch {read.controller_epoch} > "
-                    f"{ctx.epoch}). Aborting state change by this controller"
-                )
-            new = read.leader_and_isr.new_epoch_and_zk_version()
-            result = self.store.update_leader_and_isr({tp: new}, ctx.epoch, ctx.epoch_zk_version)
-            outcome = result.finished.get(tp)
-            if outcome is None:
-                continue  # BADVERSION: re-read and retry
-            if isinstance(outcome, Exception):
-                self._audit_epoch_bump(tp, read.leader_and_isr, None, f"{type(outcome).__name__}: {outcome}")
-                raise outcome
-            self._audit_epoch_bump(tp, read.leader_and_isr, outcome)
-            leadership = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
-            ctx.put_partition_leadership_info(tp, leadership)
-            log.info("Updated leader epoch for partition %s to %d", tp, outcome.leader_epoch)
-            return leadership
+        updated: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        records: list[PartitionTransition] = []
+        pending = list(partitions)
+        reads: Mapping[TopicPartition, PartitionStateRead] | None = states
+        try:
+            while pending:
+                if reads is None or any(tp not in reads for tp in pending):
+                    reads = self.store.get_partition_states(pending)
+                bumps: dict[TopicPartition, LeaderAndIsr] = {}
+                before: dict[TopicPartition, LeaderAndIsr] = {}
+                for tp in pending:
+                    read = reads.get(tp)
+                    if isinstance(read, MetadataStoreError):
+                        failed[tp] = read
+                    elif read is None:
+                        failed[tp] = IllegalControllerStateError(
+                            f"Cannot update leader epoch for partition {tp} as leaderAndIsr path is empty. "
+                            "This could mean we somehow tried to reassign a partition that doesn't exist"
+                        )
+                    elif read.controller_epoch > ctx.epoch:
+                        failed[tp] = StateChangeFailedError(
+                            f"Leader and isr path written by another controller (epoch "
+                            f"{read.controller_epoch} > {ctx.epoch}). "
+                            "Aborting state change by this controller"
+                        )
+                    else:
+                        before[tp] = read.leader_and_isr
+                        bumps[tp] = read.leader_and_isr.new_epoch_and_zk_version()
+                reads = None  # a retry reads again
+                if not bumps:
+                    break
+                result = self.store.update_leader_and_isr(bumps, ctx.epoch, ctx.epoch_zk_version)
+                for tp, outcome in result.finished.items():
+                    if isinstance(outcome, Exception):
+                        error = f"{type(outcome).__name__}: {outcome}"
+                        records.append(_bump_record(tp, before[tp], None, error))
+                        failed[tp] = outcome
+                        continue
+                    records.append(_bump_record(tp, before[tp], outcome))
+                    leadership = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
+                    ctx.put_partition_leadership_info(tp, leadership)
+                    updated[tp] = leadership
+                pending = list(result.to_retry)  # BADVERSION: read again and retry
+        finally:
+            self._audit_epoch_bumps(records)
+        if updated:
+            log.info("Updated leader epoch for %d reassigned partitions", len(updated))
+        return updated
 
-    def _audit_epoch_bump(
-        self, tp: TopicPartition, before: LeaderAndIsr, after: LeaderAndIsr | None, error: str | None = None
-    ) -> None:
-        """Record the bump as an Online -> Online transition: it writes a new leader epoch to
-        ZooKeeper outside the partition state machine, and the audit log must account for every
-        leader epoch written (replaying it gives ZooKeeper's state)."""
-        if not self.audit.enabled:
-            return
-        online = PartitionState.ONLINE_PARTITION.kafka_name
-        self.audit.record(
-            [
-                PartitionTransition(
-                    tp.topic,
-                    tp.partition,
-                    online,
-                    online,
-                    OUTCOME_OK if error is None else OUTCOME_FAILED,
-                    before.leader,
-                    after.leader if after is not None else None,
-                    before.isr,
-                    after.isr if after is not None else None,
-                    before.leader_epoch,
-                    after.leader_epoch if after is not None else None,
-                    _EPOCH_BUMP,
-                    error=error,
-                )
-            ]
-        )
+    def _audit_epoch_bumps(self, records: list[PartitionTransition]) -> None:
+        """Each bump is an Online -> Online transition: it writes a new leader epoch to ZooKeeper
+        outside the partition state machine, and the audit log must account for every leader
+        epoch written (replaying it gives ZooKeeper's state)."""
+        if records and self.audit.enabled:
+            self.audit.record(records)
 
-    def move_reassigned_partition_leader_if_required(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
+    def move_reassigned_partition_leaders_if_required(
+        self, assignments: Mapping[TopicPartition, ReplicaAssignment], failed: dict[TopicPartition, Exception]
     ) -> None:
+        """B3: a leader that stays (and is online) gets an epoch bump; the others are elected
+        among the new replicas."""
         ctx = self.controller_context
-        info = ctx.partition_leadership_info(tp)
-        leader = info.leader_and_isr.leader if info is not None else -1
-        if leader in assignment.replicas and ctx.is_replica_online(leader, tp):
-            self.update_leader_epoch_and_send_request(tp, assignment)
-        else:
+        bump: dict[TopicPartition, ReplicaAssignment] = {}
+        elect: list[TopicPartition] = []
+        for tp, assignment in assignments.items():
+            info = ctx.partition_leadership_info(tp)
+            leader = info.leader_and_isr.leader if info is not None else -1
+            if leader in assignment.replicas and ctx.is_replica_online(leader, tp):
+                bump[tp] = assignment
+            else:
+                elect.append(tp)
+        if bump:
+            self.update_leader_epoch_and_send_requests(bump, failed)
+        if elect:
             self.partition_state_machine.handle_state_changes(
-                [tp], PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElectionStrategy()
+                elect, PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElectionStrategy()
             )
 
-    def stop_removed_replicas_of_reassigned_partition(
-        self, tp: TopicPartition, removed: Sequence[int]
-    ) -> None:
-        """Four separate RSM calls, as Kafka: offline, deletion started, successful, gone. The
-        deletion's success is not awaited."""
-        replicas = [PartitionAndReplica(tp, r) for r in removed]
+    def stop_removed_replicas_of_reassigned_partitions(self, replicas: Sequence[PartitionAndReplica]) -> None:
+        """Four replica state machine calls, as Kafka makes for one partition: offline, deletion
+        started, successful, gone. The deletion's success is not awaited."""
+        if not replicas:
+            return
         rsm = self.replica_state_machine
         for target in (
             ReplicaState.OFFLINE_REPLICA,
@@ -191,36 +287,71 @@ class ReassignmentPhases(ControllerBase):
         ):
             rsm.handle_state_changes(replicas, target)
 
-    def update_replica_assignment_for_partition(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        """Write the topic znode with this partition's new RS/AR/RR (fenced)."""
+    def update_replica_assignments(
+        self, assignments: Mapping[TopicPartition, ReplicaAssignment], failed: dict[TopicPartition, Exception]
+    ) -> list[TopicPartition]:
+        """Write each topic znode once with its partitions' new RS/AR/RR, all topics in one fenced
+        batch (the store's ``set_topic_ids`` writes whole topic znodes, ids and assignments);
+        returns the partitions written."""
+        if not assignments:
+            return []
         ctx = self.controller_context
-        topic_assignment = ctx.partition_full_replica_assignment_for_topic(tp.topic)
-        topic_assignment[tp] = assignment
-        try:
-            self.store.set_topic_assignment(
-                tp.topic, ctx.topic_ids.get(tp.topic), topic_assignment, ctx.epoch_zk_version
+        by_topic: dict[str, list[TopicPartition]] = {}
+        for tp in assignments:
+            by_topic.setdefault(tp.topic, []).append(tp)
+        writes: list[TopicIdReplicaAssignment] = []
+        for topic, tps in by_topic.items():
+            full = ctx.partition_full_replica_assignment_for_topic(topic)
+            full.update((tp, assignments[tp]) for tp in tps)
+            writes.append(TopicIdReplicaAssignment(topic, ctx.topic_ids.get(topic), full))
+        results = self.store.set_topic_ids(writes, ctx.epoch_zk_version)
+        written: list[TopicPartition] = []
+        for topic, tps in by_topic.items():
+            error = results.get(topic)
+            if error is None:
+                written += tps
+                continue
+            for tp in tps:
+                failed[tp] = (
+                    IllegalControllerStateError(
+                        f"Failed to update assignment for {tp} since the topic has no current assignment"
+                    )
+                    if isinstance(error, NoNodeError)
+                    else error
+                )
+            log.error(
+                "Failed to update the assignment of %d partitions of topic %s: %s", len(tps), topic, error
             )
-        except NoNodeError:
-            raise IllegalControllerStateError(
-                f"Failed to update assignment for {tp} since the topic has no current assignment"
-            ) from None
-        log.info("Successfully updated assignment of partition %s to %s", tp, assignment)
+        if written:
+            log.info(
+                "Successfully updated assignment of %d partitions in %d topics (first: %s to %s)",
+                len(written),
+                len(by_topic),
+                written[0],
+                assignments[written[0]],
+            )
+        return written
 
-    def remove_partition_from_reassigning_partitions(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
+    def remove_partitions_from_reassigning_partitions(
+        self, assignments: Mapping[TopicPartition, ReplicaAssignment]
     ) -> None:
+        """B7: forget the completed reassignments, and drop them from ``/admin/reassign_partitions``
+        when they are there with the same target (one read and one write for all)."""
+        if not assignments:
+            return
         ctx = self.controller_context
-        if tp not in ctx.partitions_being_reassigned:
+        missing = [tp for tp in assignments if tp not in ctx.partitions_being_reassigned]
+        if missing:
             raise IllegalControllerStateError(
-                f"Cannot remove a reassigning partition {tp} because it is not present in memory"
+                f"Cannot remove a reassigning partition {missing[0]} because it is not present in memory"
             )
         if not self.config.is_alter_isr_enabled:
-            self.store.unwatch(partition_state_path(tp))
-        target = assignment.replicas
-        self.maybe_remove_from_zk_reassignment(lambda p, replicas: p == tp and tuple(replicas) == target)
-        ctx.partitions_being_reassigned.discard(tp)
+            for tp in assignments:
+                self.store.unwatch(partition_state_path(tp))
+        self.maybe_remove_from_zk_reassignment(
+            lambda p, replicas: (ra := assignments.get(p)) is not None and tuple(replicas) == ra.replicas
+        )
+        ctx.partitions_being_reassigned.difference_update(assignments)
 
     def maybe_remove_from_zk_reassignment(
         self, should_remove: Callable[[TopicPartition, Sequence[int]], bool]
@@ -244,23 +375,44 @@ class ReassignmentPhases(ControllerBase):
             self.store.set_or_create_partition_reassignment(remaining, ctx.epoch_zk_version)
 
     def maybe_complete_reassignment(self, tp: TopicPartition) -> None:
-        reassignment = self.controller_context.partition_full_replica_assignment(tp)
-        if self.is_reassignment_complete(tp, reassignment):
+        self.maybe_complete_reassignments([tp])
+
+    def maybe_complete_reassignments(self, partitions: Iterable[TopicPartition]) -> None:
+        """Complete those of ``partitions`` being reassigned whose targets have all joined the ISR
+        (one batched state read, then phase B for all of them)."""
+        ctx = self.controller_context
+        tps = [tp for tp in dict.fromkeys(partitions) if tp in ctx.partitions_being_reassigned]
+        if not tps:
+            return
+        assignments = {tp: ctx.partition_full_replica_assignment(tp) for tp in tps}
+        failed: dict[TopicPartition, Exception] = {}
+        reads = self._read_states(assignments, failed)
+        complete = {
+            tp: ra for tp, ra in assignments.items() if tp not in failed and _is_complete(ra, reads.get(tp))
+        }
+        if complete:
             log.info(
-                "Target replicas %s have all caught up with the leader for reassigning partition %s",
-                reassignment.target_replicas,
-                tp,
+                "Target replicas have all caught up with the leader for %d reassigning partitions "
+                "(first: %s, target %s)",
+                len(complete),
+                next(iter(complete)),
+                next(iter(complete.values())).target_replicas,
             )
-            self.on_partition_reassignment(tp, reassignment)
+            failed.update(self.on_partition_reassignments(complete, reads))
+        for tp, e in failed.items():
+            log.error("Error completing reassignment of partition %s: %s", tp, e)
 
     def maybe_resume_reassignments(
         self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
     ) -> None:
         ctx = self.controller_context
-        for tp in list(ctx.partitions_being_reassigned):
-            assignment = ctx.partition_full_replica_assignment(tp)
-            if should_resume(tp, assignment):
-                self.on_partition_reassignment(tp, assignment)
+        resume = {
+            tp: ra
+            for tp in list(ctx.partitions_being_reassigned)
+            if should_resume(tp, ra := ctx.partition_full_replica_assignment(tp))
+        }
+        for tp, e in self.on_partition_reassignments(resume).items():
+            log.error("Error resuming reassignment of partition %s: %s", tp, e)
 
     # ------------------------------------------------------------------ helpers
     def _read_zk_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
@@ -270,8 +422,52 @@ class ReassignmentPhases(ControllerBase):
             log.error("Ignoring /admin/reassign_partitions: %s", e)
             return {}
 
-    def _read_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
-        read = self.store.get_partition_states([tp]).get(tp)
-        if isinstance(read, MetadataStoreError):
-            raise read
-        return read
+    def _read_states(
+        self,
+        partitions: Collection[TopicPartition],
+        failed: dict[TopicPartition, Exception],
+        states: Mapping[TopicPartition, PartitionStateRead] | None = None,
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | None]:
+        """The partitions' states (``states`` where given, the rest in one batched read); a
+        partition whose state cannot be read fails."""
+        given = states or {}
+        unread = [tp for tp in partitions if tp not in given]
+        fresh = self.store.get_partition_states(unread) if unread else {}
+        out: dict[TopicPartition, LeaderIsrAndControllerEpoch | None] = {}
+        for tp in partitions:
+            read = given[tp] if tp in given else fresh.get(tp)
+            if isinstance(read, MetadataStoreError):
+                failed[tp] = read
+            else:
+                out[tp] = read
+        return out
+
+
+def _is_complete(assignment: ReplicaAssignment, state: LeaderIsrAndControllerEpoch | None) -> bool:
+    """Kafka's ``isReassignmentComplete``: nothing moving, or every target replica in the ISR (as
+    read from the store, not the cache)."""
+    if not assignment.is_being_reassigned:
+        return True
+    return state is not None and set(assignment.target_replicas) <= set(state.leader_and_isr.isr)
+
+
+def _bump_record(
+    tp: TopicPartition, before: LeaderAndIsr, after: LeaderAndIsr | None, error: str | None = None
+) -> PartitionTransition:
+    """The audit's row for one leader-epoch bump: Online -> Online, no election."""
+    online = PartitionState.ONLINE_PARTITION.kafka_name
+    return PartitionTransition(
+        tp.topic,
+        tp.partition,
+        online,
+        online,
+        OUTCOME_OK if error is None else OUTCOME_FAILED,
+        before.leader,
+        after.leader if after is not None else None,
+        before.isr,
+        after.isr if after is not None else None,
+        before.leader_epoch,
+        after.leader_epoch if after is not None else None,
+        _EPOCH_BUMP,
+        error=error,
+    )
