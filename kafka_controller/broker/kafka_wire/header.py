@@ -52,6 +52,9 @@ class RequestHeader:
     api_version: int
     correlation_id: int
     client_id: str | None = None
+    #: Not on the wire: the audit operation the request was made part of when it arrived outside
+    #: any (``broker.admin_audit``); its transitions are stamped with it.
+    operation_id: str | None = None
 
 
 def decode_request_header(reader: Reader, table: Table = SUPPORTED) -> RequestHeader:
