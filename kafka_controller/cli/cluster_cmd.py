@@ -68,6 +68,12 @@ def register(subparsers: Any) -> None:
         help="a broker setting for every broker, repeated per key (as for `kafka-controller broker`)",
     )
     up.add_argument(
+        "--listener-port",
+        type=int,
+        metavar="BASE",
+        help="broker i listens on port BASE+i (i = 0 for the first broker; default: a free port each)",
+    )
+    up.add_argument(
         "--metrics-port",
         type=int,
         metavar="BASE",
@@ -97,7 +103,9 @@ def run_up(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(f"--zookeeper-servers must be 1, 3 or 5, got {args.zookeeper_servers}")
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         raise InvalidArgumentError(f"--data-dir {args.data_dir} exists and is not a directory")
-    _check_metrics_ports(args.metrics_port, args.brokers)
+    _check_ports("--listener-port", args.listener_port, args.first_broker_id, args.brokers)
+    _check_ports("--metrics-port", args.metrics_port, args.first_broker_id, args.brokers)
+    _check_disjoint(args.listener_port, args.metrics_port, args.brokers)
     if args.data_dir is not None:
         args.data_dir.mkdir(parents=True, exist_ok=True)
     cluster = LocalCluster(
@@ -109,6 +117,7 @@ def run_up(args: argparse.Namespace) -> int:
         audit_url=args.audit_url,
         broker_config=config,
         metrics_port=args.metrics_port,
+        listener_port=args.listener_port,
     )
     stop = threading.Event()
     previous = common.install_stop_handlers(stop)
@@ -146,9 +155,9 @@ def run_up(args: argparse.Namespace) -> int:
         common.restore_handlers(previous)
 
 
-def _check_metrics_ports(base: int | None, brokers: int) -> None:
-    """BASE .. BASE+brokers-1 must be ports, and free now (a broker that cannot bind its metrics
-    port would fail its start with a less direct message)."""
+def _check_ports(option: str, base: int | None, first_id: int, brokers: int) -> None:
+    """BASE .. BASE+brokers-1 must be ports, and free now (a broker that cannot bind its listener
+    or metrics port would fail its start with a less direct message)."""
     import socket
 
     from kafka_controller.domain.errors import InvalidArgumentError
@@ -158,14 +167,28 @@ def _check_metrics_ports(base: int | None, brokers: int) -> None:
     last = base + max(1, brokers) - 1
     if base < 1 or last > 65535:
         raise InvalidArgumentError(
-            f"--metrics-port {base}: ports {base}..{last} (one per broker) must lie in 1-65535"
+            f"{option} {base}: ports {base}..{last} (one per broker) must lie in 1-65535"
         )
-    for port in range(base, last + 1):
+    for i, port in enumerate(range(base, last + 1)):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind(("127.0.0.1", port))
-            except OSError:
-                raise InvalidArgumentError(f"--metrics-port {base}: port {port} is in use") from None
+            except OSError as e:
+                raise InvalidArgumentError(
+                    f"{option} {base}: port {port} (broker {first_id + i}) cannot be used: {e.strerror or e}"
+                ) from None
+
+
+def _check_disjoint(listener: int | None, metrics: int | None, brokers: int) -> None:
+    from kafka_controller.domain.errors import InvalidArgumentError
+
+    if listener is None or metrics is None:
+        return
+    n = max(1, brokers)
+    if listener < metrics + n and metrics < listener + n:
+        raise InvalidArgumentError(
+            f"--listener-port {listener} and --metrics-port {metrics} overlap: each needs {n} port(s)"
+        )
 
 
 def _redacted(url: str | None) -> str | None:

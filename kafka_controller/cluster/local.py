@@ -85,7 +85,10 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         close_dead_sessions: bool = True,
         metrics_port: int | None = None,
         store_session_timeout_ms: int = 30_000,
+        listener_port: int | None = None,
     ) -> None:
+        """``listener_port``: broker i (0-based) listens on ``listener_port + i`` (None: a free port
+        each, picked at start)."""
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
         if first_broker_id < 0:
@@ -116,7 +119,10 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         )
         self.zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None
         self.processes: dict[int, BrokerProcess] = {}
-        self.ports: dict[int, int] = {}
+        self.listener_base_port = listener_port
+        self.ports: dict[int, int] = (
+            {} if listener_port is None else {b: listener_port + i for i, b in enumerate(self.broker_ids)}
+        )
         self._store: ZkMetadataStore | None = None
         self._admin: AdminClient | None = None
         self._closed = False
@@ -215,6 +221,9 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 return epochs
             except ClusterError:
                 lost = [b for b in pending if self._port_was_taken(b)]
+                if lost and self.listener_base_port is not None:  # chosen ports: not ours to move
+                    taken = ", ".join(f"{self.ports[b]} (broker {b})" for b in lost)
+                    raise ClusterError(f"listener port {taken} is taken by another program") from None
                 if not lost or attempt == 2:
                     raise
                 registered = self.registered()
@@ -266,6 +275,15 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         proc = self.processes.get(broker_id)
         if proc is not None and proc.is_running():
             raise ClusterError(f"broker {broker_id} is already running (pid {proc.pid})")
+        if self.zk is not None or self.external_zookeeper is not None:
+            # Relaunched by someone else (Airflow's ``local`` lifecycle backend starts brokers
+            # detached): its registration would never go, so waiting for it would only time out.
+            others = broker_pids(broker_id, self.connect_string)
+            if others:
+                raise ClusterError(
+                    f"broker {broker_id} is already running (pid {others[0]}), started outside this "
+                    "cluster (by Airflow's local lifecycle backend?); stop that process first"
+                )
         self.wait_deregistered(broker_id, timeout=self._left(deadline))
         return self._start_brokers([broker_id], deadline)[broker_id]
 
