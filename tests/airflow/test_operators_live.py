@@ -78,6 +78,18 @@ class TaskLog(logging.Handler):
     def text(self) -> str:
         return "\n".join(self.lines)
 
+    @property
+    def structured(self) -> object:
+        """The logger as Airflow's (structlog) task logger is called: keyword arguments allowed."""
+        logger = self.logger
+
+        class Structured:
+            def __getattr__(self, level: str) -> object:
+                method = getattr(logger, level)
+                return lambda msg, *args, **_kw: method(msg, *args)
+
+        return Structured()
+
 
 def test_controlled_shutdown_guard_stop_and_start_operators(env: Env, monkeypatch) -> None:
     from kafka_controller.airflow.operators import (
@@ -134,7 +146,9 @@ def test_controlled_shutdown_guard_stop_and_start_operators(env: Env, monkeypatc
     assert leader(env, f"solo{b}", 0) == b
 
 
-def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferrably(env: Env) -> None:
+def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferrably(
+    env: Env, monkeypatch
+) -> None:
     from airflow.sdk.exceptions import TaskDeferred
 
     from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
@@ -166,9 +180,18 @@ def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferra
         thread, out = run_in_thread(lambda: killed.execute(context("execute")))
         env.wait(lambda: moving().is_being_reassigned or out, "the reassignment to start")
         assert not out, out
+        task_log = TaskLog()
+        for op_type in (ExecuteReassignmentOperator, ReassignmentSensor):
+            monkeypatch.setattr(op_type, "log", property(lambda _self: task_log.structured))
         killed.on_kill()  # what Airflow calls when the task is killed
         env.wait(lambda: moving().replicas == origin and not moving().is_being_reassigned, "the cancellation")
         assert env.operations_by_id(killed.operation_id)["status"] == "cancelled"
+        # the task log says what the kill cancelled and what is left
+        assert (
+            "task killed: cancelled 1 reassignment(s) in flight: moving-0; left: 0 of 1 partition(s) "
+            f"already moved (they stay there), the others on their old replicas; operation "
+            f"{killed.operation_id} marked cancelled"
+        ) in task_log.text, task_log.text
 
         store = TaskStore()
         crashed = execute(1.0)
@@ -201,6 +224,10 @@ def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferra
     event = asyncio.run(first_event(ReassignmentTrigger(trigger.kafka_controller_conn_id, plan, 0.2, 90)))
     assert event == {"status": "complete", "partitions": 1}
     done = sensor.execute_complete(context("verify"), event)
+    assert task_log.lines[-1] == (  # the verify task ends with its result
+        "verify result: the reassignment of 1 partition(s) of moving is complete; replication "
+        f"throttles removed (operation {done['operation_id']})"
+    )
     assert (
         done["verified"] is True
         and env.operations_by_id(done["operation_id"])["kind"] == "reassignment_verify"

@@ -169,6 +169,9 @@ class KafkaClusterHook(BaseHook):
         ZooKeeper-mode Kafka 2.4+; the operation id travels in the client id."""
         if self._kafka_admin is None:
             from kafka_controller.admin.kafka_admin import KafkaAdmin
+            from kafka_controller.admin.kafka_logs import keep_kafka_client_logs_at_debug
+
+            keep_kafka_client_logs_at_debug()  # refused connections to restarting brokers are no news
 
             conn = self.connection
             self._kafka_admin = KafkaAdmin(

@@ -250,7 +250,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
         return (
             f"cancelled {len(cancelled)} reassignment(s) in flight{': ' + shown if cancelled else ''}"
             f"{throttled}; left: {len(progress['complete'])} of {len(plan)} partition(s) already moved "
-            f"(they stay), {len(progress['pending'])} back on or never moved from their old replicas"
+            "(they stay there), the others on their old replicas"
         )
 
     def _sources(self, topics: list[str]) -> set[int]:
