@@ -253,9 +253,10 @@ class AdminClient:
         """The broker's metadata cache (controller id, live brokers, partition states)."""
         return self._ok(self.send_to_broker(broker_id, A.METADATA, None), A.MetadataResponse)
 
-    def shutdown_broker(self, broker_id: int) -> A.SimpleResponse:
+    def shutdown_broker(self, broker_id: int, operation_id: str | None = None) -> A.SimpleResponse:
         """Ask a running broker to do a controlled shutdown and exit (as SIGTERM does)."""
-        return self._ok(self.send_to_broker(broker_id, A.SHUTDOWN_BROKER, None), A.SimpleResponse)
+        request = A.ShutdownBrokerRequest(_op(operation_id))
+        return self._ok(self.send_to_broker(broker_id, A.SHUTDOWN_BROKER, request), A.SimpleResponse)
 
     @staticmethod
     def _ok(response: Any, kind: type[R]) -> R:

@@ -16,7 +16,7 @@ DescribeControllerContext      timeout_ms (optional)                        acti
 Fetch                          replica_id, columns of partitions            partition leaders
 DescribeReplicas               partitions (null = all local)                every broker
 Metadata                       {}                                           every broker
-ShutdownBroker                 {}                                           the broker itself
+ShutdownBroker                 operation_id (optional)                      the broker itself
 =============================  ===========================================  =====================
 
 DescribeControllerContext is this project's, not Kafka's: the controller's whole context (partition
@@ -54,6 +54,7 @@ from kafka_controller.broker.local_apis import (
     FetchResponse,
     MetadataResponse,
     ReplicaInfo,
+    ShutdownBrokerRequest,
     SimpleResponse,
 )
 from kafka_controller.broker.wire import (
@@ -107,6 +108,7 @@ __all__ = [
     "MetadataResponse",
     "ReassignmentResult",
     "ReplicaInfo",
+    "ShutdownBrokerRequest",
     "SimpleResponse",
     "register_broker_apis",
 ]

@@ -17,8 +17,10 @@ from kafka_controller.broker.wire import (
     Json,
     enc_tps,
     int_,
+    operation_id_,
     str_,
     tps_or_none,
+    with_operation_id,
 )
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
 from kafka_controller.domain.values import Broker
@@ -242,6 +244,13 @@ def _decode_metadata_response(b: Json) -> MetadataResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class ShutdownBrokerRequest:
+    """``operation_id``: the audit operation that asked (absent from older clients' ``{}``)."""
+
+    operation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SimpleResponse:
     """A response that is only an error (``ShutdownBroker``) or a top-level failure."""
 
@@ -269,5 +278,11 @@ LOCAL_API_CODECS: tuple[ApiCodec, ...] = (
         _decode_describe_response,
     ),
     ApiCodec(METADATA, lambda _r: {}, lambda _b: None, _encode_metadata_response, _decode_metadata_response),
-    ApiCodec(SHUTDOWN_BROKER, lambda _r: {}, lambda _b: None, _enc_simple, _simple),
+    ApiCodec(
+        SHUTDOWN_BROKER,
+        lambda r: {} if r is None else with_operation_id({}, r.operation_id),
+        lambda b: ShutdownBrokerRequest(operation_id_(b)),
+        _enc_simple,
+        _simple,
+    ),
 )

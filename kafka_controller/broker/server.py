@@ -34,6 +34,7 @@ from kafka_controller.broker import apis as A
 from kafka_controller.broker import kafka_wire as kw
 from kafka_controller.broker import metrics as M
 from kafka_controller.broker import session_file, zk_wait
+from kafka_controller.broker.admin_audit import AdminAudit, audited_cluster_id
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
@@ -103,6 +104,7 @@ class BrokerServer(SessionExpiry):
         self.transport: Any = None
         self.metrics_server: Any = None
         self.audit: AuditSink | None = None
+        self.admin_audit: AdminAudit | None = None
 
     # -- start-up ------------------------------------------------------------------------------------
     def startup(self) -> BrokerServer:
@@ -126,8 +128,6 @@ class BrokerServer(SessionExpiry):
         cfg = self.config
         clock = self.clock
         now_ms = clock.time_ms
-        if self.audit_url:  # first: a bad URL fails before anything is registered; closed last
-            self.audit = self._open_audit(self.audit_url)
         store = (
             self._zookeeper
             if not isinstance(self._zookeeper, str)
@@ -136,6 +136,11 @@ class BrokerServer(SessionExpiry):
         self.store = store
         self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
         store.add_session_listener(self._on_session_event)
+        retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
+        new_id = kw.new_cluster_id()  # as Kafka's brokers do
+        self.cluster_id = retry(lambda: store.create_or_get_cluster_id(new_id), "Reading /cluster/id")
+        if self.audit_url:  # a bad URL fails before anything is registered; rows carry the cluster id
+            self.audit = self._open_audit(self.audit_url)
 
         self.metrics = MetricsRegistry(clock)
         self.metadata_cache = MetadataCache(self.broker_id)
@@ -173,16 +178,16 @@ class BrokerServer(SessionExpiry):
         )
         self._register_metrics(store)
 
-        retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
-        new_id = kw.new_cluster_id()  # as Kafka's brokers do
-        self.cluster_id = retry(lambda: store.create_or_get_cluster_id(new_id), "Reading /cluster/id")
         apis = {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
+        private: Callable[[str, Any], Any] = self.handler.handle
+        if self.admin_audit is not None:  # who changed what, recorded where requests are dispatched
+            apis, private = self.admin_audit.kafka_apis(apis), self.admin_audit.private(private)
         kafka = kw.KafkaProtocolHandler(
             self.metadata_cache, lambda: self.cluster_id, apis, kw.auto_create_topics(self)
         ).handle
         host, port = self._listener
         name = f"broker-{self.broker_id}"
-        self.transport = TransportServer(host, port, self.handler.handle, name=name, raw_handler=kafka)
+        self.transport = TransportServer(host, port, private, name=name, raw_handler=kafka)
         self.transport.start()
         self._cleanup.append(("listener", self.transport.stop))
         advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
@@ -252,13 +257,22 @@ class BrokerServer(SessionExpiry):
         self._cleanup.append(("config change listener", self.config_changes.stop))
 
     def _open_audit(self, url: str) -> AuditSink:
+        from kafka_controller.audit.operations import OperationLog
         from kafka_controller.audit.writer import AuditWriter
 
         spool = Path(
             self.audit_spool_dir or Path(tempfile.gettempdir()) / f"kafka-controller-audit-{self.broker_id}"
         )
-        writer = AuditWriter(url, spool_dir=spool, clock=self.clock)
+        cluster_id = audited_cluster_id(self.cluster_id)
+        writer = AuditWriter(url, spool_dir=spool, clock=self.clock, cluster_id=cluster_id)
         self._cleanup.append(("audit writer", writer.close))
+        self.admin_audit = AdminAudit(
+            lambda: OperationLog(url, clock=self.clock),
+            lambda: cluster_id,
+            now_ms=self.clock.time_ms,
+            name=f"broker-{self.broker_id}-admin-audit",
+        )
+        self._cleanup.append(("admin request audit", self.admin_audit.close))
         return writer
 
     def _register_metrics(self, store: MetadataStore) -> None:
