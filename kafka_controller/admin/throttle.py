@@ -11,6 +11,12 @@ Each write is a read-modify-write of the entity's config (other keys kept) follo
 ``/config/changes`` notification, as ``kafka-configs.sh --zookeeper`` does. Removal (Kafka's
 ``clearAllThrottles``) takes the rates off every registered broker, since a broker throttled by an
 earlier reassignment cannot be told apart, and the replica lists off the plan's topics.
+
+Removal is for a plan that ran: the replica lists its ``--execute --throttle`` wrote on its topics
+name its partitions (``ran_throttled``), and that is the only trace a plan leaves once it is done
+(the moves themselves leave none). A plan that never ran, or ran without ``--throttle``, leaves
+every throttle as it is: clearing them would undo another reassignment's throttles (Kafka's tool
+clears them for any plan with nothing in progress, even one never started).
 """
 
 from __future__ import annotations
@@ -89,6 +95,23 @@ def set_throttles(
         merge_entity_config(store, BROKERS, str(b), dict(config))
     for t, config in sorted(topics.items()):
         merge_entity_config(store, TOPICS, t, dict(config))
+
+
+def ran_throttled(store: ConfigWriter, plan: Collection[TopicPartition]) -> bool:
+    """Whether the throttled-replica lists of the plan's topics name one of its partitions, as
+    ``--execute --throttle`` of this plan wrote them (``*``, an operator's "every replica", names
+    none)."""
+    wanted: dict[str, set[int]] = {}
+    for tp in plan:
+        wanted.setdefault(tp.topic, set()).add(tp.partition)
+    for topic, partitions in sorted(wanted.items()):
+        config = store.get_entity_config(TOPICS, topic)
+        for key in TOPIC_THROTTLE_KEYS:
+            for entry in config.get(key, "").split(","):
+                partition, sep, _broker = entry.strip().partition(":")
+                if sep and partition.isascii() and partition.isdigit() and int(partition) in partitions:
+                    return True
+    return False
 
 
 def clear_throttles(store: ConfigWriter, brokers: Collection[int], topics: Collection[str]) -> None:

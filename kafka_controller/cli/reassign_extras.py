@@ -2,8 +2,9 @@
 
 * ``--execute --throttle BYTES``: Kafka 2.8's replication throttles (``admin.throttle``) on the
   brokers and topics the plan moves, set before the reassignment starts;
-* ``--verify`` removes them once no partition of the plan is still moving (Kafka's
-  ``clearAllThrottles``), unless ``--preserve-throttles``;
+* ``--verify`` removes them once every partition of the plan reached its target (Kafka's
+  ``clearAllThrottles``), unless ``--preserve-throttles``, and only for a plan whose throttles
+  are there (one that never ran leaves other reassignments' throttles alone);
 * ``--generate --decommission-brokers IDS``: a plan moving every replica off those brokers
   (``admin.decommission``: rack-aware, replication factors kept, balanced), printed and written
   like ``--generate``'s;
@@ -185,13 +186,18 @@ def clear_throttles_if_done(
     plan: Mapping[TopicPartition, Any],
     outcome: Sequence[Any],
 ) -> list[str]:
-    """Once no partition of the plan is still moving (and without ``--preserve-throttles``): the
-    rates off every registered broker, the replica lists off the plan's topics. Returns Kafka's two
-    lines saying so (``--verify`` prints them with its status, on stdout, as kafka-reassign does)."""
-    from kafka_controller.admin.reassignment import IN_PROGRESS
-    from kafka_controller.admin.throttle import clear_throttles
+    """Once every partition of a plan that ran throttled is complete (and without
+    ``--preserve-throttles``): the rates off every registered broker, the replica lists off the
+    plan's topics. A plan that never ran (or ran without ``--throttle``, or did not reach its
+    target) leaves every throttle alone: they may be another reassignment's (``admin.throttle``).
+    Returns Kafka's two lines saying so (``--verify`` prints them with its status, on stdout, as
+    kafka-reassign does)."""
+    from kafka_controller.admin.reassignment import COMPLETE
+    from kafka_controller.admin.throttle import clear_throttles, ran_throttled
 
-    if args.preserve_throttles or any(v.status == IN_PROGRESS for v in outcome):
+    if args.preserve_throttles or any(v.status != COMPLETE for v in outcome):
+        return []
+    if not ran_throttled(store, plan):
         return []
     brokers = store.get_sorted_broker_list()
     topics = sorted({tp.topic for tp in plan})

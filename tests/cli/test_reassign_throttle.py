@@ -165,16 +165,54 @@ def test_decommission_plan_moves_every_replica_off_rack_aware(cli, tmp_path: Pat
     assert r.error_line.endswith("already exists; --generate writes a new file only")
 
 
+def _another_reassignments_throttles(store: KazooMetadataStore) -> dict[str, dict[str, str]]:
+    """Throttles as ``--execute --throttle`` of another plan (t-1 from [2,3] to [2,4]) left them."""
+    rate = {"leader.replication.throttled.rate": "500", "follower.replication.throttled.rate": "500"}
+    lists = {
+        "leader.replication.throttled.replicas": "1:2,1:3",
+        "follower.replication.throttled.replicas": "1:4",
+    }
+    written = {
+        "brokers/2": rate,
+        "brokers/3": rate,
+        "brokers/4": rate,
+        "topics/t": {"cleanup.policy": "compact", **lists},
+    }
+    for entity, config in written.items():
+        kind, name = entity.split("/")
+        store.set_or_create_entity_config(kind, name, config)
+    return written
+
+
 def test_verify_of_a_target_not_reached_fails_in_one_line(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path
+    cli, store: KazooMetadataStore, zk_admin_client: KazooClient, zk_chroot: str, tmp_path: Path
 ) -> None:
-    """Nothing is moving, but the plan's target is not what ZooKeeper holds: exit 1 with one line
-    on stderr (found by the CLI fuzz test: the throttle-clearing notes came first, on stderr);
-    Kafka's "Clearing ..." lines go to stdout with the status."""
+    """Nothing is moving, but the plan's target is not what ZooKeeper holds (it never ran): exit 1
+    with one line on stderr (found by the CLI fuzz test), and the throttles another reassignment
+    set are left alone (Kafka's tool would clear every broker's)."""
+    written = _another_reassignments_throttles(store)
     plan = tmp_path / "plan.json"
     plan.write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,3]}]}')
     r = cli("--reassignment-json-file", str(plan), "--verify")
     assert r.code != 0
     assert len(r.err.splitlines()) == 1, r.err
     assert "did not reach their target" in r.err
-    assert "Clearing broker-level throttles on brokers 1,2,3,4" in r.out
+    assert "Clearing" not in r.out
+    for entity, config in written.items():
+        assert _config(zk_admin_client, zk_chroot, entity) == config
+
+
+def test_verify_of_a_plan_that_never_ran_keeps_the_throttles(  # type: ignore[no-untyped-def]
+    cli, store: KazooMetadataStore, zk_admin_client: KazooClient, zk_chroot: str, tmp_path: Path
+) -> None:
+    """A plan that never ran, whose target happens to be the current assignment (so every partition
+    reads "complete"), while another reassignment is throttled: nothing of it is touched."""
+    written = _another_reassignments_throttles(store)
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}')
+    r = cli("--reassignment-json-file", str(plan), "--verify")
+    assert r.code == 0, r.err
+    assert "Reassignment of partition t-0 is complete." in r.out
+    assert "Clearing" not in r.out and "Clearing" not in r.err
+    for entity, config in written.items():
+        assert _config(zk_admin_client, zk_chroot, entity) == config
