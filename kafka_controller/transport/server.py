@@ -29,9 +29,9 @@ UNKNOWN_SERVER_ERROR when the handler raises. The connection stays open after th
 prefix of zero or above the limit is answered too, but then the connection is closed, because
 the stream cannot be resynchronised; the server itself keeps serving.
 
-A ``raw_handler`` shares the listener with another protocol: every frame whose payload starts with
-a zero byte (a Kafka request does: the high byte of its api_key; a private-protocol frame starts
-with ``{``, and no JSON text starts with 0x00) goes to it as bytes, and its answer goes back as one
+A ``raw_handler`` shares the listener with another protocol: every frame with a zero byte among
+its first four (a Kafka request always has one: its api_key's or api_version's high byte; no JSON
+text holds a zero byte, ``is_raw_frame``) goes to it as bytes, and its answer goes back as one
 frame; ``None`` closes the connection. Such a peer's bad length prefix closes the connection
 without an answer. Every other frame is handled as above.
 
@@ -72,6 +72,17 @@ Handler = Callable[[str, Any], Any]
 RawHandler = Callable[[bytearray], bytes | None]
 #: The first byte of every frame for ``raw_handler`` (a Kafka api_key's high byte); never JSON's.
 RAW_FIRST_BYTE = 0x00
+
+
+def is_raw_frame(payload: bytes | bytearray) -> bool:
+    """Whether a frame goes to ``raw_handler``: it has a zero byte among its first four.
+
+    JSON text never holds a zero byte (control characters must be escaped), so no private-protocol
+    frame does; every Kafka request does, whatever its api key: the key's high byte for keys below
+    256, and the api_version's high byte for every version below 256. So a Kafka client sending
+    an api key this broker does not know (256 and above included) reaches the Kafka handler, which
+    closes the connection as Kafka does, instead of getting a JSON answer it cannot read."""
+    return 0 in payload[:4]
 #: Kafka's control plane has one request-handler thread.
 CONTROL_THREADS = 1
 #: The private requests only a controller sends: they go to the control pool.
@@ -228,7 +239,7 @@ class TransportServer:
         try:
             if not conn.authenticated:
                 answer = conn.authenticator.receive(payload)
-            elif self._raw_handler is not None and payload[0] == RAW_FIRST_BYTE:
+            elif self._raw_handler is not None and is_raw_frame(payload):
                 answer = self._raw_handler(payload)
             else:
                 answer = self._answer(payload)

@@ -42,7 +42,7 @@ from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
 from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.transport import framing
-from kafka_controller.transport.server import RAW_FIRST_BYTE, TransportServer
+from kafka_controller.transport.server import RAW_FIRST_BYTE, TransportServer, is_raw_frame
 from tests.broker.helpers import update_metadata
 
 CODECS: dict[int, Any] = {API_VERSIONS: av, METADATA: md, DESCRIBE_CLUSTER: dc}
@@ -377,10 +377,33 @@ def test_garbage_that_is_not_a_kafka_frame_still_gets_the_private_protocols_refu
         TransportServer("127.0.0.1", 0, json_handler, raw_handler=handler.handle) as server,
         socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock,
     ):
-        for garbage in (b"[1]", b"not json", b"\x7f\x00\x00\x01"):
+        for garbage in (b"[1]", b"not json", b"\x7f\x01\x02\x03 no zero byte"):
+            assert not is_raw_frame(garbage)
             framing.write_frame(sock, garbage)
             answer = framing.read_frame(sock, 1 << 20)
             assert answer is not None and orjson.loads(answer)["error"]["code"] == "INVALID_REQUEST"
         framing.write_frame(sock, request_payload(METADATA, 4, md.MetadataRequest(None), cid=11))
         answer = framing.read_frame(sock, 1 << 20)
         assert answer is not None and struct.unpack(">i", answer[:4])[0] == 11
+
+
+@pytest.mark.parametrize("key", [256, 300, 0x7B22, 0x7FFF, -1, -32768])
+def test_an_unknown_api_key_of_any_size_closes_the_connection_without_a_json_answer(
+    handler: KafkaProtocolHandler, key: int
+) -> None:
+    """Kafka's SocketServer closes a connection whose request names an api key it does not know
+    (``ApiKeys.forId`` fails while the header is parsed). A key of 256 or more has a non-zero high
+    byte (0x7B22 even starts with the private protocol's ``{"``), but the version's high byte is
+    zero, which no JSON text has: the frame still reaches the Kafka handler."""
+
+    def json_handler(api: str, request: Any) -> Any:
+        raise AssertionError(f"a Kafka frame reached the private protocol as {api}")
+
+    frame = struct.pack(">hhih", key, 1, 5, 4) + b"test"
+    assert is_raw_frame(frame)
+    with (
+        TransportServer("127.0.0.1", 0, json_handler, raw_handler=handler.handle) as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock,
+    ):
+        framing.write_frame(sock, frame)
+        assert framing.read_frame(sock, 1 << 20) is None  # closed, no answer of either protocol
