@@ -29,6 +29,32 @@ def airflow_auth() -> Any:
     return requires_access_view(AccessView.PLUGINS)
 
 
+#: Airflow's public login route: it sends the browser on to the auth manager's own login page.
+AIRFLOW_LOGIN = "/api/v2/auth/login"
+
+
+def redirect_browsers_to_login(app: Any) -> None:
+    """An unauthenticated browser (a request that accepts ``text/html``) is sent to Airflow's login
+    page, which brings it back here afterwards (``next``); API clients keep their 401 JSON.
+
+    Airflow's own UI does the same in its front end; a server-rendered page has no front end, and a
+    bare ``{"detail": "Not authenticated"}`` tells a person nothing about where to log in."""
+    from urllib.parse import urlencode
+
+    from fastapi.exception_handlers import http_exception_handler
+    from fastapi.responses import RedirectResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def login_for_browsers(request: Any, exc: Any) -> Any:
+        if exc.status_code == 401 and "text/html" in request.headers.get("accept", ""):
+            mount = str(request.scope.get("root_path", ""))
+            server = mount[: -len(URL_PREFIX)] if mount.endswith(URL_PREFIX) else mount
+            here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"{server}{AIRFLOW_LOGIN}?{urlencode({'next': here})}", status_code=307)
+        return await http_exception_handler(request, exc)
+
+
 def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
     """Engine of the audit store, opened on first use: from the plugin's ``[kafka_controller]
     audit_url``, an ``AIRFLOW_CONN_*`` variable, or the api-server's metadata DB (``audit_target``);
@@ -70,6 +96,7 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
         docs_url="/docs",
         openapi_url="/openapi.json",
     )
+    redirect_browsers_to_login(app)
 
     def _guard(fn: Callable[[], T]) -> T:
         try:

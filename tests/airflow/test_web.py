@@ -254,3 +254,30 @@ def test_mounted_in_airflows_api_server_it_requires_airflows_auth(seeded, airflo
         assert ok.status_code == 200 and {o["operation_id"] for o in ok.json()} == {ids["op"], ids["other"]}
         cookie = c.get("/kafka-controller/", cookies={"_token": airflow_token})
         assert cookie.status_code == 200 and "<svg" in cookie.text
+
+
+def test_an_unauthenticated_browser_is_sent_to_airflows_login(seeded, airflow_db, monkeypatch) -> None:
+    """A browser (Accept: text/html) without a token goes to Airflow's login page, which brings it
+    back to the page it asked for; an API client still gets its 401 JSON."""
+    from fastapi.testclient import TestClient
+
+    from tests.airflow.support import audit_conn_env
+
+    url, ids = seeded
+    monkeypatch.setenv(*audit_conn_env(url))
+    from airflow.api_fastapi.app import create_app
+
+    browser = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+    page = f"/kafka-controller/operations/{ids['op']}"
+    with TestClient(create_app(apps="core"), follow_redirects=False) as c:
+        r = c.get(page, headers=browser)
+        assert r.status_code == 307, r.text
+        assert (
+            r.headers["location"] == "/api/v2/auth/login?next=%2Fkafka-controller%2Foperations%2F" + ids["op"]
+        )
+        login = c.get(r.headers["location"])  # Airflow's own route: on to the auth manager's page
+        assert login.status_code == 307 and "login" in login.headers["location"]
+        assert "next=" in login.headers["location"]
+        api = c.get("/kafka-controller/api/operations", headers={"Accept": "application/json"})
+        assert api.status_code == 401 and api.json() == {"detail": "Not authenticated"}
+        assert c.get("/kafka-controller/", headers={"Accept": "*/*"}).status_code == 401
