@@ -72,8 +72,8 @@ def topic_znode_bound(
     if n == 0:
         return _FIXED
     replicas = n * max(0, replication_factor) * (_digits(max(0, max_broker_id)) + 1)
-    # "p":[r,r] plus the comma before the next partition: digits(p) + 5 + replicas' digits and commas
-    return _FIXED + digits_total(first_partition, n_partitions) + 5 * n + replicas
+    # "p":[r,r] and a comma between partitions: digits(p) + 5 + each replica's digits and comma, - 1
+    return _FIXED + digits_total(first_partition, n_partitions) + 5 * n + replicas - 1
 
 
 def assignment_znode_size(

@@ -1,0 +1,117 @@
+"""Topic znodes too large for ZooKeeper are refused before anything is written, on every path that
+writes one (CreateTopics and CreatePartitions over Kafka's protocol, ``topics create`` over
+ZooKeeper), and the limit is the real one: the largest topic it allows is accepted by ZooKeeper."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+
+import pytest
+from kio.schema.errors import ErrorCode as E
+from kio.static.primitive import i32, i32Timedelta
+
+from kafka_controller.admin.znode_size import config_size, max_partitions
+from kafka_controller.domain.values import Broker, EndPoint, ReplicaAssignment
+from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+from tests.broker.admin_wire import Env, req_nested
+from tests.cli.clirun import run
+
+CREATE, PARTITIONS = 19, 37
+
+
+def ms(n: int) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=n))
+
+
+def test_create_topics_refuses_an_assignment_too_large_for_its_znode() -> None:
+    env = Env()
+    v = 5
+    n = max_partitions(3, 3) + 100
+    assignments = tuple(
+        req_nested(
+            CREATE,
+            v,
+            "CreatableReplicaAssignment",
+            partition_index=i32(p),
+            broker_ids=(i32(1), i32(2), i32(3)),
+        )
+        for p in range(n)
+    )
+    t = req_nested(
+        CREATE,
+        v,
+        "CreatableTopic",
+        name="wide",
+        num_partitions=-1,
+        replication_factor=-1,
+        assignments=assignments,
+        configs=(),
+    )
+    (r,) = env.call(CREATE, v, topics=(t,), timeout=ms(0), validate_only=False).topics
+    assert r.error_code == E.invalid_request
+    assert "jute.maxbuffer of 1,048,575 bytes" in (r.error_message or "")
+    assert "wide" not in env.store.get_all_topics()
+
+
+def test_create_partitions_counts_the_partitions_the_topic_already_has() -> None:
+    """45,000 partitions more would fit a znode of their own; with the 50,000 the topic has, not."""
+    env = Env()
+    env.store.create_topic("grown", {p: ReplicaAssignment.of([1 + p % 3]) for p in range(50_000)})
+    env.sync()
+    t = req_nested(PARTITIONS, 3, "CreatePartitionsTopic", name="grown", count=i32(95_000), assignments=None)
+    (r,) = env.call(PARTITIONS, 3, topics=(t,), timeout=ms(0), validate_only=False).results
+    assert r.error_code == E.invalid_partitions
+    assert "95,000 partitions of 1 replica" in (r.error_message or "")
+    assert "jute.maxbuffer" in (r.error_message or "")
+    assert len(env.assignment("grown")) == 50_000
+    # with the replicas spelled out, the exact size of the whole topic is what counts
+    spelled = tuple(
+        req_nested(PARTITIONS, 3, "CreatePartitionsAssignment", broker_ids=(i32(2),)) for _ in range(45_000)
+    )
+    t = req_nested(
+        PARTITIONS, 3, "CreatePartitionsTopic", name="grown", count=i32(95_000), assignments=spelled
+    )
+    (r,) = env.call(PARTITIONS, 3, topics=(t,), timeout=ms(0), validate_only=False).results
+    assert r.error_code == E.invalid_request and "jute.maxbuffer" in (r.error_message or "")
+    assert len(env.assignment("grown")) == 50_000
+
+
+@pytest.fixture
+def store(zk_connect: str) -> Iterator[KazooMetadataStore]:
+    s = KazooMetadataStore(zk_connect)
+    for b in (1, 2, 3):
+        s.register_broker(Broker(b, (EndPoint("127.0.0.1", 9000 + b),)))
+    yield s
+    s.close()
+
+
+@pytest.mark.zk
+def test_the_limit_is_zookeepers_and_the_cli_refuses_beyond_it(
+    store: KazooMetadataStore, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The largest topic the check allows is one ZooKeeper accepts; ``topics create`` with a count
+    beyond it, or two billion, exits 1 at once with one line naming the limit and writes nothing."""
+    fits = max_partitions(1, 3, extra=config_size({}))
+    store.create_topic("largest", {p: ReplicaAssignment.of([1 + p % 3]) for p in range(fits)})
+    assert len(store.get_replica_assignment_and_topic_ids(["largest"])["largest"].assignment) == fits  # type: ignore[union-attr]
+    for count in (fits + 1, 2_000_000_000):
+        r = run(
+            capsys,
+            "topics",
+            "create",
+            "--zookeeper",
+            zk_connect,
+            "--timeout",
+            "5",
+            "--topic",
+            "over",
+            "--partitions",
+            str(count),
+            "--replication-factor",
+            "1",
+        )
+        assert r.code != 0
+        assert "jute.maxbuffer of 1,048,575 bytes" in r.error_line
+        assert f"{count:,} partitions of 1 replica" in r.error_line
+    assert store.get_all_topics() == {"largest"}
