@@ -48,8 +48,10 @@ def list_operations(
     kind: str | None = None,
     dag_id: str | None = None,
     dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Newest first; dry runs only when asked for (they planned, they did not act)."""
+    """Newest first; dry runs only when asked for (they planned, they did not act); with
+    ``cluster_id``, only that cluster's (a store may serve several)."""
     q = select(operations).order_by(operations.c.started_ms.desc()).limit(_limit(limit))
     if not dry_runs:
         q = q.where(operations.c.dry_run.is_(False))
@@ -59,6 +61,8 @@ def list_operations(
         q = q.where(operations.c.kind == kind)
     if dag_id:
         q = q.where(operations.c.airflow_dag_id == dag_id)
+    if cluster_id:
+        q = q.where(operations.c.cluster_id == cluster_id)
     return _rows(engine, q)
 
 
@@ -104,13 +108,20 @@ def reconciliation_runs_rows(engine: Engine, *, limit: int = 50) -> list[dict[st
     )
 
 
-def latest_completed_run(engine: Engine) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def latest_completed_run(
+    engine: Engine, cluster_id: str | None = None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The latest run that completed, and the runs started after it that did not (failed,
-    interrupted or still running): a failed last run must not hide the findings before it."""
+    interrupted or still running): a failed last run must not hide the findings before it. With
+    ``cluster_id``, that cluster's runs only (another cluster's latest run says nothing of it)."""
     r = reconciliation_runs
-    done = _rows(engine, select(r).where(r.c.status == "succeeded").order_by(r.c.started_ms.desc()).limit(1))
+    mine = [r.c.cluster_id == cluster_id] if cluster_id else []
+    done = _rows(
+        engine,
+        select(r).where(r.c.status == "succeeded", *mine).order_by(r.c.started_ms.desc()).limit(1),
+    )
     latest = done[0] if done else None
-    later = select(r).where(r.c.status != "succeeded").order_by(r.c.started_ms.desc()).limit(MAX_LIMIT)
+    later = select(r).where(r.c.status != "succeeded", *mine).order_by(r.c.started_ms.desc()).limit(MAX_LIMIT)
     if latest is not None:
         later = later.where(r.c.started_ms > latest["started_ms"])
     return latest, _rows(engine, later)

@@ -1,7 +1,9 @@
 """The audit as a web app, mounted in Airflow's API server by the plugin (``fastapi_apps``).
 
 JSON under ``/api`` (operations, one operation's transitions, reconciliation runs and findings, the
-whole report) and two HTML pages (``/``: charts, operations, findings; ``/operations/{id}``). Every
+whole report) and two HTML pages (``/``: charts, operations, findings; ``/operations/{id}``). The
+report, the operations and the index page take ``cluster_id`` (ZooKeeper's ``/cluster/id``) for a
+store several clusters audit to; without it they show every cluster, as before. Every
 route depends on Airflow's own authentication (``requires_access_view``): a mounted sub-app gets no
 auth from the API server, so it must ask for it. Pages are server-rendered with escaped values and
 inline SVG charts (``audit.html``): no scripts, nothing fetched from elsewhere.
@@ -111,10 +113,17 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
         kind: str | None = None,
         dag_id: str | None = None,
         dry_runs: bool = False,
+        cluster_id: str | None = None,
     ) -> list[dict[str, Any]]:
         return _guard(
             lambda: q.list_operations(
-                get_engine(), limit=limit, since_ms=since_ms, kind=kind, dag_id=dag_id, dry_runs=dry_runs
+                get_engine(),
+                limit=limit,
+                since_ms=since_ms,
+                kind=kind,
+                dag_id=dag_id,
+                dry_runs=dry_runs,
+                cluster_id=cluster_id,
             )
         )
 
@@ -149,34 +158,47 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
         operation_id: str | None = None,
         limit: int = Query(100, ge=1, le=1000),
         dry_runs: bool = False,
+        cluster_id: str | None = None,
     ) -> dict[str, Any]:
         from kafka_controller.audit.reports import build_report
 
         return _guard(
             lambda: build_report(
-                get_engine(), since_ms=since_ms, operation_id=operation_id, limit=limit, dry_runs=dry_runs
+                get_engine(),
+                since_ms=since_ms,
+                operation_id=operation_id,
+                limit=limit,
+                dry_runs=dry_runs,
+                cluster_id=cluster_id,
             )
         )
 
     @app.get("/", response_class=HTMLResponse)
-    def index(since_ms: int | None = None, dry_runs: bool = False) -> str:
+    def index(since_ms: int | None = None, dry_runs: bool = False, cluster_id: str | None = None) -> str:
+        from urllib.parse import urlencode
+
         from kafka_controller.audit.html import render_html
         from kafka_controller.audit.reports import build_report
 
         def page() -> str:
             eng = get_engine()
-            doc = render_html(build_report(eng, since_ms=since_ms, limit=50, dry_runs=dry_runs))
-            ops = q.list_operations(eng, limit=50, since_ms=since_ms, dry_runs=dry_runs)
+            report = build_report(eng, since_ms=since_ms, limit=50, dry_runs=dry_runs, cluster_id=cluster_id)
+            doc = render_html(report)
+            ops = q.list_operations(
+                eng, limit=50, since_ms=since_ms, dry_runs=dry_runs, cluster_id=cluster_id
+            )
+            here = {"cluster_id": cluster_id} if cluster_id else {}
             toggle = (
-                '<a href="?">real operations only</a>'
+                f'<a href="?{escape(urlencode(here))}">real operations only</a>'
                 if dry_runs
-                else '<a href="?dry_runs=true">include dry runs</a>'
+                else f'<a href="?{escape(urlencode({**here, "dry_runs": "true"}))}">include dry runs</a>'
             )
             extra = [
+                *_cluster_nav(report.get("clusters") or [], cluster_id, dry_runs),
                 "<h2>Operations (latest 50)</h2>",
                 f"<nav>{toggle}</nav>",
                 _operations_table(ops),
-                *_findings_section(eng),
+                *_findings_section(eng, cluster_id),
             ]
             return doc.replace("</body>", "".join(extra) + "</body>")
 
@@ -205,6 +227,10 @@ _OPERATION_FIELDS = (
     "dry_run",
     "requester",
     "reason",
+    "cluster_id",
+    "principal",
+    "client_id",
+    "client_address",
     "started_ms",
     "finished_ms",
     "airflow_dag_id",
@@ -263,14 +289,32 @@ def _result_html(result: Any) -> str:
     )
 
 
-def _findings_section(engine: Any) -> list[str]:
+def _cluster_nav(clusters: list[str | None], current: str | None, dry_runs: bool) -> list[str]:
+    """Links to each cluster's view when the store holds more than one."""
+    from urllib.parse import urlencode
+
+    known = [c for c in clusters if c is not None]
+    if len(known) < 2 and not current:
+        return []
+    flag = {"dry_runs": "true"} if dry_runs else {}
+    links = [f'<a href="?{escape(urlencode(flag))}">all clusters</a>'] + [
+        f'<a href="?{escape(urlencode({"cluster_id": c, **flag}))}">{escape(c)}</a>' for c in known
+    ]
+    shown = f"cluster {escape(current)}" if current else f"all {len(known)} clusters together"
+    return [
+        f'<p class="note">This store holds {len(known)} clusters; showing {shown}.</p>',
+        f"<nav>{' | '.join(links)}</nav>",
+    ]
+
+
+def _findings_section(engine: Any, cluster_id: str | None = None) -> list[str]:
     """Findings of the latest completed reconciliation, and a warning naming any later run that
     did not complete (its failure must not hide the findings before it)."""
     from kafka_controller.airflow import audit_queries as q
     from kafka_controller.audit.html import table
     from kafka_controller.audit.reports import format_ms
 
-    latest, later = q.latest_completed_run(engine)
+    latest, later = q.latest_completed_run(engine, cluster_id)
     out = ["<h2>Reconciliation findings (latest completed run)</h2>"]
     for run in later:
         what = "is still running" if run["status"] == "running" else f"did not complete ({run['status']})"

@@ -133,6 +133,8 @@ def render_html(report: dict[str, Any]) -> str:
         parts.append(f"; since {escape(format_ms(filters['since_ms']))}")
     if filters["operation_id"]:
         parts.append(f"; operation {escape(filters['operation_id'])}")
+    if filters.get("cluster_id"):
+        parts.append(f"; cluster {escape(filters['cluster_id'])}")
     parts.append("</p>")
     s = report.get("summary") or {}
     if filters.get("dry_runs"):

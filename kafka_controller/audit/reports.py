@@ -114,9 +114,10 @@ def section_rows(
     operation_id: str | None = None,
     limit: int | None = None,
     dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """One section's rows (newest or lowest first, at most ``limit``) and how many there are in all."""
-    sub = section.query(since_ms, operation_id, dry_runs).subquery("s")
+    sub = section.query(since_ms, operation_id, dry_runs, cluster_id).subquery("s")
     total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
     cols = [sub.c[name].desc() if section.descending else sub.c[name] for name in section.order_by]
     return _rows(conn, select(*sub.c).order_by(*cols), limit), total
@@ -132,9 +133,16 @@ def _section_fn(key: str) -> Callable[..., list[dict[str, Any]]]:
         operation_id: str | None = None,
         limit: int | None = None,
         dry_runs: bool = False,
+        cluster_id: str | None = None,
     ) -> list[dict[str, Any]]:
         return section_rows(
-            conn, section, since_ms=since_ms, operation_id=operation_id, limit=limit, dry_runs=dry_runs
+            conn,
+            section,
+            since_ms=since_ms,
+            operation_id=operation_id,
+            limit=limit,
+            dry_runs=dry_runs,
+            cluster_id=cluster_id,
         )[0]
 
     rows.__name__ = f"{key}_rows"
@@ -155,13 +163,14 @@ def summary(
     since_ms: int | None = None,
     operation_id: str | None = None,
     dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> dict[str, Any]:
     """Row counts by table and outcome, the time span covered, and how many dry-run rows the
     counts leave out (``dry_run_rows``; 0 when they are included)."""
 
     def part(table: Any) -> Select[Any]:
         return select(table.c.outcome, table.c.timestamp_ms).where(
-            *views.transition_filters(table, since_ms, operation_id, dry_runs)
+            *views.transition_filters(table, since_ms, operation_id, dry_runs, cluster_id)
         )
 
     u = union_all(part(pt), part(rt)).subquery("u")
@@ -178,7 +187,7 @@ def summary(
         keep_planned = dry_runs or op is not None  # one operation's rows are shown whatever it was
         by_flag = conn.execute(
             select(t.c.dry_run, func.count())
-            .where(*views.transition_filters(t, since_ms, op, True))
+            .where(*views.transition_filters(t, since_ms, op, True, cluster_id))
             .group_by(t.c.dry_run)
         ).all()
         planned = sum(int(n) for flag, n in by_flag if flag)
@@ -189,6 +198,8 @@ def summary(
         op_where.append(operations.c.operation_id == operation_id)
     elif not dry_runs:
         op_where.append(operations.c.dry_run.is_(False))
+    if cluster_id is not None:
+        op_where.append(operations.c.cluster_id == cluster_id)
     n_operations = conn.execute(select(func.count()).select_from(operations).where(*op_where)).scalar_one()
     return {
         **counts,
@@ -212,13 +223,14 @@ def transitions_over_time(
     since_ms: int | None = None,
     operation_id: str | None = None,
     dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Transitions per time bucket (``start_ms``) and outcome, both state machines together."""
 
     def part(table: Any) -> Select[Any]:
         bucket = table.c.timestamp_ms // bucket_ms * bucket_ms
         return select(bucket.label("start_ms"), table.c.outcome).where(
-            *views.transition_filters(table, since_ms, operation_id, dry_runs)
+            *views.transition_filters(table, since_ms, operation_id, dry_runs, cluster_id)
         )
 
     u = union_all(part(pt), part(rt)).subquery("u")
@@ -233,23 +245,28 @@ def transitions_over_time(
     return list(points.values())
 
 
-def leaders_per_broker(conn: Connection) -> list[dict[str, Any]]:
+def leaders_per_broker(conn: Connection, cluster_id: str | None = None) -> list[dict[str, Any]]:
     """How many partitions each broker leads, by each partition's latest successful transition.
 
     Partitions whose latest transition left them without a leader (offline) or deleted are left out,
-    and so is what dry runs planned: this is the cluster as it is.
+    and so is what dry runs planned: this is the cluster as it is. A partition is a topic and
+    partition of one cluster: two clusters' ``orders-0`` are two partitions.
     """
+    where = [pt.c.outcome == "ok", pt.c.leader_after.is_not(None), pt.c.dry_run.is_(False)]
+    if cluster_id is not None:
+        where.append(pt.c.cluster_id == cluster_id)
     ranked = (
         select(
             pt.c.leader_after,
             pt.c.to_state,
             func.row_number()
             .over(
-                partition_by=(pt.c.topic, pt.c.partition), order_by=(pt.c.timestamp_ms.desc(), pt.c.id.desc())
+                partition_by=(pt.c.cluster_id, pt.c.topic, pt.c.partition),
+                order_by=(pt.c.timestamp_ms.desc(), pt.c.id.desc()),
             )
             .label("rn"),
         )
-        .where(pt.c.outcome == "ok", pt.c.leader_after.is_not(None), pt.c.dry_run.is_(False))
+        .where(*where)
         .subquery("r")
     )
     query = (
@@ -261,6 +278,13 @@ def leaders_per_broker(conn: Connection) -> list[dict[str, Any]]:
     return _rows(conn, query)
 
 
+def clusters(conn: Connection) -> list[str | None]:
+    """The cluster ids the store holds controller events of (None: rows from before the column, or
+    from writers that did not know their cluster), so a reader of one knows there are others."""
+    found = conn.execute(select(controller_events.c.cluster_id).distinct()).scalars().all()
+    return sorted(found, key=lambda c: (c is not None, c or ""))
+
+
 def build_report(
     target: str | URL | Engine,
     *,
@@ -269,15 +293,23 @@ def build_report(
     limit: int = 100,
     now_ms: int | None = None,
     dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> dict[str, Any]:
     """The whole report as a JSON-ready dict. Raises ``AuditStoreError`` / ``InvalidArgumentError``.
 
-    What dry runs planned is left out unless ``dry_runs`` (or ``operation_id`` names one)."""
+    What dry runs planned is left out unless ``dry_runs`` (or ``operation_id`` names one). With
+    ``cluster_id``, only that cluster's rows (one store may serve several); the report lists the
+    clusters the store holds either way (``clusters``)."""
     engine = target if isinstance(target, Engine) else create_audit_engine(target, must_exist=True)
     report: dict[str, Any] = {
         "database": redacted(engine.url),
         "generated_ms": now_ms if now_ms is not None else int(datetime.now(UTC).timestamp() * 1000),
-        "filters": {"since_ms": since_ms, "operation_id": operation_id, "dry_runs": dry_runs},
+        "filters": {
+            "since_ms": since_ms,
+            "operation_id": operation_id,
+            "dry_runs": dry_runs,
+            "cluster_id": cluster_id,
+        },
         "limit": limit,
     }
     try:
@@ -290,7 +322,10 @@ def build_report(
                 "store_replaced": replaced,
                 "store_replaced_ms": replaced_ms,
             }
-            report["summary"] = summary(conn, since_ms=since_ms, operation_id=operation_id, dry_runs=dry_runs)
+            report["clusters"] = clusters(conn)
+            report["summary"] = summary(
+                conn, since_ms=since_ms, operation_id=operation_id, dry_runs=dry_runs, cluster_id=cluster_id
+            )
             report["sections"] = {}
             for section in SECTIONS:
                 rows, total = section_rows(
@@ -300,6 +335,7 @@ def build_report(
                     operation_id=operation_id,
                     limit=limit,
                     dry_runs=dry_runs,
+                    cluster_id=cluster_id,
                 )
                 report["sections"][section.key] = {"title": section.title, "total": total, "rows": rows}
             s = report["summary"]
@@ -311,9 +347,14 @@ def build_report(
             report["charts"] = {
                 "bucket_ms": bucket,
                 "transitions_over_time": transitions_over_time(
-                    conn, bucket_ms=bucket, since_ms=since_ms, operation_id=operation_id, dry_runs=dry_runs
+                    conn,
+                    bucket_ms=bucket,
+                    since_ms=since_ms,
+                    operation_id=operation_id,
+                    dry_runs=dry_runs,
+                    cluster_id=cluster_id,
                 ),
-                "leaders_per_broker": leaders_per_broker(conn),
+                "leaders_per_broker": leaders_per_broker(conn, cluster_id),
             }
     except SQLAlchemyError as e:
         raise translate(e, f"cannot read the audit database {redacted(engine.url)}") from None
@@ -383,10 +424,18 @@ def render_text(report: dict[str, Any]) -> str:
         head += f" since {format_ms(filters['since_ms'])}"
     if filters["operation_id"]:
         head += f" for operation {filters['operation_id']}"
+    if filters.get("cluster_id"):
+        head += f" for cluster {filters['cluster_id']}"
     if report["empty"]:
         return f"{head}\n\nNothing recorded yet: the audit store has no transitions, events or operations.\n"
     s = report["summary"]
     out = [head, "", *_missing_lines(report.get("gaps") or {})]
+    known = [c for c in report.get("clusters") or [] if c is not None]
+    if len(known) > 1 and not filters.get("cluster_id"):
+        out.append(
+            f"This store holds {len(known)} clusters ({', '.join(known)}): "
+            "the counts below are all of them together; --cluster-id ID for one"
+        )
     out += [
         f"Transitions: {s['partition_transitions']} partition, {s['replica_transitions']} replica "
         f"({s['ok']} ok, {s['invalid']} invalid, {s['failed']} failed); "

@@ -265,6 +265,7 @@ reconciliation_runs = Table(
     Column("partitions_checked", Integer),
     Column("findings_count", Integer),
     Column("detail", Text),
+    _cluster_id(),
     Index(None, "started_ms"),
 )
 

@@ -1,6 +1,10 @@
 """Report queries, written once: as filterable ``Select`` objects for ``reports`` and, unfiltered, as
 the database views ``v_*`` that revision 0003 creates (for SQL users, Airflow and Spark).
 
+Each query takes an optional ``cluster_id``: with it, only that cluster's rows (ZooKeeper's
+``/cluster/id``, stamped by the writers); without it, every row, as before there were several
+clusters in one store. The views are built without it.
+
 Every query leaves out what dry runs planned (``dry_run`` rows, dry-run operations) unless asked
 (``dry_runs=True``) or filtered to one operation, whose rows are then shown whatever it was: a
 dry run's plan is not history, but its own page should show it.
@@ -33,12 +37,18 @@ NO_LEADER = -1
 
 
 def transition_filters(
-    table: object, since_ms: int | None, operation_id: str | None, dry_runs: bool = False
+    table: object,
+    since_ms: int | None,
+    operation_id: str | None,
+    dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> list[ColumnElement[bool]]:
     """The report filters as WHERE terms on a transition table (or on ``controller_events``, whose
-    time column is ``started_ms``)."""
+    time column is ``started_ms``, or on ``operations``)."""
     cols = table.c  # type: ignore[attr-defined]
     out: list[ColumnElement[bool]] = []
+    if cluster_id is not None:
+        out.append(cols.cluster_id == cluster_id)
     if since_ms is not None:
         out.append((cols.timestamp_ms if "timestamp_ms" in cols else cols.started_ms) >= since_ms)
     if operation_id is not None:
@@ -49,7 +59,10 @@ def transition_filters(
 
 
 def unclean_elections(
-    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
+    since_ms: int | None = None,
+    operation_id: str | None = None,
+    dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> Select[tuple[object, ...]]:
     """Every attempted unclean leader election, whatever its outcome."""
     return select(
@@ -68,11 +81,14 @@ def unclean_elections(
         pt.c.election_strategy,
         pt.c.outcome,
         pt.c.error,
-    ).where(pt.c.unclean.is_(True), *transition_filters(pt, since_ms, operation_id, dry_runs))
+    ).where(pt.c.unclean.is_(True), *transition_filters(pt, since_ms, operation_id, dry_runs, cluster_id))
 
 
 def failed_transitions(
-    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
+    since_ms: int | None = None,
+    operation_id: str | None = None,
+    dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> Select[tuple[object, ...]]:
     """Invalid and failed transitions of both state machines, as one list."""
 
@@ -92,14 +108,17 @@ def failed_transitions(
             c.to_state,
             c.outcome,
             c.error,
-        ).where(c.outcome != "ok", *transition_filters(table, since_ms, operation_id, dry_runs))
+        ).where(c.outcome != "ok", *transition_filters(table, since_ms, operation_id, dry_runs, cluster_id))
 
     u = union_all(part(pt, "partition", null()), part(rt, "replica", rt.c.replica)).subquery("f")
     return select(*u.c)
 
 
 def transitions_per_operation(
-    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
+    since_ms: int | None = None,
+    operation_id: str | None = None,
+    dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> Select[tuple[object, ...]]:
     """Each operation with how many transitions it caused, by outcome (operations without any show 0).
 
@@ -114,7 +133,10 @@ def transitions_per_operation(
             literal(kind).label("machine"),
             c.outcome,
             c.timestamp_ms,
-        ).where(c.operation_id.is_not(None), *transition_filters(table, since_ms, operation_id, dry_runs))
+        ).where(
+            c.operation_id.is_not(None),
+            *transition_filters(table, since_ms, operation_id, dry_runs, cluster_id),
+        )
 
     t = union_all(counts(pt, "partition"), counts(rt, "replica")).subquery("t")
     agg = (
@@ -139,6 +161,8 @@ def transitions_per_operation(
         where.append(o.c.operation_id == operation_id)
     elif not dry_runs:
         where.append(o.c.dry_run.is_(False))
+    if cluster_id is not None:
+        where.append(o.c.cluster_id == cluster_id)
     return (
         select(
             o.c.operation_id,
@@ -161,13 +185,16 @@ def transitions_per_operation(
 
 
 def leader_moves_per_broker(
-    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
+    since_ms: int | None = None,
+    operation_id: str | None = None,
+    dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> Select[tuple[object, ...]]:
     """Leaderships each broker gained and lost through successful partition transitions."""
     moved = [
         pt.c.outcome == "ok",
         pt.c.leader_before.is_distinct_from(pt.c.leader_after),
-        *transition_filters(pt, since_ms, operation_id, dry_runs),
+        *transition_filters(pt, since_ms, operation_id, dry_runs, cluster_id),
     ]
     gained = select(pt.c.leader_after.label("broker_id"), literal(1).label("g"), literal(0).label("l")).where(
         *moved, pt.c.leader_after.is_not(None), pt.c.leader_after != NO_LEADER
@@ -190,7 +217,10 @@ def _least(a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[Any]:
 
 
 def failover_recovery(
-    since_ms: int | None = None, operation_id: str | None = None, dry_runs: bool = False
+    since_ms: int | None = None,
+    operation_id: str | None = None,
+    dry_runs: bool = False,
+    cluster_id: str | None = None,
 ) -> Select[tuple[object, ...]]:
     """Per controller failover: the outage it ended, from the loss of the previous controller to
     every partition led again (what an SRE saw), beside the failover's own duration.
@@ -206,13 +236,15 @@ def failover_recovery(
     """
     prev = ev.alias("prev")
     same_kind = [prev.c.controller_epoch == ev.c.controller_epoch - 1, prev.c.dry_run.is_(False)]
+    if cluster_id is not None:  # the previous epoch of this cluster's controller, not another's
+        same_kind.append(prev.c.cluster_id == cluster_id)
     killed = select(func.min(prev.c.started_ms)).where(*same_kind, prev.c.kind == "lost").scalar_subquery()
     stepped_down = (
         select(func.max(prev.c.started_ms + prev.c.duration_ms))
         .where(*same_kind, prev.c.kind.in_(("resigned", "moved")))
         .scalar_subquery()
     )
-    where = [ev.c.kind == "failover", *transition_filters(ev, since_ms, None, dry_runs)]
+    where = [ev.c.kind == "failover", *transition_filters(ev, since_ms, None, dry_runs, cluster_id)]
     del operation_id  # failovers are not caused by operations; the argument keeps one signature
     f = (
         select(
@@ -267,7 +299,7 @@ def failover_recovery(
     )
 
 
-QueryFactory = Callable[[int | None, str | None, bool], Select[tuple[object, ...]]]
+QueryFactory = Callable[[int | None, str | None, bool, str | None], Select[tuple[object, ...]]]
 
 #: View name -> query, in report order.
 VIEWS: dict[str, QueryFactory] = {
@@ -280,7 +312,7 @@ VIEWS: dict[str, QueryFactory] = {
 
 
 def create_view_sql(name: str, dialect: Dialect) -> str:
-    query = VIEWS[name](None, None, False)
+    query = VIEWS[name](None, None, False, None)
     body = query.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
     return f"CREATE VIEW {name} AS\n{body}"
 

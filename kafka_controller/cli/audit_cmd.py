@@ -35,6 +35,11 @@ def register(subparsers: Any) -> None:
     )
     r.add_argument("--operation", metavar="ID", help="only what this operation caused")
     r.add_argument(
+        "--cluster-id",
+        metavar="ID",
+        help="only this cluster's rows (ZooKeeper's /cluster/id), for a store several clusters audit to",
+    )
+    r.add_argument(
         "--since",
         metavar="WHEN",
         help="only records from WHEN on: ISO-8601 time (UTC unless it says), epoch milliseconds, "
@@ -51,6 +56,12 @@ def register(subparsers: Any) -> None:
     u = sub.add_parser("upgrade", help="create or upgrade the audit schema in place")
     _url(u)
     u.set_defaults(func=run_upgrade)
+
+
+def _cluster_id(value: str | None) -> str | None:
+    from kafka_controller.audit.schema import checked_cluster_id
+
+    return checked_cluster_id(value) if value is not None else None
 
 
 def _url(p: argparse.ArgumentParser) -> None:
@@ -106,6 +117,7 @@ def run_report(args: argparse.Namespace) -> int:
         limit=args.limit,
         now_ms=now_ms,
         dry_runs=args.dry_runs,
+        cluster_id=_cluster_id(args.cluster_id),
     )
     if args.html is not None:
         tmp = args.html.with_name(f".{args.html.name}.tmp")

@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
         p.add_argument("broker_id", type=int, metavar="BROKER_ID", help="the broker's id")
         _add_common(p)
         p.set_defaults(func=run, control_action=action)
+        common.add_audit_options(p, "broker_lifecycle")
     p = sub.add_parser("status", help="the brokers of a running `cluster up`: pid, listener, running or not")
     _add_common(p)
     common.add_json_option(p)

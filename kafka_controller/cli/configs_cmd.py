@@ -49,6 +49,8 @@ def register(subparsers: Any) -> None:
             c.add_argument("--delete-config", metavar="K,K2", help="configs to remove")
         common.add_json_option(c)
         c.set_defaults(func=run_describe if name == "describe" else run_alter)
+        if name == "alter":
+            common.add_audit_options(c, "configs_alter")
 
 
 def _entity(args: argparse.Namespace) -> tuple[Any, str, str]:

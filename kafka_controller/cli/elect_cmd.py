@@ -40,6 +40,7 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(p)
     p.set_defaults(func=run)
+    common.add_audit_options(p, lambda a: f"{a.election_type}_leader_election")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             f"the {args.election_type} election of {scope} may have been requested from the controller "
             "and may go on; check the leaders with `kafka-controller describe`"
         )
-        response = admin.elect_leaders(args.election_type, targets)
+        response = admin.elect_leaders(args.election_type, targets, operation_id=common.operation_id(args))
     common.left_undone(f"nothing is left undone: the {args.election_type} election has been answered")
     outcome = group_election_results(
         {tp: (r.error, r.leader, r.message) for tp, r in response.results.items()}

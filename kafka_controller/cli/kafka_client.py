@@ -74,12 +74,14 @@ def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> It
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
+    from kafka_controller.admin.kafka_admin import client_id
+
     servers = bootstrap_servers(args)
     timeout_ms = max(1000, round(common.check_timeout(args) * 1000))
     try:
         admin = KafkaAdminClient(
             bootstrap_servers=servers,
-            client_id=CLIENT_ID,
+            client_id=client_id(common.operation_id(args)),  # the broker links the change to it
             request_timeout_ms=timeout_ms + round(answer_margin_s * 1000),
             bootstrap_timeout_ms=timeout_ms,
         )

@@ -75,6 +75,12 @@ def register(subparsers: Any) -> None:
     reassign_extras.add_options(p)
     common.add_json_option(p)
     p.set_defaults(func=run)
+    common.add_audit_options(p, _operation_kind)
+
+
+def _operation_kind(args: argparse.Namespace) -> str | None:
+    """--execute and --cancel change the cluster; the other modes only read."""
+    return "reassignment_execute" if args.execute else "reassignment_cancel" if args.cancel else None
 
 
 def run(args: argparse.Namespace) -> int:

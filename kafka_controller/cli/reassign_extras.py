@@ -127,7 +127,8 @@ def send_in_batches(
                     f"longer moving to the plan's targets (cancelled?), e.g. {stray[0]}; the other "
                     f"{len(items) - sent} were not sent"
                 )
-        results.update(admin.alter_partition_reassignments(batch).results)
+        answer = admin.alter_partition_reassignments(batch, operation_id=common.operation_id(args))
+        results.update(answer.results)
         sent += len(batch)
         refused = sum(1 for tp in batch if results[tp].error != "NONE")
         if len(batches) > 1:

@@ -39,6 +39,7 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(p)
     p.set_defaults(func=run)
+    common.add_audit_options(p, "controlled_shutdown")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             method = "signal"
         else:
             with common.open_admin_client(args, store) as admin:
-                admin.shutdown_broker(broker_id)
+                admin.shutdown_broker(broker_id, common.operation_id(args))
             method = "api"
         common.left_undone(
             f"broker {broker_id} was asked to shut down and goes on shutting down; "

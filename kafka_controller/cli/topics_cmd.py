@@ -53,6 +53,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--if-not-exists", action="store_true", help="succeed without change if the topic exists")
     common.add_json_option(c)
     c.set_defaults(func=run_create)
+    common.add_audit_options(c, "topics_create")
 
     d = sub.add_parser(
         "delete",
@@ -70,6 +71,7 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(d)
     d.set_defaults(func=run_delete)
+    common.add_audit_options(d, "topics_delete")
 
     a = sub.add_parser(
         "alter",
@@ -84,6 +86,7 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(a)
     a.set_defaults(func=run_alter)
+    common.add_audit_options(a, "topics_alter")
 
     ls = sub.add_parser("list", help="list topics")
     common.add_zookeeper_option(ls)

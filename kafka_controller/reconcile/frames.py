@@ -87,15 +87,23 @@ def valid_transitions(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame(rows, "table STRING, from_state STRING, to_state STRING")
 
 
-def normalise_audit(partition_transitions: DataFrame, replica_transitions: DataFrame) -> DataFrame:
+def normalise_audit(
+    partition_transitions: DataFrame, replica_transitions: DataFrame, cluster_id: str | None = None
+) -> DataFrame:
     """Both transition tables in one shape, typed as the rules expect whatever the source's types.
 
-    Rows a dry run planned (``dry_run`` true, from revision 0003 on) are not history: left out."""
+    Rows a dry run planned (``dry_run`` true, from revision 0003 on) are not history: left out.
+    With ``cluster_id`` (the snapshot's), so are other clusters' rows: one audit store may serve
+    several clusters, and their controllers' rows must not be checked against this one's state.
+    Rows without a cluster id (older than the column) are kept: with one cluster in the store
+    they are its own, as before."""
 
     def shape(df: DataFrame, table: str, replica: Column) -> DataFrame:
         c = F.col
         if "dry_run" in df.columns:
             df = df.where(~c("dry_run").cast("boolean"))
+        if cluster_id is not None and "cluster_id" in df.columns:
+            df = df.where(c("cluster_id").isNull() | (c("cluster_id") == F.lit(cluster_id)))
         return df.select(
             F.lit(table).alias("table"),
             c("id").cast("bigint").alias("id"),

@@ -195,7 +195,13 @@ def run(spark: Any, config: JobConfig) -> RunResult:
     store = ResultsStore(config.results_url) if config.results_url else None
     try:
         if store is not None:
-            store.start_run(config.run_id, started, config.snapshot, config.operation_id)
+            store.start_run(
+                config.run_id,
+                started,
+                config.snapshot,
+                config.operation_id,
+                inputs.meta.get("cluster_id") or None,
+            )
         try:
             return _run(spark, config, inputs, run_dir, store)
         except BaseException as e:
@@ -212,12 +218,13 @@ def _load(spark: Any, config: JobConfig) -> Any:
     from kafka_controller.reconcile.frames import Inputs, normalise_audit
 
     meta, tables = spark_io.read_snapshot(spark, config.snapshot)
+    cluster_id = meta.get("cluster_id") or None  # the audit rows of this cluster (and unlabelled ones)
     audit = None
     if config.audit_parquet:
-        audit = normalise_audit(*spark_io.read_audit_parquet(spark, config.audit_parquet))
+        audit = normalise_audit(*spark_io.read_audit_parquet(spark, config.audit_parquet), cluster_id)
     elif config.audit_url:
         target = spark_io.jdbc_target(config.audit_url, config.jdbc_jar)
-        audit = normalise_audit(*spark_io.read_audit_jdbc(spark, target, config.jdbc_partitions))
+        audit = normalise_audit(*spark_io.read_audit_jdbc(spark, target, config.jdbc_partitions), cluster_id)
     return Inputs(
         meta,
         tables["brokers"],

@@ -34,6 +34,10 @@ class ResultsStore:
         try:
             with self.engine.connect() as conn:
                 names = set(inspect(conn).get_table_names())
+                # a store not yet at the revision with run cluster ids still takes runs, without one
+                self._run_cluster = "reconciliation_runs" in names and "cluster_id" in {
+                    c["name"] for c in inspect(conn).get_columns("reconciliation_runs")
+                }
         except SQLAlchemyError as e:
             self.engine.dispose()
             raise translate(e, f"cannot open the audit store {redacted(url)}") from None
@@ -54,8 +58,17 @@ class ResultsStore:
         except SQLAlchemyError as e:
             raise self._translate(e, f"cannot {what}") from None
 
-    def start_run(self, run_id: str, started_ms: int, snapshot: str, operation_id: str | None) -> None:
+    def start_run(
+        self,
+        run_id: str,
+        started_ms: int,
+        snapshot: str,
+        operation_id: str | None,
+        cluster_id: str | None = None,
+    ) -> None:
+        """Record the run as running; ``cluster_id``: the snapshot's cluster (a store may hold several)."""
         runs = self._schema.reconciliation_runs
+        extra = {"cluster_id": cluster_id} if self._run_cluster and cluster_id is not None else {}
         self._run(
             "record the reconciliation run",
             lambda conn: conn.execute(
@@ -65,6 +78,7 @@ class ResultsStore:
                     status="running",
                     started_ms=started_ms,
                     snapshot_path=snapshot,
+                    **extra,
                 )
             ),
         )

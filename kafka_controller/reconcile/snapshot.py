@@ -201,7 +201,8 @@ def read_arrow(path: str | os.PathLike[str], table: str) -> pa.Table:
 def write_audit_parquet(
     out_dir: str | os.PathLike[str], table: str, batches: Iterable[pa.Table | Mapping[str, Sequence[Any]]]
 ) -> int:
-    """Write an audit table's Parquet copy (``<out>/<table>/part-*.parquet``); returns the row count."""
+    """Write an audit table's Parquet copy (``<out>/<table>/part-*.parquet``); returns the row count.
+    A nullable column a batch does not have (``cluster_id`` of a source that predates it) is null."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -209,13 +210,18 @@ def write_audit_parquet(
     target = Path(out_dir) / table
     target.mkdir(parents=True, exist_ok=False)
     rows = 0
+
+    def column(batch: Any, name: str, size: int) -> Any:
+        field = schema.field(name)
+        present = name in batch.column_names if isinstance(batch, pa.Table) else name in batch
+        if not present and field.nullable:
+            return pa.nulls(size, type=field.type)
+        return batch[name] if isinstance(batch, pa.Table) else pa.array(batch[name], type=field.type)
+
     with pq.ParquetWriter(target / "part-00000.parquet", schema, compression="zstd") as writer:
         for batch in batches:
-            if isinstance(batch, pa.Table):
-                data = batch.select(schema.names).cast(schema)
-            else:
-                data = pa.table({n: pa.array(batch[n], type=schema.field(n).type) for n in schema.names})
-                data = data.cast(schema)
+            size = batch.num_rows if isinstance(batch, pa.Table) else len(next(iter(batch.values()), []))
+            data = pa.table({n: column(batch, n, size) for n in schema.names}).cast(schema)
             writer.write_table(data)
             rows += data.num_rows
     return rows

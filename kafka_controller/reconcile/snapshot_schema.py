@@ -151,6 +151,7 @@ _TRANSITION = (
     *_TP,
 )
 _AUDIT_TAIL = (
+    _f("cluster_id", "string", doc="ZooKeeper's /cluster/id; null on rows older than the column"),
     _f("from_state", "string", False),
     _f("to_state", "string", False),
     _f("leader_before", "int32"),

@@ -119,12 +119,15 @@ CREATE TABLE reconciliation_runs (
 	partitions_checked INTEGER, 
 	findings_count INTEGER, 
 	detail TEXT, 
+	cluster_id VARCHAR(64), 
 	CONSTRAINT pk_reconciliation_runs PRIMARY KEY (run_id)
 );
 
 CREATE INDEX ix_reconciliation_runs_started_ms ON reconciliation_runs (started_ms);
 
 COMMENT ON COLUMN reconciliation_runs.run_id IS 'UUID string';
+
+COMMENT ON COLUMN reconciliation_runs.cluster_id IS 'ZooKeeper''s /cluster/id; NULL on older rows';
 
 CREATE TABLE replica_transitions (
 	id BIGSERIAL NOT NULL, 

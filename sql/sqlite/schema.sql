@@ -89,6 +89,7 @@ CREATE TABLE reconciliation_runs (
 	partitions_checked INTEGER, 
 	findings_count INTEGER, 
 	detail TEXT, 
+	cluster_id VARCHAR(64), 
 	CONSTRAINT pk_reconciliation_runs PRIMARY KEY (run_id)
 );
 

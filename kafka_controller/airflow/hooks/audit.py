@@ -71,6 +71,7 @@ class AuditStoreHook(BaseHook):
         airflow_dag_id: str | None = None,
         airflow_run_id: str | None = None,
         airflow_task_id: str | None = None,
+        cluster_id: str | None = None,
     ) -> str:
         return str(
             self.operation_log().start_operation(
@@ -82,6 +83,7 @@ class AuditStoreHook(BaseHook):
                 airflow_dag_id=airflow_dag_id,
                 airflow_run_id=airflow_run_id,
                 airflow_task_id=airflow_task_id,
+                cluster_id=cluster_id,
             )
         )
 

@@ -99,6 +99,16 @@ class KafkaClusterHook(BaseHook):
     def describe_connection(self) -> dict[str, Any]:
         return self.connection.describe()
 
+    def cluster_id(self) -> str | None:
+        """ZooKeeper's ``/cluster/id`` (which Kafka's first broker creates), for the audit rows; None
+        when it cannot be read or is not a cluster id the audit can hold (the row is kept anyway)."""
+        from kafka_controller.audit.schema import checked_cluster_id
+
+        try:
+            return checked_cluster_id(self.get_store().get_cluster_id())
+        except KafkaControllerError:
+            return None
+
     def cancel(self) -> None:
         """The task was killed: ``wait_for`` loops of this hook stop, and it opens no new session.
 

@@ -167,6 +167,7 @@ class KafkaOperationOperator(BaseOperator):
                 airflow_dag_id=context["dag"].dag_id,
                 airflow_run_id=context["run_id"],
                 airflow_task_id=context["ti"].task_id,
+                cluster_id=self.cluster.cluster_id(),  # one audit store may serve several clusters
             )
             self.log.info(
                 "%s %s: operation %s on %s",

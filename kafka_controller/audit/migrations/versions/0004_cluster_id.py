@@ -4,8 +4,8 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-12-07
 
-* ``cluster_id`` (ZooKeeper's ``/cluster/id``) on ``operations``, both transition tables and
-  ``controller_events``: NULL on every existing row, which reports and the reconciliation read as
+* ``cluster_id`` (ZooKeeper's ``/cluster/id``) on ``operations``, both transition tables,
+  ``controller_events`` and ``reconciliation_runs`` (the snapshot's cluster): NULL on every existing row, which reports and the reconciliation read as
   before when no cluster is asked for.
 * Each loaded table's idempotency key becomes a unique index that includes the cluster (see
   ``schema._unique_key``): two clusters in one database both have a controller 1 at epoch 1, and
@@ -51,6 +51,8 @@ def _cluster_column() -> sa.Column[str]:
 def upgrade() -> None:
     for name in reversed(list(VIEWS)):
         op.execute(drop_view_sql(name))
+    with op.batch_alter_table("reconciliation_runs") as batch:
+        batch.add_column(_cluster_column())
     with op.batch_alter_table("operations") as batch:
         batch.add_column(_cluster_column())
         for name, comment in _REQUEST_COLUMNS:
@@ -84,5 +86,7 @@ def downgrade() -> None:
     with op.batch_alter_table("operations") as batch:
         for name, _ in reversed(_REQUEST_COLUMNS):
             batch.drop_column(name)
+        batch.drop_column("cluster_id")
+    with op.batch_alter_table("reconciliation_runs") as batch:
         batch.drop_column("cluster_id")
     _create_views()
