@@ -79,16 +79,19 @@ def test_a_broker_killed_during_a_rolling_restart_is_named_at_once(env: Env) -> 
     controller, _ = env.cluster.controller()
     first, victim = (b for b in (1, 2, 3) if b != controller)
     conf = {"dry_run": False, "brokers": [first, victim], "catch_up_timeout_s": 600}
-    thread, out = run_in_thread(lambda: env.run("rolling_controlled_shutdown", conf))
-    try:
-        env.wait(lambda: first not in env.cluster.registered() or out, f"broker {first} to stop", 120)
-        assert not out, out
+
+    def kill_mid_run() -> float:  # dag.test must have the main thread (it sets signal handlers)
+        env.wait(lambda: first not in env.cluster.registered(), f"broker {first} to stop", 120)
         env.lifecycle.kill(victim, 30)
-        killed_at = time.monotonic()
-        thread.join(300)
-        took = time.monotonic() - killed_at
-        assert not thread.is_alive() and "error" not in out, out
-        run, tis = out["result"]
+        return time.monotonic()
+
+    killer, killed = run_in_thread(kill_mid_run)
+    try:
+        run, tis = env.run("rolling_controlled_shutdown", conf)
+        ended_at = time.monotonic()
+        killer.join(60)
+        assert "error" not in killed, killed
+        took = ended_at - killed["result"]
         assert run.state == "failed" and tis["rolling_restart"][0] == "failed"
         assert took < 60, f"the run took {took:.0f}s after the kill (the catch-up timeout is 600s)"
         row = env.operations(run)["rolling_restart"]
@@ -97,7 +100,7 @@ def test_a_broker_killed_during_a_rolling_restart_is_named_at_once(env: Env) -> 
         assert f"rolling restart, at broker {first} (1/2); stopped there" in row["error"], row["error"]
         assert env.store.get_entity_config("brokers", "<default>") == {}  # the rebalance pause undone
     finally:
-        thread.join(300)
+        killer.join(120)
         _restore(env)
 
 
@@ -147,3 +150,49 @@ def test_the_rolling_restart_takes_demote_from_its_conf(env: Env) -> None:
     assert env.operations(run)["rolling_restart"]["parameters"]["demote"] == "reorder"
     view = env.view()
     assert view.summary["not_preferred_leader"] == 0 and view.summary["under_replicated"] == 0
+
+
+def test_a_broker_killed_during_a_reassignment_is_named_at_once(env: Env) -> None:
+    """The target broker is paused (nothing can copy to it), then killed: the execute task fails at
+    once naming it, without its retries, instead of waiting out the batch timeout."""
+    import os
+    import signal
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from kafka_controller.airflow.operators import ExecuteReassignmentOperator
+    from tests.airflow.cluster_env import assignment, context
+
+    env.healthy()
+    controller, _ = env.cluster.controller()
+    target = max(b for b in (1, 2, 3) if b != controller)  # the controller must keep answering
+    first, second = (b for b in (1, 2, 3) if b != target)
+    env.cluster.create_topic("doomed", {0: [first, second]})
+    env.cluster.wait_topic_healthy("doomed")
+    plan = [{"topic": "doomed", "partition": 0, "replicas": [first, target]}]
+    op = ExecuteReassignmentOperator(
+        task_id="execute", plan=plan, dry_run=False, wait_for_last_batch=True, batch_timeout_s=600
+    )
+    (pid,) = env.lifecycle.pids(target)
+    os.kill(pid, signal.SIGSTOP)  # registered, but it copies nothing: the move must wait
+    thread, out = run_in_thread(lambda: op.execute(context("execute")))
+    try:
+        env.wait(lambda: assignment(env, "doomed")[0].is_being_reassigned or out, "the move to start")
+        assert not out, out
+        env.lifecycle.kill(target, 30)
+        killed_at = time.monotonic()
+        thread.join(120)
+        took = time.monotonic() - killed_at
+        error = out.get("error")
+        assert isinstance(error, AirflowFailException), out  # no retry: a lost broker needs a person
+        assert took < 60, f"{took:.0f}s after the kill (the batch timeout is 600s)"
+        assert str(error).startswith(
+            f"broker {target} left the cluster during the reassignment, at batch 1 of 1; stopped there "
+            "(1 partition(s) left in flight with the controller, 0 batch(es) not started)"
+        ), error
+        row = env.operations_by_id(op.operation_id)
+        assert row["status"] == "failed" and f"broker {target} left the cluster" in row["error"]
+    finally:
+        thread.join(120)
+        _restore(env)
+    env.wait(lambda: not assignment(env, "doomed")[0].is_being_reassigned, "the move to complete", 120)

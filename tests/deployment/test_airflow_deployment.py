@@ -14,6 +14,7 @@ import contextlib
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,15 @@ def test_kill_drill_under_the_scheduler(site: Site) -> None:
     assert (row["previous_broker_id"], row["lost_via"]) == (before[0], "drill"), row
     assert row["lost_ms"] == result["lost_at_ms"] and float(row["time_to_recover_ms"]) >= 3000, row
     assert float(row["duration_ms"]) < float(row["time_to_recover_ms"])
+    # one source: the task log, the XCom and the audit row carry the same numbers
+    assert result["measured_by"] == "failover_record"
+    assert result["offline_at_failover"] == row["offline_partitions"]
+    assert result["recovery_ms"] == round(float(row["time_to_recover_ms"]), 1)
+    said = (
+        f"every partition led after {float(row['time_to_recover_ms']):.0f} ms, "
+        f"{row['offline_partitions']} partition(s) offline at the failover"
+    )
+    assert said in log, log[-2000:]
     assert not site.airflow.dead()
 
 
@@ -231,6 +241,48 @@ def test_rolling_restart_under_the_scheduler(site: Site) -> None:
     log = site.airflow.task_log(DAG, run_id, "rolling_restart")
     for b in order:
         assert f"broker {b}" in log, log[-2000:]
+    assert not site.airflow.dead()
+
+
+def test_a_broker_killed_during_a_rolling_restart_fails_the_run_naming_it(site: Site) -> None:
+    """SIGKILL of another broker while the scheduler's rolling restart has one broker down: the run
+    fails within seconds naming the dead broker, not after the catch-up timeout."""
+    from kafka_controller.airflow.dag_ids import ROLLING_CONTROLLED_SHUTDOWN as DAG
+    from kafka_controller.airflow.lifecycle import LocalLifecycle
+
+    lifecycle = LocalLifecycle(site.cluster.connect_string, site.work / "lifecycle")
+    controller = site.cluster.controller()[0]
+    first, victim = (b for b in site.cluster.broker_ids if b != controller)
+    conf = {"dry_run": False, "brokers": [first, victim], "catch_up_timeout_s": 900}
+    site.airflow.wait_dag(DAG)
+    run_id = site.airflow.trigger(DAG, conf)
+    registered = site.cluster.store.get_sorted_broker_list
+    site.airflow.wait(lambda: first not in registered(), 180, f"broker {first} to stop", interval_s=0.1)
+    lifecycle.kill(victim, 30)
+    killed_at = time.monotonic()
+    try:
+        state = site.airflow.wait_run(DAG, run_id, 120)
+        took = time.monotonic() - killed_at
+        assert state == "failed" and took < 60, (state, took)
+        log = site.airflow.task_log(DAG, run_id, "rolling_restart")
+        assert f"broker {victim} left the cluster during the rolling restart, at broker {first}" in log, log[
+            -3000:
+        ]
+        assert site.operations(run_id)["rolling_restart"]["status"] == "failed"
+        # the task failed without its retries: a lost broker needs a person
+        assert site.airflow.task_states(DAG, run_id)["rolling_restart"] == "failed"
+    finally:
+        for b in site.cluster.broker_ids:
+            if b not in registered() and not lifecycle.is_running(b):
+                lifecycle.start(b, 60)
+        site.airflow.wait(
+            lambda: (
+                all(not p.offline and not p.under_replicated for p in site.cluster.describe().partitions)
+                and len(registered()) == 3
+            ),
+            180,
+            "the cluster to be whole again",
+        )
     assert not site.airflow.dead()
 
 
