@@ -12,7 +12,8 @@ partitions, no write that ZooKeeper would drop.
 The sizes are those of the project's encoding (``zk.codecs.encode_topic``: compact JSON, version 3,
 a 22-character topic id). From counts alone (``topic_znode_bound``) the size is an upper bound that
 assumes every broker id is as long as the largest one; from a concrete assignment
-(``assignment_znode_size``) it is exact. Both cost O(1) or O(replicas), never an encoding.
+(``assignment_znode_size``, ``check_reassignment``) it is exact. Both cost O(1) or O(replicas),
+never an encoding.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.values import ReplicaAssignment
 from kafka_controller.zk.admin_codecs import encode_entity_config
 
 #: ZooKeeper's default ``jute.maxbuffer`` (0xfffff), for servers and clients alike.
@@ -160,6 +162,40 @@ def check_partition_count(
         jute_maxbuffer=jute_maxbuffer,
         what=f"{n_partitions:,} partitions of {replication_factor} replica{plural}",
         fits=max_partitions(replication_factor, max_id, extra=extra, jute_maxbuffer=jute_maxbuffer),
+    )
+
+
+def check_reassignment(
+    topic: str,
+    current: Mapping[int, ReplicaAssignment],
+    targets: Mapping[int, Sequence[int] | None],
+    *,
+    jute_maxbuffer: int = DEFAULT_JUTE_MAXBUFFER,
+) -> None:
+    """The topic znode while ``targets`` move (``None`` cancels): each moving partition holds its
+    target and origin replicas together plus the adding and removing lists, as the controller
+    writes them (``ReplicaAssignment.reassign_to``); the other partitions keep what they hold."""
+    replicas: dict[int, Sequence[int]] = {}
+    adding: dict[int, Sequence[int]] = {}
+    removing: dict[int, Sequence[int]] = {}
+    moving = 0
+    for p, ra in current.items():
+        target = targets.get(p)
+        if target is not None:
+            ra = ra.reassign_to(target)
+            moving += 1
+        elif p in targets:  # a cancellation goes back to the origin replicas
+            ra = ReplicaAssignment.of(ra.origin_replicas)
+        replicas[p] = ra.replicas
+        if ra.adding_replicas:
+            adding[p] = ra.adding_replicas
+        if ra.removing_replicas:
+            removing[p] = ra.removing_replicas
+    check_topic_znode(
+        topic,
+        assignment_znode_size(replicas, adding, removing),
+        jute_maxbuffer=jute_maxbuffer,
+        what=f"{len(current):,} partitions, {moving:,} of them moving",
     )
 
 

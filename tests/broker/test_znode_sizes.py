@@ -12,9 +12,15 @@ from kio.schema.errors import ErrorCode as E
 from kio.static.primitive import i32, i32Timedelta
 
 from kafka_controller.admin.znode_size import config_size, max_partitions
-from kafka_controller.domain.values import Broker, EndPoint, ReplicaAssignment
+from kafka_controller.broker import apis as A
+from kafka_controller.broker.kafka_wire.controller_admin_apis import ALTER_PARTITION_REASSIGNMENTS
+from kafka_controller.broker.metadata_cache import MetadataCache
+from kafka_controller.domain.requests import Errors, UpdateMetadataPartitionState
+from kafka_controller.domain.values import Broker, EndPoint, ReplicaAssignment, TopicPartition
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from tests.broker.admin_wire import Env, req_nested
+from tests.broker.helpers import update_metadata
+from tests.broker.test_controller_admin_apis import FakeBroker, alter_request, call, make
 from tests.cli.clirun import run
 
 CREATE, PARTITIONS = 19, 37
@@ -115,3 +121,35 @@ def test_the_limit_is_zookeepers_and_the_cli_refuses_beyond_it(
         assert "jute.maxbuffer of 1,048,575 bytes" in r.error_line
         assert f"{count:,} partitions of 1 replica" in r.error_line
     assert store.get_all_topics() == {"largest"}
+
+
+def test_a_reassignment_whose_znode_cannot_fit_is_refused_before_the_controller() -> None:
+    """Moving every partition of a wide topic to new replicas doubles its replica lists and adds
+    the adding/removing lists: refused per partition with INVALID_REQUEST naming the limit, and
+    never handed to the controller; another topic's move in the same request goes ahead."""
+    n = 30_000  # 30,000 partitions on [1, 2]: about 430 KB, over 1 MiB while moving to [3, 4]
+    states = [UpdateMetadataPartitionState("wide", p, 1, 1, 1, (1, 2), 0, (1, 2), ()) for p in range(n)]
+    states.append(UpdateMetadataPartitionState("u", 0, 1, 1, 1, (1, 2), 0, (1, 2), ()))
+    cache = MetadataCache(1)
+    cache.update_metadata(update_metadata(states, controller_id=1, brokers=[Broker(1, (EndPoint("h", 1),))]))
+    fake = FakeBroker()
+    fake.answers[A.ALTER_PARTITION_REASSIGNMENTS] = lambda r: A.AlterPartitionReassignmentsResponse(
+        Errors.NONE, dict.fromkeys(r.reassignments, A.ReassignmentResult(Errors.NONE))
+    )
+    moves = [("wide", p, [3, 4]) for p in range(n)] + [("u", 0, [2, 1])]
+    response = call(make(fake, cache), ALTER_PARTITION_REASSIGNMENTS, 0, alter_request(moves))
+    ((_, private),) = fake.requests
+    assert set(private.reassignments) == {TopicPartition("u", 0)}
+    got = {
+        (t.name, p.partition_index): (int(p.error_code), p.error_message)
+        for t in response.responses
+        for p in t.partitions
+    }
+    assert got[("u", 0)] == (0, None)
+    codes = {code for (topic, _), (code, _) in got.items() if topic == "wide"}
+    assert codes == {int(E.invalid_request)} and len(got) == n + 1
+    assert "jute.maxbuffer of 1,048,575 bytes" in (got[("wide", 0)][1] or "")
+    # a move that fits is handed over whole
+    fake.requests.clear()
+    call(make(fake, cache), ALTER_PARTITION_REASSIGNMENTS, 0, alter_request([("wide", 0, [3, 4])]))
+    assert len(fake.requests) == 1

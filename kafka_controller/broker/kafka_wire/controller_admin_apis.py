@@ -38,6 +38,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta
 
+from kafka_controller.admin.znode_size import ZnodeTooLargeError, check_reassignment
 from kafka_controller.broker import apis as A
 from kafka_controller.broker.kafka_wire.header import RequestHeader
 from kafka_controller.broker.kafka_wire.kio_api import KioApi, response_schema
@@ -45,7 +46,7 @@ from kafka_controller.broker.kafka_wire.kio_build import timeout_ms
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.wire import OPERATION_ID_MAX
 from kafka_controller.domain.requests import Errors
-from kafka_controller.domain.values import TopicPartition
+from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
 
 ELECT_LEADERS = 43
 ALTER_PARTITION_REASSIGNMENTS = 45
@@ -201,7 +202,7 @@ def _elect_response(version: int, top: str, results: dict[TopicPartition, tuple[
 
 
 # -- AlterPartitionReassignments ---------------------------------------------------------------------------
-def alter_partition_reassignments_api(handle: PrivateHandler) -> KioApi:
+def alter_partition_reassignments_api(handle: PrivateHandler, cache: MetadataCache | None = None) -> KioApi:
     def answer(header: RequestHeader, request: Any) -> Any:
         m = _module(ALTER_PARTITION_REASSIGNMENTS, 0)
         wanted: dict[TopicPartition, tuple[int, ...] | None] = {}
@@ -210,8 +211,14 @@ def alter_partition_reassignments_api(handle: PrivateHandler) -> KioApi:
                 tp = TopicPartition(t.name, int(p.partition_index))
                 wanted.pop(tp, None)  # a later duplicate wins, and answers in its place
                 wanted[tp] = None if p.replicas is None else tuple(int(r) for r in p.replicas)
-        private = A.AlterPartitionReassignmentsRequest(wanted, operation_of(header))
-        reply: A.AlterPartitionReassignmentsResponse = handle(A.ALTER_PARTITION_REASSIGNMENTS, private)
+        refused = _too_large(cache, wanted) if cache is not None else {}
+        sent = {tp: r for tp, r in wanted.items() if tp not in refused}
+        reply: A.AlterPartitionReassignmentsResponse
+        if sent or not refused:
+            private = A.AlterPartitionReassignmentsRequest(sent, parse_operation_id(header.client_id))
+            reply = handle(A.ALTER_PARTITION_REASSIGNMENTS, private)
+        else:
+            reply = A.AlterPartitionReassignmentsResponse(Errors.NONE, {})
         if reply.error != Errors.NONE:
             return m.AlterPartitionReassignmentsResponse(
                 throttle_time=_NO_THROTTLE,
@@ -223,10 +230,14 @@ def alter_partition_reassignments_api(handle: PrivateHandler) -> KioApi:
         for topic, ps in _by_topic(wanted).items():
             rows = []
             for p in ps:
-                x = reply.results.get(TopicPartition(topic, p))
-                error, message = (
-                    (x.error, x.message) if x is not None else (Errors.UNKNOWN_SERVER_ERROR, None)
-                )
+                tp = TopicPartition(topic, p)
+                x = reply.results.get(tp)
+                if tp in refused:
+                    error, message = Errors.INVALID_REQUEST, refused[tp]
+                elif x is not None:
+                    error, message = x.error, x.message
+                else:
+                    error, message = Errors.UNKNOWN_SERVER_ERROR, None
                 rows.append(
                     m.ReassignablePartitionResponse(
                         partition_index=i32(p),
@@ -240,6 +251,26 @@ def alter_partition_reassignments_api(handle: PrivateHandler) -> KioApi:
         )
 
     return KioApi(ALTER_PARTITION_REASSIGNMENTS, 0, 0, 0, answer)
+
+
+def _too_large(
+    cache: MetadataCache, wanted: Mapping[TopicPartition, tuple[int, ...] | None]
+) -> dict[TopicPartition, str]:
+    """The partitions of each topic whose znode could not hold the reassignment asked (the moving
+    partitions hold target and origin replicas together, with the adding/removing lists), with the
+    one-line reason: refused here, before the controller tries a ZooKeeper write that would drop
+    its session. The replicas are this broker's metadata cache's, which include replicas being
+    added by a reassignment already under way: an estimate that errs on the large side."""
+    out: dict[TopicPartition, str] = {}
+    for topic, ps in _by_topic(wanted).items():
+        current = {p: ReplicaAssignment.of(s.replicas) for p, s in cache.topic_partitions(topic).items()}
+        if not current:
+            continue  # the controller answers an unknown topic
+        try:
+            check_reassignment(topic, current, {p: wanted[TopicPartition(topic, p)] for p in ps})
+        except ZnodeTooLargeError as e:
+            out.update(dict.fromkeys((TopicPartition(topic, p) for p in ps), str(e)))
+    return out
 
 
 # -- ListPartitionReassignments ----------------------------------------------------------------------------
@@ -290,6 +321,6 @@ def controller_admin_apis(handle: PrivateHandler, cache: MetadataCache) -> dict[
     """The three APIs for ``KafkaProtocolHandler(apis=...)``, over the broker's private handler."""
     return {
         ELECT_LEADERS: elect_leaders_api(handle, cache),
-        ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments_api(handle),
+        ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments_api(handle, cache),
         LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments_api(handle),
     }
