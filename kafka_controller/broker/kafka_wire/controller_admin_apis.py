@@ -232,6 +232,8 @@ def alter_partition_reassignments_api(handle: PrivateHandler, cache: MetadataCac
             for p in ps:
                 tp = TopicPartition(topic, p)
                 x = reply.results.get(tp)
+                error: str
+                message: str | None
                 if tp in refused:
                     error, message = Errors.INVALID_REQUEST, refused[tp]
                 elif x is not None:

@@ -227,7 +227,7 @@ class KafkaProtocolHandler:
             created = self.auto_create(missing)
             topics = [
                 dataclasses.replace(t, error_code=created[t.name])
-                if t.error_code == UNKNOWN_TOPIC_OR_PARTITION and t.name in created
+                if t.name is not None and t.error_code == UNKNOWN_TOPIC_OR_PARTITION and t.name in created
                 else t
                 for t in topics
             ]
