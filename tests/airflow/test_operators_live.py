@@ -151,7 +151,7 @@ def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferra
 ) -> None:
     from airflow.sdk.exceptions import TaskDeferred
 
-    from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
+    from kafka_controller.airflow.hooks.cluster import OperationCancelledError, OperationTimeoutError
     from kafka_controller.airflow.operators import ExecuteReassignmentOperator
     from kafka_controller.airflow.sensors import ReassignmentSensor
     from kafka_controller.airflow.triggers import ReassignmentTrigger
@@ -186,6 +186,9 @@ def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferra
         killed.on_kill()  # what Airflow calls when the task is killed
         env.wait(lambda: moving().replicas == origin and not moving().is_being_reassigned, "the cancellation")
         assert env.operations_by_id(killed.operation_id)["status"] == "cancelled"
+        thread.join(30)
+        assert isinstance(out.get("error"), OperationCancelledError), out
+        assert not [x for x in task_log.lines if "failed" in x], task_log.text  # a kill is no failure
         # the task log says what the kill cancelled and what is left
         assert (
             "task killed: cancelled 1 reassignment(s) in flight: moving-0; left: 0 of 1 partition(s) "

@@ -61,6 +61,12 @@ def plan_lines(summary: dict[str, Any], limit: int = 5) -> list[str]:
     return lines
 
 
+def _killed(e: BaseException) -> bool:
+    from kafka_controller.airflow.hooks.cluster import OperationCancelledError
+
+    return isinstance(e, OperationCancelledError)
+
+
 def _no_retry_if_a_broker_was_lost(e: BaseException) -> None:
     """A broker lost mid-operation needs a person, not the same run again in a few minutes: the task
     fails without its retries (``AirflowFailException``), its message naming the broker."""
@@ -181,6 +187,9 @@ class KafkaOperationOperator(BaseOperator):
             try:
                 result = self.run(context)
             except BaseException as e:
+                if _killed(e):  # ``on_kill`` said what it cancelled and finished the row
+                    self.log.debug("%s stopped: %s", self.operation_kind, one_line(e))
+                    raise
                 self.log.error("%s failed: %s", self.operation_kind, one_line(e))
                 self._finish("failed", one_line(e))
                 _no_retry_if_a_broker_was_lost(e)
