@@ -63,6 +63,7 @@ def _validate(dag: Any, conf: dict[str, Any]) -> None:
         ("recover_offline_partitions", {"partitions": ["orders"]}, "partitions"),
         ("rolling_controlled_shutdown", {"brokers": [1, 1]}, "brokers"),
         ("rolling_controlled_shutdown", {"catch_up_timeout_s": 0}, "catch_up_timeout_s"),
+        ("rolling_controlled_shutdown", {"demote": "politely"}, "demote"),
         ("partition_reassignment", {"max_movements_per_broker": 0}, "max_movements_per_broker"),
         ("partition_reassignment", {"throttle": -5}, "throttle"),
         ("preferred_leader_rebalance", {"dry_run": "maybe"}, "dry_run"),
@@ -84,3 +85,20 @@ def test_good_params_pass(dagbag) -> None:
     _validate(
         dagbag.get_dag("partition_reassignment"), {"topics": ["t"], "broker_list": [1, 2], "throttle": 1000}
     )
+
+
+def test_the_rolling_restart_takes_demote_and_passes_it_on(dagbag) -> None:
+    from kafka_controller.airflow.demote import DEMOTE_MODES
+
+    dag = dagbag.get_dag("rolling_controlled_shutdown")
+    assert dag.params["demote"] == "controlled_shutdown"
+    assert dag.params.get_param("demote").schema["enum"] == list(DEMOTE_MODES)
+    _validate(dag, {"demote": "reorder"})
+    assert dag.get_task("rolling_restart").demote == "{{ params.demote }}"
+
+
+def test_parameter_descriptions_say_what_happens(dagbag) -> None:
+    """The kill drill's outage is said as it is: at once under a supervisor, else the session timeout."""
+    method = dagbag.get_dag("controller_failover_drill").params.get_param("method").description
+    assert "about the session timeout" not in method
+    assert "at once when a supervisor closes it" in method and "zookeeper.session.timeout.ms" in method

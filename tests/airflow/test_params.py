@@ -12,6 +12,7 @@ from kafka_controller.airflow.params import (
     as_partitions,
     as_str_list,
     as_text,
+    refuse_unknown_conf,
 )
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import TopicPartition
@@ -58,3 +59,17 @@ def test_bad_parameters_are_one_line_errors_naming_the_parameter(call, message: 
     with pytest.raises(InvalidArgumentError, match=message) as e:
         call()
     assert "\n" not in str(e.value)
+
+
+def test_unknown_conf_keys_are_refused_with_the_known_ones() -> None:
+    known = ["dry_run", "reason", "requester", "topics"]
+    refuse_unknown_conf({"dry_run": False, "topics": []}, known, "preferred_leader_rebalance")
+    refuse_unknown_conf(None, known, "preferred_leader_rebalance")
+    with pytest.raises(InvalidArgumentError) as e:
+        refuse_unknown_conf({"dryrun": False}, known, "preferred_leader_rebalance")
+    assert str(e.value) == (
+        "unknown parameter 'dryrun' (did you mean 'dry_run'?) in the conf of a preferred_leader_rebalance "
+        "run; its parameters are: dry_run, reason, requester, topics"
+    )
+    with pytest.raises(InvalidArgumentError, match="unknown parameter 'zzz' in the conf"):
+        refuse_unknown_conf({"zzz": 1}, known, "d")
