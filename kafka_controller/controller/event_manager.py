@@ -11,9 +11,14 @@ admin election, a controlled shutdown) get NOT_CONTROLLER instead of hanging. A 
 runs ``process`` or ``preempt`` at most once in total, whichever comes first; an event already
 taken by the thread is never preempted.
 
-Differences from Kafka, both deliberate: an exception from ``preempt`` is logged and the other
-drained events are still preempted; and an event ``put`` after ``close()`` is preempted at once
-rather than left in a queue nobody reads.
+Differences from Kafka, all deliberate: an exception from ``preempt`` is logged and the other
+drained events are still preempted; an event ``put`` after ``close()`` is preempted at once
+rather than left in a queue nobody reads; and an event with a ``supersede_key`` replaces a queued,
+not yet taken event with the same key, which is preempted and dropped. That is for requests whose
+sender keeps one in flight and sends again only after giving up on the last, carrying everything
+the last one carried (a broker's AlterIsr): while a long event runs, each broker's resends would
+otherwise pile up behind it, one per ``controller.socket.timeout.ms``, without bound; superseded,
+the queue holds at most one per broker, and the newest is the one processed.
 
 The cyclic garbage collector is paused while an event is processed. A big event (failover, a
 broker failure) allocates hundreds of thousands of short- and long-lived objects, which triggers
@@ -28,7 +33,7 @@ import gc
 import logging
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import ClassVar, Protocol
 
 from kafka_controller.controller.controller_state import ControllerState
@@ -56,6 +61,11 @@ class ControllerEvent:
 
     def preempt(self) -> None:
         """Answer whoever waits on this event without processing it (default: nobody waits)."""
+        return None
+
+    def supersede_key(self) -> Hashable | None:
+        """Events with the same key supersede each other while queued (see the module docstring);
+        None, the default: never superseded."""
         return None
 
 
@@ -159,6 +169,8 @@ class ControllerEventManager:
         self._put_lock = threading.RLock()  # reentrant: a preempt callback may put
         self._not_empty = threading.Condition(threading.Lock())
         self._queue: deque[QueuedEvent] = deque()
+        #: The newest queued event of each ``supersede_key`` (possibly taken or spent since).
+        self._newest: dict[Hashable, QueuedEvent] = {}
         self._state = ControllerState.IDLE
         self._shutdown = threading.Event()
         self._thread = threading.Thread(target=self._run, name=CONTROLLER_EVENT_THREAD_NAME, daemon=True)
@@ -192,8 +204,11 @@ class ControllerEventManager:
             queued = self._new_queued(event)
             if self._shutdown.is_set():
                 self._preempt_all([queued])
-            else:
-                self._append(queued)
+                return queued
+            key = event.supersede_key()
+            if key is not None:
+                self._supersede(key, queued)
+            self._append(queued)
             return queued
 
     def clear_and_put(self, event: ControllerEvent) -> QueuedEvent:
@@ -222,10 +237,24 @@ class ControllerEventManager:
             self._queue.append(queued)
             self._not_empty.notify()
 
+    def _supersede(self, key: Hashable, newer: QueuedEvent) -> None:
+        """Drop and preempt the queued event ``newer`` replaces, unless the thread took it."""
+        older = self._newest.get(key)
+        self._newest[key] = newer
+        if older is None or older.spent:
+            return
+        with self._not_empty:
+            try:
+                self._queue.remove(older)
+            except ValueError:  # taken by the thread meanwhile: it runs
+                return
+        self._preempt_all([older])
+
     def _drain(self) -> list[QueuedEvent]:
         with self._not_empty:
             drained = list(self._queue)
             self._queue.clear()
+        self._newest.clear()
         return drained
 
     def _preempt_all(self, drained: list[QueuedEvent]) -> None:

@@ -9,7 +9,7 @@ audit-store operation that caused them; the auditing decorator tags their transi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar
@@ -293,6 +293,14 @@ class AlterIsrReceived(ControllerEvent):
     isrs: Mapping[TopicPartition, LeaderAndIsr]
     callback: AlterIsrCallback
     operation_id: str | None = None
+
+    def preempt(self) -> None:
+        self.callback(Errors.NOT_CONTROLLER)
+
+    def supersede_key(self) -> Hashable:
+        """A broker has one AlterIsr in flight and resends what is pending only after giving up
+        on it (``broker.alter_isr``), so its newer request replaces its queued older one."""
+        return ("AlterIsr", self.broker_id)
 
 
 # -- features, tests -----------------------------------------------------------------------------------

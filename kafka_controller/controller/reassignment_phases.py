@@ -1,6 +1,7 @@
-"""The phases of a KIP-455 reassignment (spec §8.8): Kafka's ``onPartitionReassignment`` and the
-steps it calls (U, A1-A2, B1-B8; see ``controller.reassignment`` for what each phase does), plus
-completion and resumption. ``Reassignments`` (the entry points) inherits these."""
+"""The phases of a KIP-455 reassignment: Kafka's ``onPartitionReassignment`` and the steps it calls
+(U, A1-A2, B1-B8; see ``controller.reassignment`` for what each phase does), plus completion and
+resumption, for many partitions at a time (the store writes are in ``reassignment_writes``).
+``Reassignments`` (the entry points) inherits these."""
 
 from __future__ import annotations
 
@@ -11,29 +12,27 @@ from kafka_controller.controller.base import ControllerBase, log, partition_stat
 from kafka_controller.controller.events import (
     ZkPartitionReassignment,
 )
+from kafka_controller.controller.reassignment_writes import (
+    is_reassignment_complete,
+    update_leader_epochs,
+    write_topic_assignments,
+)
 from kafka_controller.core.strategies import ReassignPartitionLeaderElectionStrategy
-from kafka_controller.domain.audit_records import OUTCOME_FAILED, OUTCOME_OK, PartitionTransition
 from kafka_controller.domain.errors import (
     IllegalControllerStateError,
     MetadataStoreError,
-    NoNodeError,
-    StateChangeFailedError,
     ZNodeDecodeError,
 )
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
-    LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.ports import PartitionStateRead, TopicIdReplicaAssignment
+from kafka_controller.ports import PartitionStateRead
 
 __all__ = ["ReassignmentPhases"]
-
-#: The audit's strategy column for a reassignment's leader-epoch bump (no election takes place).
-_EPOCH_BUMP = "ReassignmentLeaderEpochBump"
 
 
 class ReassignmentPhases(ControllerBase):
@@ -77,7 +76,7 @@ class ReassignmentPhases(ControllerBase):
         going = {tp: ra for tp, ra in reassignments.items() if tp not in failed}
         reads = self._read_states(going, failed, states)
         going = {tp: ra for tp, ra in going.items() if tp not in failed}
-        incomplete = {tp: ra for tp, ra in going.items() if not _is_complete(ra, reads.get(tp))}
+        incomplete = {tp: ra for tp, ra in going.items() if not is_reassignment_complete(ra, reads.get(tp))}
         if incomplete:
             self.update_leader_epoch_and_send_requests(incomplete, failed, reads)  # A1
             adding = [
@@ -191,65 +190,9 @@ class ReassignmentPhases(ControllerBase):
         failed: dict[TopicPartition, Exception],
         states: Mapping[TopicPartition, PartitionStateRead] | None = None,
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-        """Bump each partition's leader epoch (nothing else) so that brokers take the new
-        assignment: one conditional write for all; those that hit BADVERSION are read again and
-        retried, as Kafka's ``updateLeaderEpoch`` does for one."""
-        ctx = self.controller_context
-        updated: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        records: list[PartitionTransition] = []
-        pending = list(partitions)
-        reads: Mapping[TopicPartition, PartitionStateRead] | None = states
-        try:
-            while pending:
-                if reads is None or any(tp not in reads for tp in pending):
-                    reads = self.store.get_partition_states(pending)
-                bumps: dict[TopicPartition, LeaderAndIsr] = {}
-                before: dict[TopicPartition, LeaderAndIsr] = {}
-                for tp in pending:
-                    read = reads.get(tp)
-                    if isinstance(read, MetadataStoreError):
-                        failed[tp] = read
-                    elif read is None:
-                        failed[tp] = IllegalControllerStateError(
-                            f"Cannot update leader epoch for partition {tp} as leaderAndIsr path is empty. "
-                            "This could mean we somehow tried to reassign a partition that doesn't exist"
-                        )
-                    elif read.controller_epoch > ctx.epoch:
-                        failed[tp] = StateChangeFailedError(
-                            f"Leader and isr path written by another controller (epoch "
-                            f"{read.controller_epoch} > {ctx.epoch}). "
-                            "Aborting state change by this controller"
-                        )
-                    else:
-                        before[tp] = read.leader_and_isr
-                        bumps[tp] = read.leader_and_isr.new_epoch_and_zk_version()
-                reads = None  # a retry reads again
-                if not bumps:
-                    break
-                result = self.store.update_leader_and_isr(bumps, ctx.epoch, ctx.epoch_zk_version)
-                for tp, outcome in result.finished.items():
-                    if isinstance(outcome, Exception):
-                        error = f"{type(outcome).__name__}: {outcome}"
-                        records.append(_bump_record(tp, before[tp], None, error))
-                        failed[tp] = outcome
-                        continue
-                    records.append(_bump_record(tp, before[tp], outcome))
-                    leadership = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
-                    ctx.put_partition_leadership_info(tp, leadership)
-                    updated[tp] = leadership
-                pending = list(result.to_retry)  # BADVERSION: read again and retry
-        finally:
-            self._audit_epoch_bumps(records)
-        if updated:
-            log.info("Updated leader epoch for %d reassigned partitions", len(updated))
-        return updated
-
-    def _audit_epoch_bumps(self, records: list[PartitionTransition]) -> None:
-        """Each bump is an Online -> Online transition: it writes a new leader epoch to ZooKeeper
-        outside the partition state machine, and the audit log must account for every leader
-        epoch written (replaying it gives ZooKeeper's state)."""
-        if records and self.audit.enabled:
-            self.audit.record(records)
+        return update_leader_epochs(
+            self.store, self.controller_context, self.audit, partitions, failed, states
+        )
 
     def move_reassigned_partition_leaders_if_required(
         self, assignments: Mapping[TopicPartition, ReplicaAssignment], failed: dict[TopicPartition, Exception]
@@ -290,47 +233,7 @@ class ReassignmentPhases(ControllerBase):
     def update_replica_assignments(
         self, assignments: Mapping[TopicPartition, ReplicaAssignment], failed: dict[TopicPartition, Exception]
     ) -> list[TopicPartition]:
-        """Write each topic znode once with its partitions' new RS/AR/RR, all topics in one fenced
-        batch (the store's ``set_topic_ids`` writes whole topic znodes, ids and assignments);
-        returns the partitions written."""
-        if not assignments:
-            return []
-        ctx = self.controller_context
-        by_topic: dict[str, list[TopicPartition]] = {}
-        for tp in assignments:
-            by_topic.setdefault(tp.topic, []).append(tp)
-        writes: list[TopicIdReplicaAssignment] = []
-        for topic, tps in by_topic.items():
-            full = ctx.partition_full_replica_assignment_for_topic(topic)
-            full.update((tp, assignments[tp]) for tp in tps)
-            writes.append(TopicIdReplicaAssignment(topic, ctx.topic_ids.get(topic), full))
-        results = self.store.set_topic_ids(writes, ctx.epoch_zk_version)
-        written: list[TopicPartition] = []
-        for topic, tps in by_topic.items():
-            error = results.get(topic)
-            if error is None:
-                written += tps
-                continue
-            for tp in tps:
-                failed[tp] = (
-                    IllegalControllerStateError(
-                        f"Failed to update assignment for {tp} since the topic has no current assignment"
-                    )
-                    if isinstance(error, NoNodeError)
-                    else error
-                )
-            log.error(
-                "Failed to update the assignment of %d partitions of topic %s: %s", len(tps), topic, error
-            )
-        if written:
-            log.info(
-                "Successfully updated assignment of %d partitions in %d topics (first: %s to %s)",
-                len(written),
-                len(by_topic),
-                written[0],
-                assignments[written[0]],
-            )
-        return written
+        return write_topic_assignments(self.store, self.controller_context, assignments, failed)
 
     def remove_partitions_from_reassigning_partitions(
         self, assignments: Mapping[TopicPartition, ReplicaAssignment]
@@ -388,7 +291,9 @@ class ReassignmentPhases(ControllerBase):
         failed: dict[TopicPartition, Exception] = {}
         reads = self._read_states(assignments, failed)
         complete = {
-            tp: ra for tp, ra in assignments.items() if tp not in failed and _is_complete(ra, reads.get(tp))
+            tp: ra
+            for tp, ra in assignments.items()
+            if tp not in failed and is_reassignment_complete(ra, reads.get(tp))
         }
         if complete:
             log.info(
@@ -441,33 +346,3 @@ class ReassignmentPhases(ControllerBase):
             else:
                 out[tp] = read
         return out
-
-
-def _is_complete(assignment: ReplicaAssignment, state: LeaderIsrAndControllerEpoch | None) -> bool:
-    """Kafka's ``isReassignmentComplete``: nothing moving, or every target replica in the ISR (as
-    read from the store, not the cache)."""
-    if not assignment.is_being_reassigned:
-        return True
-    return state is not None and set(assignment.target_replicas) <= set(state.leader_and_isr.isr)
-
-
-def _bump_record(
-    tp: TopicPartition, before: LeaderAndIsr, after: LeaderAndIsr | None, error: str | None = None
-) -> PartitionTransition:
-    """The audit's row for one leader-epoch bump: Online -> Online, no election."""
-    online = PartitionState.ONLINE_PARTITION.kafka_name
-    return PartitionTransition(
-        tp.topic,
-        tp.partition,
-        online,
-        online,
-        OUTCOME_OK if error is None else OUTCOME_FAILED,
-        before.leader,
-        after.leader if after is not None else None,
-        before.isr,
-        after.isr if after is not None else None,
-        before.leader_epoch,
-        after.leader_epoch if after is not None else None,
-        _EPOCH_BUMP,
-        error=error,
-    )

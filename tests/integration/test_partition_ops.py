@@ -118,6 +118,47 @@ def test_a_stuck_reassignment_is_in_progress_then_cancelled(
     wait_healthy(cluster)
 
 
+def test_a_batched_execute_and_cancel_report_each_batch(
+    capsys: pytest.CaptureFixture[str], cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """``--batch-size``: one request per batch, a progress line each on stderr; moves that cannot
+    finish (their target is frozen) are all cancelled back, batch by batch."""
+    c = cluster.controller()[0]
+    a, target = [b for b in cluster.broker_ids if b != c]
+    cluster.create_topic("batched", {p: [a] for p in range(5)})
+    for p in range(5):
+        wait_state(cluster, "batched", p, leader=a, isr=(a,))
+    path = tmp_path / "batched.json"
+    entries = [{"topic": "batched", "partition": p, "replicas": [target]} for p in range(5)]
+    path.write_bytes(orjson.dumps({"version": 1, "partitions": entries}))
+    plan = str(path)
+    cluster.pause_broker(target)  # registered, but it will not fetch: it cannot join the ISR
+    try:
+        r = _cli(
+            capsys, cluster, "reassign", "--reassignment-json-file", plan, "--execute", "--batch-size", "2"
+        )
+        assert r.code == 0, r.err
+        assert [line for line in r.err.splitlines() if "batch" in line] == [
+            "kafka-controller reassign: batch 1/3: started 2/5 partitions",
+            "kafka-controller reassign: batch 2/3: started 4/5 partitions",
+            "kafka-controller reassign: batch 3/3: started 5/5 partitions",
+        ]
+        r = _cli(
+            capsys, cluster, "reassign", "--reassignment-json-file", plan, "--cancel", "--batch-size", "3"
+        )
+        assert r.code == 0, r.err
+        assert [line for line in r.err.splitlines() if "batch" in line] == [
+            "kafka-controller reassign: batch 1/2: cancelled 3/5 partitions",
+            "kafka-controller reassign: batch 2/2: cancelled 5/5 partitions",
+        ]
+    finally:
+        cluster.resume_broker(target)
+    read = cluster.store.get_replica_assignment_and_topic_ids(["batched"])["batched"]
+    assert isinstance(read, TopicIdReplicaAssignment)
+    assert read.assignment == {TopicPartition("batched", p): ReplicaAssignment((a,)) for p in range(5)}
+    wait_healthy(cluster)
+
+
 _UNCLEAN: dict[str, int] = {}
 
 

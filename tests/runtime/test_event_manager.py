@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -128,6 +129,39 @@ def test_event_blocked_in_process_is_not_preempted(
     assert processor.preempted == [] and blocking.preempted == []
     gate.release.set()
     assert processor.wait_processed(2) == ["blocking", "after"]
+
+
+@dataclass
+class KeyedEv(Ev):
+    """An event a newer one with the same ``key`` supersedes (a broker's AlterIsr resend)."""
+
+    key: str = ""
+
+    def supersede_key(self) -> Hashable | None:
+        return self.key or None
+
+
+def test_a_newer_event_with_the_same_key_supersedes_the_queued_one(
+    manager: ControllerEventManager, processor: RecordingProcessor
+) -> None:
+    """While a long event runs, resends from one sender stay one queued event, the newest; an
+    event the thread already took runs, and other events keep their order."""
+    gate = Gate()
+    manager.start()
+    manager.put(KeyedEv("running", action=gate, key="broker-1"))
+    assert gate.entered.wait(DEADLINE_S)
+    first = KeyedEv("first", key="broker-1")
+    queued_first = manager.put(first)
+    manager.put(Ev("other"))
+    for i in range(100):
+        manager.put(KeyedEv(f"resend-{i}", key="broker-1"))
+    manager.put(KeyedEv("broker-2", key="broker-2"))
+    assert manager.queue_size == 3  # other, resend-99, broker-2
+    assert queued_first.spent and first.preempted == ["first"]
+    assert processor.preempted == ["first", *(f"resend-{i}" for i in range(99))]
+
+    gate.release.set()
+    assert processor.wait_processed(4) == ["running", "other", "resend-99", "broker-2"]
 
 
 def test_close_preempts_queued_events_behind_a_blocking_one(processor: RecordingProcessor) -> None:
