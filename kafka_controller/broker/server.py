@@ -46,13 +46,29 @@ from kafka_controller.broker.metrics import LEADER_COUNT
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
 from kafka_controller.broker.reregistration import SessionExpiry
+from kafka_controller.controller.config import KafkaConfig
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SystemClock
+from kafka_controller.transport.limits import SocketSettings
 
 log = logging.getLogger(__name__)
-__all__ = ["LEADER_COUNT", "BrokerServer"]
+__all__ = ["LEADER_COUNT", "BrokerServer", "socket_settings"]
+
+
+def socket_settings(kafka: KafkaConfig) -> SocketSettings:
+    """The listener's limits from the broker's Kafka settings."""
+    return SocketSettings(
+        socket_request_max_bytes=kafka.socket_request_max_bytes,
+        sasl_server_max_receive_size=kafka.sasl_server_max_receive_size,
+        queued_max_request_bytes=kafka.queued_max_request_bytes,
+        connections_max_idle_ms=kafka.connections_max_idle_ms,
+        max_connections=kafka.max_connections,
+        max_connections_per_ip=kafka.max_connections_per_ip,
+        max_connections_per_ip_overrides=kafka.max_connections_per_ip_overrides_map,
+        num_io_threads=kafka.num_io_threads,
+    )
 
 
 class BrokerServer(SessionExpiry):
@@ -187,7 +203,9 @@ class BrokerServer(SessionExpiry):
         ).handle
         host, port = self._listener
         name = f"broker-{self.broker_id}"
-        self.transport = TransportServer(host, port, private, name=name, raw_handler=kafka)
+        self.transport = TransportServer(
+            host, port, private, name=name, raw_handler=kafka, settings=socket_settings(cfg.kafka)
+        )
         self.transport.start()
         self._cleanup.append(("listener", self.transport.stop))
         advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()

@@ -5,13 +5,16 @@ Any failure closes the connection (a half-read stream cannot be trusted), so the
 reconnects; the client itself never retries, because only the caller knows whether a request is
 safe to repeat (the channel manager's control requests are). ``timeout_s`` bounds connecting and
 each wait for bytes. ``close()`` is final and may be called from another thread to abort a request
-in flight.
+in flight. A connection the server closed while it was unused (``connections.max.idle.ms``) is
+noticed before sending and replaced, so the server's idle limit never fails a request.
 """
 
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -96,7 +99,9 @@ class TransportClient:
         if self._closed:
             raise TransportConnectionError(f"the client for {self.address} is closed")
         if self._sock is not None:
-            return self._sock
+            if not _closed_by_peer(self._sock):
+                return self._sock
+            self._drop(self._sock)  # e.g. the server's connections.max.idle.ms: open a new one
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
         except TimeoutError:
@@ -138,3 +143,26 @@ class TransportClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether a connection between requests can no longer be used: the server closed it (its
+    ``connections.max.idle.ms``) or sent something unasked. Nothing is unsolicited in this protocol,
+    so readable bytes between requests are an end of stream, except a TLS session ticket, which a
+    non-blocking read consumes without data."""
+    poller = select.poll()  # not select.select: descriptors above 1024 are common in a busy process
+    try:
+        poller.register(sock, select.POLLIN)
+        if not poller.poll(0):
+            return False
+        timeout = sock.gettimeout()
+        sock.setblocking(False)
+        try:
+            sock.recv(1) if isinstance(sock, ssl.SSLSocket) else sock.recv(1, socket.MSG_PEEK)
+        finally:
+            sock.settimeout(timeout)
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return False
+    except (OSError, ValueError):
+        return True
+    return True  # an end of stream, or bytes nobody asked for: either way not to be trusted

@@ -110,6 +110,7 @@ class Processor:
         self._fd_next_log = 0.0
         self._full_next_log = 0.0
         self._reserve_fd: int | None = _open_reserve()
+        self.waiting_for_memory = 0  # connections muted until the memory pool has room
         self._stopping = False
         self._thread: threading.Thread | None = None
 
@@ -252,12 +253,14 @@ class Processor:
         self._interest(conn, selectors.EVENT_READ)
 
     def _out_of_descriptors(self, error: OSError, now: float) -> None:
+        self._listen(False)
+        self._accept_resume_at = now + ACCEPT_BACKOFF_S
         peer = self._shed_one()
+        if peer == "":
+            return  # nobody was waiting (accept fails on descriptors before it looks): no one refused yet
         if peer is not None:
             self._fd_shed += 1
             self._fd_last_peer = peer
-        self._listen(False)
-        self._accept_resume_at = now + ACCEPT_BACKOFF_S
         if now >= self._fd_next_log:
             self._fd_next_log = now + FD_LOG_INTERVAL_S
             latest = f", the latest from {self._fd_last_peer}" if self._fd_last_peer else ""
@@ -274,18 +277,23 @@ class Processor:
             self._fd_last_peer = None
 
     def _shed_one(self) -> str | None:
-        """Accept one waiting peer with the reserved descriptor and close it at once; its address."""
+        """Accept one waiting peer with the reserved descriptor and close it at once: its address,
+        "" when nobody was waiting, None when it could not be accepted (no spare descriptor)."""
         if self._reserve_fd is None:
+            self._reserve_fd = _open_reserve()
             return None
         os.close(self._reserve_fd)
         self._reserve_fd = None
         try:
             sock, address = self._listener.accept()
-        except OSError:
-            return None
-        finally:
+        except BlockingIOError:
             self._reserve_fd = _open_reserve()
-        sock.close()
+            return ""
+        except OSError:
+            self._reserve_fd = _open_reserve()
+            return None
+        sock.close()  # first: the reserve takes the descriptor back
+        self._reserve_fd = _open_reserve()
         return f"{address[0]}:{address[1]}"
 
     # -- reading -------------------------------------------------------------------------------------
@@ -324,6 +332,7 @@ class Processor:
         if not self._pool.try_reserve(length):
             self._set_state(conn, State.WAITING_MEMORY, 0)
             self._memory_waiters.append(conn)
+            self.waiting_for_memory += 1
             return False
         conn.reserved = length
         return True
@@ -389,6 +398,7 @@ class Processor:
             if conn.state is not State.WAITING_MEMORY:
                 continue
             self._pool.try_reserve(conn.reader.length)
+            self.waiting_for_memory -= 1
             conn.reserved = conn.reader.length
             conn.last_active = now
             self._lru[conn] = None
@@ -467,6 +477,8 @@ class Processor:
             return
         if reason is not None:
             logger.log(level, "%s: closed the connection from %s: %s", self._name, conn.peer, reason)
+        if conn.state is State.WAITING_MEMORY:
+            self.waiting_for_memory -= 1
         if conn.reserved and conn.state is not State.IN_FLIGHT:  # else released with its answer
             self._pool.release(conn.reserved)
             conn.reserved = 0

@@ -226,6 +226,11 @@ class TransportServer:
     def connection_count(self) -> int:
         return self._processor.connection_count if self._processor is not None else 0
 
+    @property
+    def waiting_for_memory(self) -> int:
+        """Connections whose next request waits for room in ``queued.max.request.bytes``."""
+        return self._processor.waiting_for_memory if self._processor is not None else 0
+
     # -- requests (network thread -> pools -> network thread) ---------------------------------------
     def _submit(self, conn: Connection, payload: bytearray) -> None:
         control = payload[0] == ord("{") and conn.authenticated and is_control_frame(payload)
