@@ -47,7 +47,6 @@ def redirect_browsers_to_login(app: Any) -> None:
     from fastapi.responses import RedirectResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    @app.exception_handler(StarletteHTTPException)
     async def login_for_browsers(request: Any, exc: Any) -> Any:
         if exc.status_code == 401 and "text/html" in request.headers.get("accept", ""):
             mount = str(request.scope.get("root_path", ""))
@@ -55,6 +54,8 @@ def redirect_browsers_to_login(app: Any) -> None:
             here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"{server}{AIRFLOW_LOGIN}?{urlencode({'next': here})}", status_code=307)
         return await http_exception_handler(request, exc)
+
+    app.add_exception_handler(StarletteHTTPException, login_for_browsers)
 
 
 def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
