@@ -298,7 +298,12 @@ def rolling_restart(
 ) -> dict[str, Any]:
     """One broker at a time, in ``order`` (the active controller last): guard, controlled shutdown,
     stop, start, wait until back in every ISR with nothing under-replicated, preferred election for
-    its partitions. Brokers in ``done`` (a retried task) are skipped."""
+    its partitions. Brokers in ``done`` (a retried task) are skipped.
+
+    Every broker registered at the start is guarded (``hook.guard_brokers``), the one being
+    restarted excepted while it is down: one that goes stops the run at once with
+    ``BrokerLostError`` naming it and where the restart stopped, instead of a catch-up timeout
+    that would blame the broker being waited for."""
     from kafka_controller.airflow.hooks.cluster import BrokerLostError
 
     watch = Watch(hook)
