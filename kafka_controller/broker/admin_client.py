@@ -13,6 +13,7 @@ Only the request's top-level error is interpreted here; per-partition errors are
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -75,6 +76,7 @@ class AdminClient:
         timeout_s: float = 30.0,
         retry_backoff_s: float = 0.2,
         listener_name: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -82,6 +84,7 @@ class AdminClient:
         self.timeout_s = timeout_s
         self.retry_backoff_s = retry_backoff_s
         self.listener_name = listener_name
+        self.ssl_context = ssl_context  # TLS when the listener is SSL or SASL_SSL
         self._locate = locator or zk_locator(store, listener_name)
         self._sleep = sleep
         self._monotonic = monotonic
@@ -96,7 +99,9 @@ class AdminClient:
                 raise TransportError("the admin client is closed")
             client = self._clients.get((host, port))
             if client is None:
-                client = self._clients[(host, port)] = TransportClient(host, port, timeout_s=self.timeout_s)
+                client = self._clients[(host, port)] = TransportClient(
+                    host, port, timeout_s=self.timeout_s, ssl_context=self.ssl_context
+                )
             return client
 
     def _drop(self, host: str, port: int) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
 import tempfile
 import threading
 from collections.abc import Callable
@@ -49,8 +48,9 @@ from kafka_controller.broker.reregistration import SessionExpiry
 from kafka_controller.controller.config import KafkaConfig
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors
-from kafka_controller.domain.values import Broker, EndPoint
+from kafka_controller.domain.values import Broker
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SystemClock
+from kafka_controller.security.listeners import BrokerListeners, sasl_factory
 from kafka_controller.transport.limits import SocketSettings
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class BrokerServer(SessionExpiry):
         config: BrokerConfig,
         zookeeper: str | MetadataStore,
         *,
-        listener: tuple[str, int] = ("127.0.0.1", 0),
+        listener: tuple[str, int] | None = None,
         rack: str | None = None,
         audit_url: str | None = None,
         audit_spool_dir: str | Path | None = None,
@@ -105,6 +105,7 @@ class BrokerServer(SessionExpiry):
         self.data_dir = data_dir
         self.broker_epoch = -1
         self.broker_info: Broker | None = None
+        self.listeners: BrokerListeners  # set at start-up, from the listener settings
         #: Set by SIGTERM handlers and the ShutdownBroker API; whoever runs the server watches it
         #: and then calls ``shutdown()`` (the CLI's main thread does).
         self.shutdown_requested = threading.Event()
@@ -144,12 +145,18 @@ class BrokerServer(SessionExpiry):
         cfg = self.config
         clock = self.clock
         now_ms = clock.time_ms
+        # Listeners and TLS stores first: a bad setting or an unreadable key fails before anything runs.
+        listeners = BrokerListeners.of(cfg.kafka.security_originals(), self._listener)
+        client_tls = listeners.client_context()
+        inter_broker = listeners.inter_broker_listener_name
+        self.listeners = listeners
         store = (
             self._zookeeper
             if not isinstance(self._zookeeper, str)
             else zookeeper_store(self._zookeeper, cfg, clock)
         )
         self.store = store
+        endpoints = listeners.endpoints(sasl_factory(cfg.kafka.security_originals(), store))
         self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
         store.add_session_listener(self._on_session_event)
         retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
@@ -167,6 +174,8 @@ class BrokerServer(SessionExpiry):
             store,
             locator=self._locate_controller,
             timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
+            listener_name=inter_broker,
+            ssl_context=client_tls,
         )
         self._cleanup.append(("controller link", self.link.close))
         self.alter_isr = AlterIsrManager(
@@ -181,6 +190,8 @@ class BrokerServer(SessionExpiry):
             fetch_interval_ms=cfg.fetch_interval_ms,
             replica_lag_time_max_ms=cfg.kafka.replica_lag_time_max_ms,
             timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
+            listener_name=inter_broker,
+            client_factory=listeners.client_factory(client_tls),
         )
         self.handler = BrokerRequestHandler(
             self.broker_id,
@@ -201,17 +212,21 @@ class BrokerServer(SessionExpiry):
         kafka = kw.KafkaProtocolHandler(
             self.metadata_cache, lambda: self.cluster_id, apis, kw.auto_create_topics(self)
         ).handle
-        host, port = self._listener
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(
-            host, port, private, name=name, raw_handler=kafka, settings=socket_settings(cfg.kafka)
+            "",
+            0,
+            private,
+            name=name,
+            raw_handler=kafka,
+            settings=socket_settings(cfg.kafka),
+            listeners=endpoints,
         )
         self.transport.start()
         self._cleanup.append(("listener", self.transport.stop))
-        advertised = host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()
-        self.broker_info = info = Broker(
-            self.broker_id, (EndPoint(advertised, self.transport.port),), self.rack
-        )
+        listeners.warn_exposed(log)
+        registered = listeners.registered(self.transport.ports)
+        self.broker_info = info = Broker(self.broker_id, registered, self.rack)
 
         lifecycle = threading.Thread(
             target=self._run_tasks, name=f"broker-{self.broker_id}-lifecycle", daemon=True
@@ -229,7 +244,7 @@ class BrokerServer(SessionExpiry):
             self._cleanup.append(("session file", lambda: session_file.remove_session_file(data_dir)))
             session_file.record_session(data_dir, store, self.broker_id)
         self.broker_epoch = epoch = retry(lambda: store.register_broker(info), "Registering the broker")
-        endpoint = info.endpoints[0].connection_string()
+        endpoint = ",".join(ep.connection_string() for ep in info.endpoints)
         log.info("Registered broker %d at %s with broker epoch %d", self.broker_id, endpoint, epoch)
         if data_dir is not None:  # the epoch, and the session should it have changed while registering
             session_file.record_session(data_dir, store, self.broker_id, epoch)
@@ -244,6 +259,8 @@ class BrokerServer(SessionExpiry):
             clock=clock,
             timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             local_handler=self.handler.handle,
+            listener_name=inter_broker,
+            client_factory=listeners.client_factory(client_tls),
         )
         self._cleanup.append(("channel manager", channel_manager.shutdown))
         M.register_channel_metrics(
@@ -315,11 +332,11 @@ class BrokerServer(SessionExpiry):
         """The metadata cache first (no ZooKeeper round trip), ZooKeeper when told it was wrong."""
         if not fresh:
             cid = self.metadata_cache.controller_id
-            endpoint = self.metadata_cache.endpoint(cid) if cid >= 0 else None
-            if endpoint is not None:
+            endpoint = self.metadata_cache.endpoint(cid, self.listeners.inter_broker_listener_name)
+            if cid >= 0 and endpoint is not None:
                 return cid, endpoint.host, endpoint.port
         assert self.store is not None
-        return zk_locator(self.store)(fresh)
+        return zk_locator(self.store, self.listeners.inter_broker_listener_name)(fresh)
 
     def _run_tasks(self) -> None:
         while True:

@@ -34,16 +34,21 @@ def register(subparsers: Any) -> None:
         ),
         epilog=(
             "Simulation keys for --config: sim.produce.rate.per.sec (100), sim.fetch.interval.ms (200), "
-            "sim.alter.isr.retry.backoff.ms (200)."
+            "sim.alter.isr.retry.backoff.ms (200). Listeners and TLS as Kafka names them: listeners, "
+            "advertised.listeners, listener.security.protocol.map, inter.broker.listener.name, "
+            "control.plane.listener.name, ssl.keystore.type=PEM, ssl.keystore.location, ssl.key.password, "
+            "ssl.truststore.type=PEM, ssl.truststore.location, ssl.client.auth, "
+            "ssl.principal.mapping.rules, and listener.name.<name>.ssl.* per listener."
         ),
     )
     p.add_argument("--broker-id", type=int, required=True, help="this broker's id (>= 0)")
     common.add_zookeeper_option(p, timeout=False)
     p.add_argument(
         "--listener",
-        default="127.0.0.1:0",
+        default=None,
         metavar="HOST:PORT",
-        help="where to listen (port 0: any free port)",
+        help="where to listen, shorthand for --config listeners=PLAINTEXT://HOST:PORT (port 0: any free "
+        "port; default 127.0.0.1:0); not with the listeners setting",
     )
     p.add_argument("--rack", default=None, help="broker.rack")
     p.add_argument(
@@ -83,8 +88,11 @@ def run(args: argparse.Namespace) -> int:
     from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
     try:
+        from kafka_controller.security.listeners import BrokerListeners
+
         config = BrokerConfig.of(args.broker_id, parse_assignments(args.config))
-        listener = parse_listener(args.listener)
+        listener = None if args.listener is None else parse_listener(args.listener)
+        BrokerListeners.of(config.kafka.security_originals(), listener).check()
         if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
             raise InvalidArgumentError(f"invalid --metrics-port {args.metrics_port}: expected 0-65535")
     except InvalidArgumentError as e:

@@ -135,7 +135,40 @@ _KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     NUM_IO_THREADS: (_int_at_least(1, 256), 8),
 }
 
+#: Listener and TLS keys: kept as given (``originals()``) and parsed, with their cross-checks, by
+#: ``kafka_controller.security.listeners`` when a broker starts; ``listener.name.<name>.*`` are
+#: Kafka's per-listener overrides of them.
+LISTENER_KEYS: frozenset[str] = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
+        "security.inter.broker.protocol",
+        "control.plane.listener.name",
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.client.auth",
+        "ssl.principal.mapping.rules",
+        "ssl.endpoint.identification.algorithm",
+    }
+)
+LISTENER_PREFIX = "listener.name."
+
 KNOWN_KEYS: tuple[str, ...] = tuple(sorted(_KEYS))
+
+
+def is_known_key(key: str) -> bool:
+    return key in _KEYS or key in LISTENER_KEYS or key.startswith(LISTENER_PREFIX)
+
+
+def is_sensitive_key(key: str) -> bool:
+    """Kafka's PASSWORD-type settings (``ssl.key.password``, ``sasl.jaas.config``, also under
+    ``listener.name.<name>.``): their values are never shown, logged or audited."""
+    return key.endswith(".password") or key.endswith("sasl.jaas.config")
 
 
 def _stringify(value: Any) -> str:
@@ -179,7 +212,7 @@ class KafkaConfig:
     max_connections_per_ip: int = _INT_MAX
     max_connections_per_ip_overrides: str = ""
     num_io_threads: int = 8
-    _originals: tuple[tuple[str, str], ...] = ()
+    _originals: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @staticmethod
     def of(broker_id: int, props: Mapping[str, Any] | None = None) -> KafkaConfig:
@@ -188,7 +221,7 @@ class KafkaConfig:
         if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
             raise InvalidArgumentError(f"invalid broker id {broker_id!r}: expected an integer >= 0")
         given = dict(props or {})
-        unknown = sorted(k for k in given if k not in _KEYS)
+        unknown = sorted(k for k in given if not is_known_key(k))
         if unknown:
             raise InvalidArgumentError(
                 f"unknown broker config {unknown[0]!r} (known: {', '.join(KNOWN_KEYS)})"
@@ -207,6 +240,11 @@ class KafkaConfig:
         return KafkaConfig.of(self.broker_id, merged)
 
     def originals(self) -> dict[str, str]:
+        """The settings as given, secrets left out (``is_sensitive_key``): DescribeConfigs shows these."""
+        return {k: v for k, v in self._originals if not is_sensitive_key(k)}
+
+    def security_originals(self) -> dict[str, str]:
+        """Every setting as given, secrets included: for ``kafka_controller.security`` only."""
         return dict(self._originals)
 
     @property

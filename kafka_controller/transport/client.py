@@ -7,6 +7,9 @@ safe to repeat (the channel manager's control requests are). ``timeout_s`` bound
 each wait for bytes. ``close()`` is final and may be called from another thread to abort a request
 in flight. A connection the server closed while it was unused (``connections.max.idle.ms``) is
 noticed before sending and replaced, so the server's idle limit never fails a request.
+``ssl_context`` makes every connection TLS (a broker's SSL or SASL_SSL inter-broker listener): the
+handshake is part of connecting, bounded by ``timeout_s``, and the host name verified against the
+certificate when the context checks host names (``ssl.endpoint.identification.algorithm=https``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ class TransportClient:
         timeout_s: float = 30.0,
         max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
         apis: ApiRegistry = DEFAULT_APIS,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self.ssl_context = ssl_context
         self.host = host
         self.port = port
         self.timeout_s = timeout_s
@@ -113,12 +118,33 @@ class TransportClient:
         except OSError as e:
             raise TransportConnectionError(f"cannot connect to {self.address}: {e.strerror or e}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.ssl_context is not None:
+            sock = self._wrap(sock)
         if self._closed:  # close() ran while we were connecting
             sock.close()
             raise TransportConnectionError(f"the client for {self.address} is closed")
         self._sock = sock
         self.connects += 1
         return sock
+
+    def _wrap(self, sock: socket.socket) -> socket.socket:
+        context = self.ssl_context
+        assert context is not None
+        try:
+            return context.wrap_socket(sock, server_hostname=self.host if context.check_hostname else None)
+        except TimeoutError:
+            sock.close()
+            raise TransportTimeoutError(
+                f"TLS handshake with {self.address} timed out after {self.timeout_s}s"
+            ) from None
+        except (ssl.SSLError, ssl.CertificateError) as e:
+            sock.close()
+            raise TransportConnectionError(f"TLS handshake with {self.address} failed: {e}") from None
+        except OSError as e:
+            sock.close()
+            raise TransportConnectionError(
+                f"TLS handshake with {self.address} failed: {e.strerror or e}"
+            ) from None
 
     def _drop(self, sock: socket.socket) -> None:
         if self._sock is sock:

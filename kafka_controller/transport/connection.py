@@ -2,6 +2,8 @@
 
 A connection is always in exactly one state:
 
+* ``HANDSHAKING``: a TLS listener's connection before its handshake is complete (no frame is
+  read until it is; the peer's idleness counts, as for ``READING``);
 * ``READING``: waiting for, or in the middle of, a frame (the only state a peer can be idle in);
 * ``WAITING_MEMORY``: its length prefix is read but ``queued.max.request.bytes`` has no room
   yet; muted until a request elsewhere is released (Kafka mutes on memory pressure too);
@@ -17,7 +19,9 @@ A connection is always in exactly one state:
 is complete from the start with Kafka's ``User:ANONYMOUS`` principal. A SASL listener's is not:
 until it is, frames go to its ``receive`` instead of the handlers, and a length prefix above
 ``sasl.server.max.receive.size`` is refused (Kafka's bound for unauthenticated peers, the fix of
-CVE-2022-34917) rather than ``socket.request.max.bytes``.
+CVE-2022-34917) rather than ``socket.request.max.bytes``. On a TLS listener the authenticator is
+made once the handshake is complete, from the client's certificate (``listener`` names the
+listener, ``tls`` is the connection's ``TlsChannel``; both None/"" where they do not apply).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import socket
 from typing import Protocol
 
 from kafka_controller.transport.framing import FrameReader
+from kafka_controller.transport.tls import TlsChannel
 
 #: Kafka's principal of a peer that did not authenticate (``KafkaPrincipal.ANONYMOUS``).
 ANONYMOUS = "User:ANONYMOUS"
@@ -60,7 +65,18 @@ class PlaintextAuthenticator:
         return None
 
 
+class PendingAuthenticator:
+    """A TLS connection's authenticator until its handshake completes (no frame reaches it)."""
+
+    complete = False
+    principal = ANONYMOUS
+
+    def receive(self, payload: bytearray) -> bytes | None:  # pragma: no cover - never called
+        return None
+
+
 class State(enum.Enum):
+    HANDSHAKING = "handshaking"
     READING = "reading"
     WAITING_MEMORY = "waiting for memory"
     IN_FLIGHT = "in flight"
@@ -80,6 +96,7 @@ class Connection:
         "drained",
         "ip",
         "last_active",
+        "listener",
         "out",
         "peer",
         "reader",
@@ -87,12 +104,20 @@ class Connection:
         "reserved",
         "sock",
         "state",
+        "tls",
     )
 
     def __init__(
-        self, sock: socket.socket, address: tuple[str, int], authenticator: Authenticator, now: float
+        self,
+        sock: socket.socket | TlsChannel,
+        address: tuple[str, int],
+        authenticator: Authenticator,
+        now: float,
+        listener: str = "",
     ) -> None:
         self.sock = sock
+        self.tls = sock if isinstance(sock, TlsChannel) else None
+        self.listener = listener  # the listener's name (``PLAINTEXT``, ``SSL``, ...)
         self.ip = str(address[0])
         self.peer = f"{address[0]}:{address[1]}"
         self.authenticator = authenticator

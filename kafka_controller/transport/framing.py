@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -66,6 +66,12 @@ def read_frame(sock: socket.socket, max_frame_bytes: int) -> bytearray | None:
     return payload
 
 
+class Receiver(Protocol):
+    """What ``FrameReader`` reads from: a socket, or a TLS listener's ``TlsChannel``."""
+
+    def recv(self, bufsize: int, flags: int = ..., /) -> bytes: ...
+
+
 class FrameReader:
     """One frame at a time from a non-blocking socket, as the bytes arrive (Kafka's ``NetworkReceive``
     reads the size, then the payload; here the payload buffer grows with what is received rather
@@ -87,7 +93,7 @@ class FrameReader:
         """Bytes of the current frame so far, length prefix included."""
         return len(self._header) + len(self._body)
 
-    def read_header(self, sock: socket.socket) -> bool | None:
+    def read_header(self, sock: Receiver) -> bool | None:
         chunk = sock.recv(_HEADER.size - len(self._header))
         if not chunk:
             return None
@@ -97,7 +103,7 @@ class FrameReader:
         (self.length,) = _HEADER.unpack(self._header)
         return True
 
-    def read_body(self, sock: socket.socket, chunk_bytes: int = _READ_CHUNK) -> bool | None:
+    def read_body(self, sock: Receiver, chunk_bytes: int = _READ_CHUNK) -> bool | None:
         chunk = sock.recv(min(self.length - len(self._body), chunk_bytes))
         if not chunk:
             return None

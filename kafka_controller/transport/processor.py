@@ -16,6 +16,8 @@ What the thread decides on its own, each named with the peer in one log line:
   with a handler or waiting for memory is the server's, not the peer's, and does not count;
 * a connection over its address's ``max.connections.per.ip`` (or override) is closed at once;
 * at ``max.connections`` the listener stops accepting until a connection closes;
+* a TLS listener's handshake that fails (a plaintext client, an untrusted or missing client
+  certificate where one is required) is logged once with the peer and the connection closed;
 * out of file descriptors (``accept`` failing with EMFILE/ENFILE), it sheds the waiting peer with
   a reserved descriptor (so that peer is told, and named), pauses accepting for
   ``ACCEPT_BACKOFF_S`` instead of spinning on a listener that stays readable, and logs one
@@ -31,6 +33,7 @@ import logging
 import os
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -38,13 +41,14 @@ from collections.abc import Callable
 
 from kafka_controller.domain.requests import Errors
 from kafka_controller.transport import framing
-from kafka_controller.transport.connection import Authenticator, Connection, State
+from kafka_controller.transport.connection import Authenticator, Connection, PendingAuthenticator, State
 from kafka_controller.transport.limits import (
     ConnectionQuotas,
     MemoryPool,
     SocketSettings,
     TooManyConnectionsError,
 )
+from kafka_controller.transport.tls import TlsChannel
 
 logger = logging.getLogger("kafka_controller.transport.server")
 
@@ -69,6 +73,10 @@ _LISTEN = object()
 
 #: ``submit(connection, payload)``: a complete request for the handler pools.
 Submit = Callable[[Connection, bytearray], None]
+#: ``authenticator_factory(peer_certificate)``: a connection's ``Authenticator``, made when it is
+#: accepted (PLAINTEXT, SASL_PLAINTEXT: no certificate) or once its TLS handshake is complete
+#: (the client's certificate, DER, when it presented one that verified).
+AuthenticatorFactory = Callable[[bytes | None], Authenticator]
 
 
 class Processor:
@@ -81,7 +89,9 @@ class Processor:
         *,
         name: str,
         raw_capable: bool,
-        authenticator_factory: Callable[[], Authenticator],
+        authenticator_factory: AuthenticatorFactory,
+        tls: ssl.SSLContext | None = None,
+        listener_name: str = "",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._listener = listener
@@ -92,6 +102,9 @@ class Processor:
         self._name = name
         self._raw_capable = raw_capable
         self._new_authenticator = authenticator_factory
+        self._tls = tls
+        self._listener_name = listener_name
+        self._ready: set[Connection] = set()  # READING TLS connections with bytes already decrypted
         self._clock = clock
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -157,6 +170,7 @@ class Processor:
                     else:
                         self._on_event(key.data, mask, now)
                 self._drain_responses(now)
+                self._serve_buffered(now)
                 self._expire(now)
         except Exception:
             logger.exception("%s: the network thread failed", self._name)
@@ -165,6 +179,9 @@ class Processor:
 
     def _on_event(self, conn: Connection, mask: int, now: float) -> None:
         try:
+            if conn.state is State.HANDSHAKING:
+                self._handshake(conn, now)
+                return
             if mask & selectors.EVENT_READ:
                 if conn.state is State.READING:
                     self._read(conn, now)
@@ -180,7 +197,38 @@ class Processor:
         except OSError as e:
             self._close(conn, f"connection ended: {e.strerror or e}", logging.DEBUG)
 
+    def _serve_buffered(self, now: float) -> None:
+        """Read what TLS already decrypted: the selector only sees the socket's bytes."""
+        ready, self._ready = self._ready, set()
+        for conn in ready:
+            if conn.state is State.READING:
+                self._on_event(conn, selectors.EVENT_READ, now)
+
+    # -- TLS --------------------------------------------------------------------------------------------
+    def _handshake(self, conn: Connection, now: float) -> None:
+        tls = conn.tls
+        assert tls is not None
+        try:
+            done = tls.handshake()
+        except (ssl.SSLError, ConnectionError) as e:
+            reason = getattr(e, "reason", None) or str(e)
+            listener = self._listener_name or "the listener"
+            self._close(conn, f"TLS handshake failed on {listener}: {reason}", logging.WARNING)
+            return
+        self._touch(conn, now)
+        if not done:
+            self._interest(conn, selectors.EVENT_READ | (selectors.EVENT_WRITE if tls.wants_write else 0))
+            return
+        try:
+            conn.authenticator = self._new_authenticator(tls.peer_certificate())
+        except Exception as e:  # e.g. no ssl.principal.mapping.rules rule matches the subject
+            self._close(conn, f"authentication failed: {e}", logging.WARNING)
+            return
+        self._set_state(conn, State.READING, selectors.EVENT_READ)
+
     def _poll_timeout(self, now: float) -> float:
+        if self._ready:
+            return 0.0
         deadlines = [now + MAX_POLL_S]
         idle_s = self._settings.connections_max_idle_ms / 1000.0
         if self._lru and idle_s >= 0:
@@ -242,7 +290,13 @@ class Processor:
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = Connection(sock, (address[0], address[1]), self._new_authenticator(), now)
+            where = (address[0], address[1])
+            if self._tls is None:
+                conn = Connection(sock, where, self._new_authenticator(None), now, self._listener_name)
+            else:
+                channel = TlsChannel(sock, self._tls)
+                conn = Connection(channel, where, PendingAuthenticator(), now, self._listener_name)
+                conn.state = State.HANDSHAKING
         except OSError as e:
             self._quotas.dec(ip)
             sock.close()
@@ -316,6 +370,8 @@ class Processor:
         if done:
             self._set_state(conn, State.IN_FLIGHT, 0)
             self._submit(conn, reader.take())
+        elif conn.tls is not None and conn.tls.buffered:
+            self._ready.add(conn)
 
     def _admit_length(self, conn: Connection, now: float) -> bool:
         """After a length prefix: refuse it, wait for memory, or go on reading (True)."""
@@ -417,11 +473,16 @@ class Processor:
     def _write(self, conn: Connection, now: float) -> None:
         out = conn.out
         assert out is not None
-        sent = conn.sock.send(out)
-        self._touch(conn, now)
-        if sent < len(out):
-            conn.out = out[sent:]
-            return
+        if len(out):
+            sent = conn.sock.send(out)
+            self._touch(conn, now)
+            if sent < len(out):
+                conn.out = out[sent:]
+                return
+        if conn.tls is not None and conn.tls.wants_write:  # TLS: the last records' ciphertext
+            conn.out = out[len(out) :]
+            conn.tls.flush()  # BlockingIOError: the caller waits for the socket
+            self._touch(conn, now)
         conn.out = None
         if conn.refusal is not None:
             self._linger(conn, now)
@@ -455,6 +516,8 @@ class Processor:
         conn.state = state
         if state in (State.IN_FLIGHT, State.WAITING_MEMORY, State.REFUSING):
             self._lru.pop(conn, None)  # the server's time, not the peer's
+        elif state is State.READING and conn.tls is not None and conn.tls.buffered:
+            self._ready.add(conn)  # its next request is already here, decrypted
         self._interest(conn, events)
 
     def _interest(self, conn: Connection, events: int) -> None:
@@ -486,6 +549,7 @@ class Processor:
         conn.state = State.CLOSED
         self._lru.pop(conn, None)
         self._timed.discard(conn)
+        self._ready.discard(conn)
         self._conns.discard(conn)
         with contextlib.suppress(OSError):
             conn.sock.close()

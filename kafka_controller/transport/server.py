@@ -35,6 +35,13 @@ text holds a zero byte, ``is_raw_frame``) goes to it as bytes, and its answer go
 frame; ``None`` closes the connection. Such a peer's bad length prefix closes the connection
 without an answer. Every other frame is handled as above.
 
+**Listeners.** A broker binds each of Kafka's ``listeners`` (``ListenerEndpoint``: a name, an
+address, a TLS context for SSL and SASL_SSL, and the factory of its connections' authenticators),
+each with its own network thread, as Kafka's ``SocketServer`` gives each listener its own
+``Processor``; all of them feed the same request-handler pools. Each listener has its own
+connection quotas and memory budget (its network thread alone touches them, so they need no
+lock); Kafka shares ``max.connections`` and ``queued.max.request.bytes`` across its listeners.
+
 Limits, quotas, idle expiry and running out of descriptors: ``processor`` and ``limits``; the
 reasoning in ``docs/connection-layer.md``.
 """
@@ -46,8 +53,10 @@ import logging
 import queue
 import re
 import socket
+import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_controller.domain.requests import Errors
@@ -62,7 +71,7 @@ from kafka_controller.transport.codec import (
 from kafka_controller.transport.connection import Authenticator, Connection, PlaintextAuthenticator
 from kafka_controller.transport.errors import ProtocolError, TransportError
 from kafka_controller.transport.limits import ConnectionQuotas, SocketSettings, resolve_overrides
-from kafka_controller.transport.processor import Processor
+from kafka_controller.transport.processor import AuthenticatorFactory, Processor
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +125,23 @@ def is_control_frame(payload: bytes | bytearray) -> bool:
     return match is not None and match.group(1).decode() in CONTROL_APIS
 
 
+def _plaintext(peer_certificate: bytes | None) -> Authenticator:
+    return PlaintextAuthenticator()
+
+
+@dataclass(frozen=True)
+class ListenerEndpoint:
+    """One listener to bind: Kafka's ``EndPoint`` with what its connections need. ``tls`` is the
+    server context of an SSL or SASL_SSL listener; ``authenticator_factory(peer_certificate)``
+    makes each connection's ``Authenticator`` (after the TLS handshake on a TLS listener)."""
+
+    name: str
+    host: str
+    port: int
+    tls: ssl.SSLContext | None = None
+    authenticator_factory: AuthenticatorFactory = _plaintext
+
+
 class RequestPool:
     """A fixed number of request-handler threads (Kafka's ``KafkaRequestHandlerPool``) on one queue."""
 
@@ -155,7 +181,9 @@ class TransportServer:
 
     ``settings`` are Kafka's socket-server settings (``limits.SocketSettings``); without them,
     Kafka's defaults with ``max_frame_bytes`` as ``socket.request.max.bytes``.
-    ``authenticator_factory`` makes each connection's ``Authenticator`` (PLAINTEXT by default)."""
+    ``authenticator_factory`` makes each connection's ``Authenticator`` (PLAINTEXT by default).
+    ``listeners``, when given, replace ``host``/``port``/``authenticator_factory``: every one is
+    bound; ``port`` is then the first one's and ``ports`` maps each listener's name to its port."""
 
     def __init__(
         self,
@@ -169,50 +197,64 @@ class TransportServer:
         raw_handler: RawHandler | None = None,
         settings: SocketSettings | None = None,
         authenticator_factory: Callable[[], Authenticator] = PlaintextAuthenticator,
+        listeners: Sequence[ListenerEndpoint] | None = None,
     ) -> None:
-        self.host = host
-        self.port = port
+        if listeners is None:
+            make = authenticator_factory
+            listeners = (ListenerEndpoint("PLAINTEXT", host, port, None, lambda _cert: make()),)
+        if not listeners:
+            raise TransportError("a server needs at least one listener")
+        self.listeners: tuple[ListenerEndpoint, ...] = tuple(listeners)
+        self.host = self.listeners[0].host
+        self.port = self.listeners[0].port
+        self.ports: dict[str, int] = {}
         self._handler = handler
         self.settings = settings or SocketSettings(socket_request_max_bytes=max_frame_bytes)
         self._apis = apis
         self._name = name
         self._raw_handler = raw_handler
-        self._authenticator_factory = authenticator_factory
-        self._processor: Processor | None = None
+        self._processors: dict[str, Processor] = {}
         self._data = RequestPool(f"{name}-io", self.settings.num_io_threads, self._process)
         self._control = RequestPool(f"{name}-control-io", CONTROL_THREADS, self._process)
 
     def start(self) -> TransportServer:
+        """Bind every listener (all or none: one that cannot bind closes the others) and serve."""
         overrides = resolve_overrides(self.settings.max_connections_per_ip_overrides)
-        quotas = ConnectionQuotas(self.settings, overrides)
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            listener.bind((self.host, self.port))
-            listener.listen(BACKLOG)
-        except OSError as e:
-            listener.close()
-            raise TransportError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from None
-        self.port = listener.getsockname()[1]
-        self._processor = Processor(
-            listener,
-            self.settings,
-            quotas,
-            self._submit,
-            name=self._name,
-            raw_capable=self._raw_handler is not None,
-            authenticator_factory=self._authenticator_factory,
-        )
+        bound: list[tuple[ListenerEndpoint, socket.socket]] = []
+        for endpoint in self.listeners:
+            try:
+                bound.append((endpoint, _bind(endpoint)))
+            except TransportError:
+                for _, sock in bound:
+                    sock.close()
+                raise
+        for endpoint, sock in bound:
+            port = sock.getsockname()[1]
+            self.ports[endpoint.name] = port
+            self._processors[endpoint.name] = Processor(
+                sock,
+                self.settings,
+                ConnectionQuotas(self.settings, overrides),
+                self._submit,
+                name=self._name,
+                raw_capable=self._raw_handler is not None,
+                authenticator_factory=endpoint.authenticator_factory,
+                tls=endpoint.tls,
+                listener_name=endpoint.name,
+            )
+        self.port = self.ports[self.listeners[0].name]
         self._data.start()
         self._control.start()
-        self._processor.start(f"{self._name}-network-{self.port}")
-        logger.info("%s listening on %s:%d", self._name, self.host, self.port)
+        for endpoint in self.listeners:
+            port = self.ports[endpoint.name]
+            self._processors[endpoint.name].start(f"{self._name}-network-{port}")
+            logger.info("%s listening on %s:%d (%s)", self._name, endpoint.host, port, endpoint.name)
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop accepting, close every connection, and wait (bounded) for the threads."""
-        if self._processor is not None:
-            self._processor.stop(timeout_s)
+        for processor in self._processors.values():
+            processor.stop(timeout_s)
         self._control.stop(timeout_s)
         self._data.stop(timeout_s)
 
@@ -224,12 +266,12 @@ class TransportServer:
 
     @property
     def connection_count(self) -> int:
-        return self._processor.connection_count if self._processor is not None else 0
+        return sum(p.connection_count for p in self._processors.values())
 
     @property
     def waiting_for_memory(self) -> int:
         """Connections whose next request waits for room in ``queued.max.request.bytes``."""
-        return self._processor.waiting_for_memory if self._processor is not None else 0
+        return sum(p.waiting_for_memory for p in self._processors.values())
 
     # -- requests (network thread -> pools -> network thread) ---------------------------------------
     def _submit(self, conn: Connection, payload: bytearray) -> None:
@@ -253,7 +295,7 @@ class TransportServer:
         finally:
             _CONNECTION.reset(connection)
             _PEER.reset(peer)
-            processor = self._processor
+            processor = self._processors.get(conn.listener)
             if processor is not None:
                 processor.respond(conn, answer)
 
@@ -278,9 +320,24 @@ class TransportServer:
         return framing.encode_error(cid, Errors.INVALID_REQUEST, str(error))
 
 
+def _bind(endpoint: ListenerEndpoint) -> socket.socket:
+    family = socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((endpoint.host, endpoint.port))
+        sock.listen(BACKLOG)
+    except OSError as e:
+        sock.close()
+        where = f"{endpoint.host}:{endpoint.port}"
+        raise TransportError(f"cannot listen on {where} ({endpoint.name}): {e.strerror or e}") from None
+    return sock
+
+
 __all__ = [
     "RAW_FIRST_BYTE",
     "Handler",
+    "ListenerEndpoint",
     "RawHandler",
     "RequestPool",
     "SocketSettings",

@@ -45,6 +45,7 @@ from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError, Read
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
+from kafka_controller.transport.server import current_connection
 from kafka_controller.zk.paths import validate_topic_name
 
 log = logging.getLogger(__name__)
@@ -173,9 +174,17 @@ class KafkaProtocolHandler:
 
     # -- Metadata ---------------------------------------------------------------------------------------
     def brokers(self) -> tuple[md.MetadataBroker, ...]:
+        """The alive brokers' endpoints of the listener the request came in on: a client on the SSL
+        listener is sent to SSL endpoints; a broker without that listener is left out (Kafka's
+        ``getAliveBrokerNodes(listenerName)``)."""
+        conn = current_connection()
+        listener = conn.listener if conn is not None and conn.listener else None
         out = []
         for b in sorted(self.cache.alive_brokers(), key=lambda b: b.id):
-            ep = b.endpoint()
+            if listener is None:
+                ep = b.endpoint()
+            else:
+                ep = next((e for e in b.endpoints if e.listener_name == listener), None)
             if ep is not None:
                 out.append(md.MetadataBroker(b.id, ep.host, ep.port, b.rack))
         return tuple(out)

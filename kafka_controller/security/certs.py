@@ -1,0 +1,194 @@
+"""A private certificate authority and the PEM files Kafka's TLS settings point at.
+
+``cluster up --security ssl|sasl_ssl`` and the tests need a CA, a certificate per broker and one
+per client without an operator's PKI. Kafka 2.7+ reads PEM directly (KIP-651): a keystore file
+holding an *encrypted* PKCS#8 private key followed by the certificate chain (a keystore location
+requires ``ssl.key.password``, ``DefaultSslEngineFactory``), and a truststore file of CA
+certificates. ``write_keystore`` and ``write_truststore`` write exactly those; ``write_client_files``
+writes the separate key and certificate librdkafka's ``ssl.key.location`` and
+``ssl.certificate.location`` take. Keys are ECDSA P-256: quick to make, and every client here
+(librdkafka, kafka-python, Python's ssl, Java) speaks it.
+
+Private keys are written with mode 0600 before any byte is written, so a key is never readable by
+others even for a moment.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+#: How long generated certificates are valid: long enough for any test or trial cluster.
+VALIDITY = datetime.timedelta(days=825)
+_BACKDATE = datetime.timedelta(minutes=5)  # a peer's clock a little behind still accepts them
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A private key and its certificate (a CA's too)."""
+
+    key: ec.EllipticCurvePrivateKey
+    certificate: x509.Certificate
+
+    @property
+    def certificate_pem(self) -> bytes:
+        return self.certificate.public_bytes(serialization.Encoding.PEM)
+
+    def key_pem(self, password: str | None = None) -> bytes:
+        """PKCS#8, encrypted when ``password`` is given (Kafka refuses PKCS#1 ``RSA PRIVATE KEY``)."""
+        encryption: serialization.KeySerializationEncryption = (
+            serialization.BestAvailableEncryption(password.encode())
+            if password
+            else serialization.NoEncryption()
+        )
+        return self.key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
+        )
+
+
+def _name(common_name: str, organization: str | None) -> x509.Name:
+    """Most general attribute first in the encoding, as ``openssl -subj /O=org/CN=name`` makes it,
+    so Java (and Kafka's principal) print it most specific first: ``CN=name,O=org``."""
+    attributes = []
+    if organization:
+        attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    return x509.Name(attributes)
+
+
+def make_ca(common_name: str = "kafka-controller CA", organization: str | None = None) -> Issued:
+    """A self-signed CA that may sign end-entity certificates only (path length 0)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    name = _name(common_name, organization)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return Issued(key, certificate)
+
+
+def issue(
+    ca: Issued,
+    common_name: str,
+    *,
+    organization: str | None = None,
+    hosts: Iterable[str] = ("localhost", "127.0.0.1"),
+) -> Issued:
+    """A certificate signed by ``ca`` for both server and client use (a broker is a client of the
+    other brokers), with ``hosts`` (names or IP addresses) as subject alternative names, which is
+    what hostname verification (``ssl.endpoint.identification.algorithm=https``) checks."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    alt_names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            alt_names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            alt_names.append(x509.DNSName(host))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name, organization))
+        .issuer_name(ca.certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+            critical=False,
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
+        )
+    )
+    if alt_names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+    return Issued(key, builder.sign(ca.key, hashes.SHA256()))
+
+
+def new_password() -> str:
+    """A random key password (``ssl.key.password``)."""
+    return secrets.token_urlsafe(18)
+
+
+def _write_private(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), 0o600)  # an existing file keeps its mode through O_CREAT
+        f.write(data)
+    return path
+
+
+def write_keystore(path: str | Path, issued: Issued, ca: Issued, password: str) -> Path:
+    """Kafka's PEM keystore file (``ssl.keystore.type=PEM`` + ``ssl.keystore.location``): the key,
+    encrypted with ``password`` (``ssl.key.password``), then the certificate and the CA's."""
+    data = issued.key_pem(password) + issued.certificate_pem + ca.certificate_pem
+    return _write_private(Path(path), data)
+
+
+def write_truststore(path: str | Path, *cas: Issued) -> Path:
+    """Kafka's PEM truststore file (``ssl.truststore.type=PEM`` + ``ssl.truststore.location``),
+    also librdkafka's ``ssl.ca.location`` and kafka-python's ``ssl_cafile``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"".join(ca.certificate_pem for ca in cas))
+    return target
+
+
+def write_client_files(directory: str | Path, stem: str, issued: Issued) -> tuple[Path, Path]:
+    """``<stem>.crt`` and ``<stem>.key`` (unencrypted, mode 0600), the shape librdkafka
+    (``ssl.certificate.location``, ``ssl.key.location``) and kafka-python (``ssl_certfile``,
+    ``ssl_keyfile``) load; returns (certificate, key)."""
+    base = Path(directory)
+    base.mkdir(parents=True, exist_ok=True)
+    cert_path = base / f"{stem}.crt"
+    cert_path.write_bytes(issued.certificate_pem)
+    key_path = _write_private(base / f"{stem}.key", issued.key_pem())
+    return cert_path, key_path
+
+
+__all__ = [
+    "VALIDITY",
+    "Issued",
+    "issue",
+    "make_ca",
+    "new_password",
+    "write_client_files",
+    "write_keystore",
+    "write_truststore",
+]

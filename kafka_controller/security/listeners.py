@@ -1,0 +1,605 @@
+"""Kafka's listener settings, the TLS contexts they call for, and each connection's authenticator.
+
+A broker reads, with Kafka 2.8's names and checks (``KafkaConfig.validateValues``,
+``EndPoint.createEndPoint``):
+
+* ``listeners``: ``NAME://host:port`` list (an empty host binds every address); the names are
+  upper-cased, must be distinct and must have a protocol in ``listener.security.protocol.map``
+  (by default each of ``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL`` maps to itself);
+* ``advertised.listeners`` (default: ``listeners``): what ``/brokers/ids/N`` and Metadata show; a
+  subset of ``listeners`` by name; port 0 becomes the bound port, an unspecified host this
+  machine's name;
+* ``inter.broker.listener.name``, or ``security.inter.broker.protocol`` (default ``PLAINTEXT``;
+  not both): the listener other brokers and the controller reach this one on; it must be advertised;
+* ``control.plane.listener.name``: accepted and checked as Kafka checks it (a listener, advertised,
+  not the inter-broker one). Its requests are served like the others': the transport already
+  gives a controller's requests their own handler thread whatever listener they arrive on.
+
+TLS (SSL and SASL_SSL listeners) uses Kafka 2.7's PEM stores: ``ssl.keystore.type=PEM`` with
+``ssl.keystore.location`` (one file: the encrypted PKCS#8 key, then the certificate chain) and
+``ssl.key.password``; ``ssl.truststore.type=PEM`` with ``ssl.truststore.location``;
+``ssl.client.auth`` ``none``/``requested``/``required`` (an unknown value is ``none``, as
+``SslClientAuth.forConfig``); ``ssl.principal.mapping.rules``; ``ssl.endpoint.identification.algorithm``
+(``https``: the inter-broker client checks the broker's host name). Every ``ssl.*`` key may be
+given per listener as ``listener.name.<lower-case name>.ssl.*``, which wins. On a SASL_SSL
+listener only the listener-prefixed ``ssl.client.auth`` counts (``ChannelBuilders``: SASL
+authenticates the client there).
+
+The authenticator seam (``authenticator_factory``): a PLAINTEXT listener's connections are
+``User:ANONYMOUS``; an SSL listener's get the client certificate's subject as
+``DefaultKafkaPrincipalBuilder`` names it (``User:`` + the mapped RFC 2253 distinguished name), or
+``User:ANONYMOUS`` without one; SASL_PLAINTEXT and SASL_SSL listeners get what
+``kafka_controller.security.sasl`` makes (``SaslFactory``). A broker with a SASL listener and no
+SASL implementation does not start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import os
+import re
+import socket
+import ssl
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography import x509
+
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.values import EndPoint
+from kafka_controller.transport.client import TransportClient
+from kafka_controller.transport.connection import ANONYMOUS, Authenticator, PlaintextAuthenticator
+from kafka_controller.transport.server import ListenerEndpoint
+
+log = logging.getLogger(__name__)
+
+PLAINTEXT = "PLAINTEXT"
+SSL = "SSL"
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
+SASL_SSL = "SASL_SSL"
+PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
+TLS_PROTOCOLS = frozenset({SSL, SASL_SSL})
+SASL_PROTOCOLS = frozenset({SASL_PLAINTEXT, SASL_SSL})
+DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {p: p for p in PROTOCOLS}
+#: Kafka's ``listener.name.<name>.`` prefix (``ListenerName.configPrefix``).
+PREFIX = "listener.name."
+_ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
+_CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """One of Kafka's endpoints: ``NAME://host:port`` with its security protocol."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str = PLAINTEXT
+
+    @property
+    def tls(self) -> bool:
+        return self.security_protocol in TLS_PROTOCOLS
+
+    @property
+    def sasl(self) -> bool:
+        return self.security_protocol in SASL_PROTOCOLS
+
+    def connection_string(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+#: ``sasl(listener)`` -> a factory of fresh server-side SASL authenticators for that listener
+#: (``kafka_controller.security.sasl`` supplies it).
+SaslFactory = Callable[[ListenerConfig], Callable[[], Authenticator]]
+
+
+class SslAuthenticator:
+    """A TLS connection's authenticator: complete at once (the handshake authenticated the peer,
+    or it presented no certificate and is anonymous)."""
+
+    complete = True
+
+    def __init__(self, principal: str) -> None:
+        self.principal = principal
+
+    def receive(self, payload: bytearray) -> bytes | None:  # pragma: no cover - never called
+        return None
+
+
+# -- ssl.principal.mapping.rules (Kafka's SslPrincipalMapper) ---------------------------------------------
+_RULE = re.compile(r"\s*(?:(DEFAULT)|RULE:((?:[^/\\]|\\.)*)/((?:[^/\\]|\\.)*)/([LU]?))\s*(?:,|$)")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: re.Pattern[str] | None  # None: DEFAULT
+    replacement: str = ""
+    case: str = ""
+
+    def apply(self, dn: str) -> str | None:
+        if self.pattern is None:
+            return dn
+        if self.pattern.fullmatch(dn) is None:
+            return None
+        mapped = self.pattern.sub(self.replacement, dn)
+        return mapped.lower() if self.case == "L" else mapped.upper() if self.case == "U" else mapped
+
+
+class PrincipalMapper:
+    """``ssl.principal.mapping.rules``: ``DEFAULT`` (the whole distinguished name) and
+    ``RULE:<regex>/<replacement>/[L|U]``, comma-separated; the first rule whose regex matches the
+    whole name gives the principal's name (``$1`` in a replacement is the first group)."""
+
+    def __init__(self, rules: str = "DEFAULT") -> None:
+        self.rules = tuple(self._parse(rules))
+
+    @staticmethod
+    def _parse(text: str) -> Iterable[_Rule]:
+        position, text = 0, text.strip() or "DEFAULT"
+        while position < len(text):
+            match = _RULE.match(text, position)
+            if match is None or match.end() == position:
+                raise InvalidArgumentError(f"invalid ssl.principal.mapping.rules at {text[position:]!r}")
+            position = match.end()
+            if match.group(1):
+                yield _Rule(None)
+                continue
+            try:
+                pattern = re.compile(match.group(2))
+            except re.error as e:
+                raise InvalidArgumentError(
+                    f"invalid ssl.principal.mapping.rules regex {match.group(2)!r}: {e}"
+                ) from None
+            replacement = re.sub(r"\$(\d+)", r"\\g<\1>", match.group(3))
+            yield _Rule(pattern, replacement, match.group(4))
+
+    def name(self, dn: str) -> str:
+        for rule in self.rules:
+            mapped = rule.apply(dn)
+            if mapped is not None:
+                return mapped
+        raise InvalidArgumentError(f"no ssl.principal.mapping.rules rule matches {dn!r}")
+
+
+def subject_dn(certificate_der: bytes) -> str:
+    """The subject as Java's ``X500Principal.getName()`` prints it (RFC 2253: most specific first,
+    no spaces, e.g. ``CN=client,O=org``); RFC 4514 is RFC 2253's successor with the same form."""
+    return x509.load_der_x509_certificate(certificate_der).subject.rfc4514_string()
+
+
+def ssl_principal(certificate_der: bytes | None, mapper: PrincipalMapper) -> str:
+    """``DefaultKafkaPrincipalBuilder`` on a TLS connection: ``User:ANONYMOUS`` without a client
+    certificate, else ``User:`` + the mapped subject."""
+    if certificate_der is None:
+        return ANONYMOUS
+    return f"User:{mapper.name(subject_dn(certificate_der))}"
+
+
+def authenticator_factory(
+    listener: ListenerConfig,
+    peer_certificate: bytes | None,
+    *,
+    mapper: PrincipalMapper | None = None,
+    sasl: Callable[[], Authenticator] | None = None,
+) -> Authenticator:
+    """The authenticator of one new connection on ``listener`` (after its TLS handshake, if any)."""
+    if listener.sasl:
+        if sasl is None:
+            raise InvalidArgumentError(f"listener {listener.name}: SASL is not available")
+        return sasl()
+    if listener.tls:
+        return SslAuthenticator(ssl_principal(peer_certificate, mapper or PrincipalMapper()))
+    return PlaintextAuthenticator()
+
+
+# -- TLS settings -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SslSettings:
+    """One listener's ``ssl.*`` settings, prefixed overrides applied. ``repr`` hides the password."""
+
+    listener: str
+    keystore_location: str | None = None
+    key_password: str | None = field(default=None, repr=False)
+    truststore_location: str | None = None
+    client_auth: str = "none"
+    principal_mapping_rules: str = "DEFAULT"
+    endpoint_identification_algorithm: str = "https"
+
+    def server_context(self) -> ssl.SSLContext:
+        """The listener's server side: its certificate, the CAs its clients' certificates must
+        chain to, and whether a client certificate is asked for or required."""
+        if not self.keystore_location:
+            raise InvalidArgumentError(
+                f"listener {self.listener}: a TLS listener needs ssl.keystore.location"
+            )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._load(context)
+        context.verify_mode = _CLIENT_AUTH[self.client_auth]
+        return context
+
+    def client_context(self) -> ssl.SSLContext:
+        """How this broker connects to another's listener (Kafka builds the inter-broker client
+        from the inter-broker listener's settings): verify it, present our certificate."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.check_hostname = self.endpoint_identification_algorithm.lower() == "https"
+        self._load(context)
+        return context
+
+    def _load(self, context: ssl.SSLContext) -> None:
+        where = f"listener {self.listener}"
+        if self.keystore_location:
+            _readable(where, "ssl.keystore.location", self.keystore_location)
+            try:
+                context.load_cert_chain(self.keystore_location, password=self.key_password or None)
+            except (ssl.SSLError, ValueError) as e:  # never the password: only what failed
+                raise InvalidArgumentError(
+                    f"{where}: cannot load ssl.keystore.location {self.keystore_location} "
+                    f"(key and certificate chain, PEM; is ssl.key.password right?): {_why(e)}"
+                ) from None
+        if self.truststore_location:
+            _readable(where, "ssl.truststore.location", self.truststore_location)
+            try:
+                context.load_verify_locations(cafile=self.truststore_location)
+            except ssl.SSLError as e:
+                raise InvalidArgumentError(
+                    f"{where}: cannot load ssl.truststore.location {self.truststore_location} (PEM "
+                    f"certificates): {_why(e)}"
+                ) from None
+        else:
+            context.load_default_certs(
+                ssl.Purpose.CLIENT_AUTH
+                if context.protocol == ssl.PROTOCOL_TLS_SERVER
+                else ssl.Purpose.SERVER_AUTH
+            )
+
+
+def _why(error: Exception) -> str:
+    return str(getattr(error, "reason", None) or error)
+
+
+def _readable(where: str, key: str, path: str) -> None:
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise InvalidArgumentError(f"{where}: {key} {path} is not a readable file")
+
+
+def _setting(props: Mapping[str, str], listener: str, key: str) -> str | None:
+    """Kafka's per-listener lookup: ``listener.name.<lower>.<key>`` first, then ``<key>``."""
+    prefixed = props.get(f"{PREFIX}{listener.lower()}.{key}")
+    return prefixed if prefixed is not None else props.get(key)
+
+
+def ssl_settings(props: Mapping[str, str], listener: ListenerConfig) -> SslSettings:
+    name = listener.name
+    where = f"listener {name}"
+    for key in ("ssl.keystore.type", "ssl.truststore.type"):
+        kind = _setting(props, name, key)
+        if kind is not None and kind.strip().upper() != "PEM":
+            raise InvalidArgumentError(f"{where}: {key}={kind} is not supported: only PEM (Kafka 2.7+) is")
+    for key in ("ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates"):
+        if _setting(props, name, key) is not None:
+            raise InvalidArgumentError(
+                f"{where}: inline PEM ({key}) is not supported: use the .location settings"
+            )
+    keystore = _setting(props, name, "ssl.keystore.location")
+    password = _setting(props, name, "ssl.key.password")
+    if keystore and not password:
+        raise InvalidArgumentError(
+            f"{where}: ssl.keystore.location of type PEM requires ssl.key.password "
+            "(an encrypted key), as Kafka does"
+        )
+    if listener.security_protocol == SASL_SSL:  # only a listener-prefixed setting counts there
+        auth = props.get(f"{PREFIX}{name.lower()}.ssl.client.auth")
+    else:
+        auth = _setting(props, name, "ssl.client.auth")
+    client_auth = (auth or "none").strip().lower()
+    if client_auth not in _CLIENT_AUTH:
+        client_auth = "none"  # SslClientAuth.forConfig: anything else is none
+    rules = _setting(props, name, "ssl.principal.mapping.rules") or "DEFAULT"
+    algorithm = _setting(props, name, "ssl.endpoint.identification.algorithm")  # "": no host check
+    PrincipalMapper(rules)  # refuse bad rules at start, not at the first client
+    return SslSettings(
+        listener=name,
+        keystore_location=keystore,
+        key_password=password,
+        truststore_location=_setting(props, name, "ssl.truststore.location"),
+        client_auth=client_auth,
+        principal_mapping_rules=rules,
+        endpoint_identification_algorithm="https" if algorithm is None else algorithm,
+    )
+
+
+# -- the listener settings ---------------------------------------------------------------------------------
+def parse_protocol_map(text: str | None) -> dict[str, str]:
+    """``listener.security.protocol.map``: ``NAME:PROTOCOL,...`` (Kafka's default when unset)."""
+    if text is None or not text.strip():
+        return dict(DEFAULT_PROTOCOL_MAP)
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        name, sep, protocol = item.strip().partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not name or protocol not in PROTOCOLS:
+            raise InvalidArgumentError(
+                f"invalid listener.security.protocol.map entry {item.strip()!r}: expected NAME:PROTOCOL "
+                f"with PROTOCOL one of {', '.join(PROTOCOLS)}"
+            )
+        if name in out:
+            raise InvalidArgumentError(f"listener.security.protocol.map names {name} twice")
+        out[name] = protocol
+    return out
+
+
+def parse_endpoints(key: str, text: str, protocol_map: Mapping[str, str]) -> tuple[ListenerConfig, ...]:
+    """``NAME://host:port,...`` (Kafka's ``EndPoint.createEndPoint`` for each)."""
+    out: list[ListenerConfig] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        match = _ENDPOINT.match(item)
+        if match is None:
+            raise InvalidArgumentError(f"invalid {key} entry {item!r}: expected NAME://HOST:PORT")
+        name, host, port = match.group(1).upper(), match.group(2), int(match.group(3))
+        if not 0 <= port <= 65535:
+            raise InvalidArgumentError(f"invalid {key} entry {item!r}: port must be 0-65535")
+        protocol = protocol_map.get(name)
+        if protocol is None:
+            raise InvalidArgumentError(
+                f"invalid {key} entry {item!r}: no security protocol defined for listener {name} "
+                f"(listener.security.protocol.map)"
+            )
+        if any(existing.name == name for existing in out):
+            raise InvalidArgumentError(
+                f"{key} names listener {name} twice: each listener must have a different name"
+            )
+        if port and any(existing.port == port for existing in out):
+            raise InvalidArgumentError(
+                f"{key} uses port {port} twice: each listener must have a different port"
+            )
+        out.append(ListenerConfig(name, host, port, protocol))
+    if not out:
+        raise InvalidArgumentError(f"{key} is empty")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class BrokerListeners:
+    """A broker's listeners, advertised listeners, inter-broker and control-plane listener names,
+    and each TLS listener's settings: everything checked when built (``of``)."""
+
+    listeners: tuple[ListenerConfig, ...]
+    advertised: tuple[ListenerConfig, ...]
+    inter_broker_listener_name: str
+    control_plane_listener_name: str | None = None
+    tls_settings: Mapping[str, SslSettings] = field(default_factory=dict)
+
+    @staticmethod
+    def of(props: Mapping[str, str], shorthand: tuple[str, int] | None = None) -> BrokerListeners:
+        """From Kafka's settings (``KafkaConfig.security_originals()``); ``shorthand`` is
+        ``--listener HOST:PORT`` (``PLAINTEXT://HOST:PORT``), refused together with ``listeners``;
+        neither: ``PLAINTEXT://127.0.0.1:0``."""
+        protocol_map = parse_protocol_map(props.get("listener.security.protocol.map"))
+        text = props.get("listeners")
+        if text is not None and shorthand is not None:
+            raise InvalidArgumentError(
+                "--listener and the listeners setting both say where to listen: give one"
+            )
+        if text is None:
+            host, port = shorthand if shorthand is not None else ("127.0.0.1", 0)
+            shown = f"[{host}]" if ":" in host else host
+            text = f"PLAINTEXT://{shown}:{port}"
+            protocol_map.setdefault(PLAINTEXT, PLAINTEXT)
+        listeners = parse_endpoints("listeners", text, protocol_map)
+        advertised_text = props.get("advertised.listeners")
+        advertised = (
+            parse_endpoints("advertised.listeners", advertised_text, protocol_map)
+            if advertised_text is not None
+            else listeners
+        )
+        names = [listener.name for listener in listeners]
+        for listener in advertised:
+            if listener.name not in names:
+                raise InvalidArgumentError(
+                    f"advertised.listeners names {listener.name}, "
+                    f"which is not one of listeners ({', '.join(names)})"
+                )
+        advertised_names = [listener.name for listener in advertised]
+        inter_name = props.get("inter.broker.listener.name")
+        inter_protocol = props.get("security.inter.broker.protocol")
+        if inter_name is not None and inter_protocol is not None:
+            raise InvalidArgumentError(
+                "only one of inter.broker.listener.name and security.inter.broker.protocol may be set"
+            )
+        if inter_name is None:
+            inter_name = (inter_protocol or PLAINTEXT).strip().upper()
+            if inter_name not in PROTOCOLS:
+                raise InvalidArgumentError(
+                    f"invalid security.inter.broker.protocol {inter_protocol!r}: "
+                    f"expected one of {', '.join(PROTOCOLS)}"
+                )
+        inter_name = inter_name.strip().upper()
+        if inter_name not in advertised_names:
+            raise InvalidArgumentError(
+                f"inter.broker.listener.name must be a listener name defined in advertised.listeners: "
+                f"{inter_name} is not one of {', '.join(advertised_names)}"
+            )
+        control = props.get("control.plane.listener.name")
+        if control is not None:
+            control = control.strip().upper()
+            if control not in names or control not in advertised_names:
+                raise InvalidArgumentError(
+                    f"control.plane.listener.name {control} must be a listener "
+                    "in listeners and advertised.listeners"
+                )
+            if control == inter_name:
+                raise InvalidArgumentError(
+                    "control.plane.listener.name must differ from the inter-broker listener "
+                    f"(both are {control})"
+                )
+        settings = {listener.name: ssl_settings(props, listener) for listener in listeners if listener.tls}
+        return BrokerListeners(listeners, advertised, inter_name, control, settings)
+
+    def check(self) -> None:
+        """Load every TLS store now (a wrong path or ``ssl.key.password`` is a one-line error
+        before anything starts)."""
+        for settings in self.tls_settings.values():
+            settings.server_context()
+        self.client_context()
+
+    # -- what the broker binds and registers ---------------------------------------------------------------
+    @property
+    def inter_broker(self) -> ListenerConfig:
+        return next(
+            listener for listener in self.advertised if listener.name == self.inter_broker_listener_name
+        )
+
+    def endpoints(self, sasl: SaslFactory | None = None) -> list[ListenerEndpoint]:
+        """What the transport binds: each listener with its TLS context and authenticators.
+        Raises ``InvalidArgumentError`` for a TLS listener whose stores do not load, or a SASL
+        listener without ``sasl``."""
+        out: list[ListenerEndpoint] = []
+        for listener in self.listeners:
+            context: ssl.SSLContext | None = None
+            mapper = PrincipalMapper()
+            if listener.tls:
+                settings = self.tls_settings[listener.name]
+                context = settings.server_context()
+                mapper = PrincipalMapper(settings.principal_mapping_rules)
+            make_sasl: Callable[[], Authenticator] | None = None
+            if listener.sasl:
+                if sasl is None:
+                    raise InvalidArgumentError(
+                        f"listener {listener.name} is {listener.security_protocol}, but SASL is not available"
+                    )
+                make_sasl = sasl(listener)
+            out.append(
+                ListenerEndpoint(
+                    listener.name,
+                    listener.host or "0.0.0.0",
+                    listener.port,
+                    context,
+                    _factory(listener, mapper, make_sasl),
+                )
+            )
+        return out
+
+    def registered(self, ports: Mapping[str, int]) -> tuple[EndPoint, ...]:
+        """The advertised endpoints for ``/brokers/ids/N``: port 0 becomes the bound port, an
+        unspecified host this machine's name (Kafka's ``KafkaServer.startup``)."""
+        out = []
+        for listener in self.advertised:
+            host = listener.host
+            if host in ("", "0.0.0.0", "::"):
+                host = socket.getfqdn()
+            port = listener.port or ports.get(listener.name, 0)
+            out.append(EndPoint(host, port, listener.name, listener.security_protocol))
+        return tuple(out)
+
+    def exposed_plaintext(self) -> list[ListenerConfig]:
+        """PLAINTEXT listeners bound to an address other machines can reach."""
+        return [
+            listener
+            for listener in self.listeners
+            if listener.security_protocol == PLAINTEXT and not _loopback(listener.host)
+        ]
+
+    def warn_exposed(self, logger: logging.Logger = log) -> str | None:
+        """One warning line when a PLAINTEXT listener is reachable from other machines; the line."""
+        exposed = self.exposed_plaintext()
+        if not exposed:
+            return None
+        where = ", ".join(listener.connection_string() for listener in exposed)
+        line = (
+            f"PLAINTEXT listener {where} binds an address other machines can reach: anyone who reaches it "
+            "is User:ANONYMOUS, unencrypted (use an SSL or SASL_SSL listener, or bind 127.0.0.1)"
+        )
+        logger.warning("%s", line)
+        return line
+
+    # -- the inter-broker client ---------------------------------------------------------------------------
+    def client_context(self) -> ssl.SSLContext | None:
+        """TLS for connections to other brokers' inter-broker listener (None: plaintext)."""
+        inter = self.inter_broker
+        if not inter.tls:
+            return None
+        return self.tls_settings[inter.name].client_context()
+
+    def client_factory(self, context: ssl.SSLContext | None) -> Callable[[str, int, float], Any]:
+        """``client_factory(host, port, timeout_s)`` for the channel manager, the controller link
+        and the replica fetchers."""
+
+        def make(host: str, port: int, timeout_s: float) -> TransportClient:
+            return TransportClient(host, port, timeout_s=timeout_s, ssl_context=context)
+
+        return make
+
+
+def sasl_factory(props: Mapping[str, str], store: Any = None) -> SaslFactory | None:
+    """The SASL seam: ``kafka_controller.security.sasl.listener_authenticator_factory(props,
+    listener, store)`` returns a factory of fresh server authenticators for one SASL listener
+    (``props``: the broker's settings, secrets included; ``store``: the broker's ZooKeeper store,
+    where SCRAM credentials live). None while no SASL implementation is installed, and then a
+    broker with a SASL listener refuses to start, saying so."""
+    try:
+        from kafka_controller.security import sasl  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    make = getattr(sasl, "listener_authenticator_factory", None)
+    if make is None:
+        return None
+
+    def for_listener(listener: ListenerConfig) -> Callable[[], Authenticator]:
+        factory: Callable[[], Authenticator] = make(props, listener, store)
+        return factory
+
+    return for_listener
+
+
+def _factory(
+    listener: ListenerConfig, mapper: PrincipalMapper, sasl: Callable[[], Authenticator] | None
+) -> Callable[[bytes | None], Authenticator]:
+    def make(peer_certificate: bytes | None) -> Authenticator:
+        return authenticator_factory(listener, peer_certificate, mapper=mapper, sasl=sasl)
+
+    return make
+
+
+def _loopback(host: str) -> bool:
+    if not host or host in ("0.0.0.0", "::"):
+        return False
+    if host == "localhost":
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(str(info[4][0])).is_loopback for info in infos)
+
+
+__all__ = [
+    "DEFAULT_PROTOCOL_MAP",
+    "PLAINTEXT",
+    "PROTOCOLS",
+    "SASL_PLAINTEXT",
+    "SASL_SSL",
+    "SSL",
+    "BrokerListeners",
+    "ListenerConfig",
+    "PrincipalMapper",
+    "SaslFactory",
+    "SslAuthenticator",
+    "SslSettings",
+    "authenticator_factory",
+    "parse_endpoints",
+    "parse_protocol_map",
+    "sasl_factory",
+    "ssl_principal",
+    "ssl_settings",
+    "subject_dn",
+]
