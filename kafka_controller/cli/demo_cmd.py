@@ -125,6 +125,7 @@ def run_airflow(args: argparse.Namespace) -> int:
         except Exception as e:  # a bug in a step must still end in one line and a clean-up
             raise common.CommandFailedError(f"the demo failed: {type(e).__name__}: {e}") from e
         finally:
+            interrupts.hold()
             demo.close()
             if outcome == "interrupted" or (outcome == "ok" and not args.keep):
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -142,15 +143,23 @@ def run_airflow(args: argparse.Namespace) -> int:
 class _Interrupts:
     """While inside: SIGINT and SIGTERM raise ``KeyboardInterrupt`` and are remembered. Airflow's
     task runner turns a ``KeyboardInterrupt`` during a task into a failed run; the demo must still
-    end as interrupted (exit 130, its directory removed), not as a failure."""
+    end as interrupted (exit 130, its directory removed), not as a failure. Once the clean-up has
+    begun (``hold``) they are only remembered: a second Ctrl-C, or a SIGTERM after a Ctrl-C, must
+    not cut short the stop of the brokers and ZooKeeper and leave them running."""
 
     def __init__(self) -> None:
         self.seen = False
+        self._holding = False
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.seen = True
-        raise KeyboardInterrupt
+        if not self._holding:
+            raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        """From now on a signal is remembered, not raised (the clean-up runs)."""
+        self._holding = True
 
     def __enter__(self) -> _Interrupts:
         if _main_thread():
@@ -227,6 +236,7 @@ def run_scripted(args: argparse.Namespace) -> int:
             # a bug in a step must still end in one line and a clean-up
             raise common.CommandFailedError(f"the demo failed: {type(e).__name__}: {e}") from e
         finally:
+            interrupts.hold()
             cluster.close(graceful=False)
             if ok or interrupted:
                 shutil.rmtree(workdir, ignore_errors=True)
