@@ -1,21 +1,23 @@
-"""The package's shape: no module of ``kafka_controller`` past 400 lines (ARCHITECTURE.md: "modules
-of 150-400 lines"), and no code generated or re-classed at run time (``exec``, ``__class__ =``).
+"""The package's shape: no module of ``kafka_controller`` past 800 lines, a review note for each past
+600, and no code generated or re-classed at run time (``exec``, ``__class__ =``).
 
-A module may be allowed past the limit (``CEILINGS``, with its length as a ceiling: it may shrink,
-not grow); none is today. Reads the source only; imports nothing."""
+The limits are a review threshold, not a ruler: a 500-line cohesive module beats three of 350 joined
+by inheritance (docs/design.md). A module past 600 lines is named in a pytest warning so a reviewer
+looks at it; past 800 the test fails. Reads the source only; imports nothing."""
 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import kafka_controller
 
 ROOT = Path(kafka_controller.__file__).parent
-MAX_LINES = 400
-
-#: Past the limit on purpose, each at most this long (path relative to ``kafka_controller/``).
-CEILINGS: dict[str, int] = {}
+#: Past this a module fails the test.
+MAX_LINES = 800
+#: Past this a module is named in a warning, for review.
+REVIEW_LINES = 600
 
 #: Text that means code is generated or objects re-classed at run time.
 FORBIDDEN = re.compile(r"\bexec\(|__class__\s*=(?!=)")
@@ -35,17 +37,13 @@ def test_the_scan_sees_the_package() -> None:
     assert len(modules) > 100
 
 
-def test_no_module_over_400_lines_except_the_allowlisted_ones_which_may_not_grow() -> None:
+def test_no_module_over_800_lines() -> None:
     sizes = {name: _lines(path) for name, path in _modules().items()}
-    too_long = {name: n for name, n in sizes.items() if n > CEILINGS.get(name, MAX_LINES)}
-    assert too_long == {}, f"modules over their limit (400, or their ceiling in CEILINGS): {too_long}"
-
-
-def test_every_allowlisted_module_still_exists_and_still_needs_its_entry() -> None:
-    """A ceiling for a module that is gone, or back within 400 lines, is dropped from CEILINGS."""
-    modules = _modules()
-    stale = {name for name in CEILINGS if name not in modules or _lines(modules[name]) <= MAX_LINES}
-    assert stale == set()
+    too_long = {name: n for name, n in sizes.items() if n > MAX_LINES}
+    assert too_long == {}, f"modules over {MAX_LINES} lines: {too_long}"
+    for name, n in sorted(sizes.items()):
+        if n > REVIEW_LINES:
+            warnings.warn(f"kafka_controller/{name} has {n} lines (review past {REVIEW_LINES})", stacklevel=1)
 
 
 def test_no_exec_and_no_class_assignment_in_the_package() -> None:
