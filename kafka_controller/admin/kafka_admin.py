@@ -17,6 +17,7 @@ caller sees ``KafkaAdminError`` (or ``InvalidArgumentError`` for bad input).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -351,8 +352,40 @@ def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
     return out
 
 
-def _describe(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    name = type(e).__name__
-    text = lines[0] if lines else ""
-    return text if text.startswith(name) else f"{name}: {text}" if text else name
+#: kafka-python's text for a refused admin request: the whole request and response reprs.
+_REQUEST_FAILED = re.compile(r"Request '.*' failed with response '(?P<response>.*)'", re.DOTALL)
+#: The broker's own messages inside such a response repr.
+_ERROR_MESSAGE = re.compile(r"""error_message=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")""")
+#: A described error is at most this long (one line of a terminal or a log).
+DESCRIBED_LIMIT = 300
+
+
+def describe_kafka_error(e: BaseException) -> str:
+    """One line from a kafka-python error: Kafka's error name for a broker's error
+    (``INVALID_PARTITIONS: Topic currently has 4 partitions, ...``), the class name for the
+    client's own (``KafkaTimeoutError: ...``).
+
+    kafka-python words a refused admin request as ``Request '<repr>' failed with response
+    '<repr>'``: the broker's ``error_message`` is taken out of it, or Kafka's description of the
+    error when the broker sent none; the reprs themselves are never shown."""
+    cls = type(e).__name__
+    text = str(e).strip()
+    if text.startswith("[Error"):  # kafka-python's "[Error 37] InvalidPartitionsError: message"
+        text = text.split("] ", 1)[-1]
+    if text.startswith(cls):
+        text = text[len(cls) :].lstrip(":").strip()
+    kafka_name = getattr(type(e), "message", None) if getattr(e, "errno", None) is not None else None
+    name = kafka_name if isinstance(kafka_name, str) and kafka_name else cls
+    failed = _REQUEST_FAILED.search(text)
+    if failed is not None:
+        messages = [a or b for a, b in _ERROR_MESSAGE.findall(failed.group("response")) if a or b]
+        text = "; ".join(dict.fromkeys(messages))
+    if not text and name != cls:
+        text = str(getattr(type(e), "description", "") or "")
+    text = " ".join(text.split())  # one line
+    if len(text) > DESCRIBED_LIMIT:
+        text = text[: DESCRIBED_LIMIT - 3] + "..."
+    return f"{name}: {text}" if text else name
+
+
+_describe = describe_kafka_error

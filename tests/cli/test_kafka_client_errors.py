@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import kafka.errors as errors
 
-from kafka_controller.cli.kafka_client import DESCRIBED_LIMIT, describe_error
+from kafka_controller.admin.kafka_admin import DESCRIBED_LIMIT, describe_kafka_error
+from kafka_controller.cli.kafka_client import describe_error
 
 _REFUSED = (
     "Request 'CreatePartitionsRequest_v1(topic_partitions=[CreatePartitionsTopic(name='events', "
@@ -28,6 +29,13 @@ def test_a_refusal_without_a_message_gets_kafkas_description() -> None:
     )
     assert line == f"POLICY_VIOLATION: {errors.PolicyViolationError.description}"
     assert describe_error(errors.UnknownTopicOrPartitionError()).startswith("UNKNOWN_TOPIC_OR_PARTITION: ")
+
+
+def test_the_admin_path_describes_errors_alike() -> None:
+    """elect and reassign go through ``admin.kafka_admin``: the same one line."""
+    assert describe_kafka_error(errors.InvalidPartitionsError(_REFUSED)).startswith(
+        "INVALID_PARTITIONS: Topic"
+    )
 
 
 def test_client_side_errors_keep_their_class_name_on_one_bounded_line() -> None:
