@@ -161,10 +161,16 @@ class ReassignmentPhases(ControllerBase):
         batch = self.broker_request_batch
         try:
             batch.new_batch()
-            for tp, leadership in updated.items():
-                ra = assignments[tp]
-                batch.add_leader_and_isr_request_for_brokers(ra.origin_replicas, tp, leadership, ra, False)
-                batch.add_leader_and_isr_request_for_brokers(ra.adding_replicas, tp, leadership, ra, True)
+            origin = [
+                (assignments[tp].origin_replicas, tp, info, assignments[tp]) for tp, info in updated.items()
+            ]
+            batch.add_leader_and_isr_requests(origin, False)
+            adding = [
+                (assignments[tp].adding_replicas, tp, info, assignments[tp])
+                for tp, info in updated.items()
+                if assignments[tp].adding_replicas
+            ]
+            batch.add_leader_and_isr_requests(adding, True)
             batch.send_requests_to_brokers(self.controller_context.epoch)
         except IllegalControllerStateError as e:
             self.handle_illegal_state(e)
