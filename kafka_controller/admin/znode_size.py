@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from kafka_controller.domain.errors import InvalidArgumentError
-from kafka_controller.domain.values import ReplicaAssignment
-from kafka_controller.zk.admin_codecs import encode_entity_config
+from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+from kafka_controller.zk.admin_codecs import encode_entity_config, encode_reassignment
 
 #: ZooKeeper's default ``jute.maxbuffer`` (0xfffff), for servers and clients alike.
 DEFAULT_JUTE_MAXBUFFER = 0xFFFFF
@@ -197,6 +197,35 @@ def check_reassignment(
         jute_maxbuffer=jute_maxbuffer,
         what=f"{len(current):,} partitions, {moving:,} of them moving",
     )
+
+
+def check_reassignment_plan(
+    current: Mapping[TopicPartition, ReplicaAssignment],
+    plan: Mapping[TopicPartition, Sequence[int] | None],
+    *,
+    legacy_znode: bool = False,
+    jute_maxbuffer: int = DEFAULT_JUTE_MAXBUFFER,
+) -> None:
+    """A reassignment JSON's moves, topic by topic (``current`` holds every partition of each
+    topic moved); with ``legacy_znode`` also the ``/admin/reassign_partitions`` znode the plan is
+    written to whole."""
+    by_topic: dict[str, dict[int, ReplicaAssignment]] = {}
+    for tp, ra in current.items():
+        by_topic.setdefault(tp.topic, {})[tp.partition] = ra
+    targets: dict[str, dict[int, Sequence[int] | None]] = {}
+    for tp, target in plan.items():
+        targets.setdefault(tp.topic, {})[tp.partition] = target
+    for topic, moves in sorted(targets.items()):
+        check_reassignment(topic, by_topic.get(topic, {}), moves, jute_maxbuffer=jute_maxbuffer)
+    if legacy_znode:
+        size = len(encode_reassignment({tp: r for tp, r in plan.items() if r is not None}))
+        limit = data_limit(jute_maxbuffer)
+        if size > limit:
+            raise ZnodeTooLargeError(
+                f"/admin/reassign_partitions for {len(plan):,} partitions needs about {size:,} bytes, over "
+                f"ZooKeeper's jute.maxbuffer of {jute_maxbuffer:,} bytes (at most {limit:,} bytes of data); "
+                "start the moves through the admin API instead (without --legacy-znode)"
+            )
 
 
 def config_size(config: Mapping[str, str]) -> int:

@@ -158,10 +158,12 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
     from kafka_controller.admin.reassignment import encode_reassignment_json, validate_reassignment
+    from kafka_controller.admin.znode_size import check_reassignment_plan
 
     with common.open_store(args) as store:
         current = _assignments(store, {tp.topic for tp in plan})
         validate_reassignment(plan, _by_topic(current), set(store.get_sorted_broker_list()))
+        check_reassignment_plan(current, plan, legacy_znode=args.legacy_znode)  # znodes that fit ZooKeeper
         rollback = encode_reassignment_json({tp: current[tp].replicas for tp in plan})
         reassign_extras.apply_throttle(args, store, plan, current)  # before the start, as Kafka does
         moving = f"the reassignment of {len(plan)} partition(s) in {args.reassignment_json_file}"

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
+from pathlib import Path
 
+import orjson
 import pytest
 from kio.schema.errors import ErrorCode as E
 from kio.static.primitive import i32, i32Timedelta
@@ -153,3 +155,41 @@ def test_a_reassignment_whose_znode_cannot_fit_is_refused_before_the_controller(
     fake.requests.clear()
     call(make(fake, cache), ALTER_PARTITION_REASSIGNMENTS, 0, alter_request([("wide", 0, [3, 4])]))
     assert len(fake.requests) == 1
+
+
+@pytest.mark.zk
+def test_reassign_execute_refuses_a_plan_whose_znodes_cannot_fit(
+    store: KazooMetadataStore, zk_connect: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``reassign --execute``: a topic whose znode could not hold its moves, or (``--legacy-znode``)
+    a plan too large for ``/admin/reassign_partitions`` itself, exits 1 with one line naming the
+    limit before anything is written (no throttle, no znode, no request)."""
+    store.create_topic("wide", {p: ReplicaAssignment.of([1, 2]) for p in range(30_000)})
+    for t in range(25):
+        store.create_topic(f"many{t:02}", {p: ReplicaAssignment.of([1, 2]) for p in range(1000)})
+
+    def execute(name: str, entries: list[dict[str, object]], *extra: str) -> str:
+        path = tmp_path / name
+        path.write_bytes(orjson.dumps({"version": 1, "partitions": entries}))
+        r = run(
+            capsys, "reassign", "--zookeeper", zk_connect, "--timeout", "5",
+            "--reassignment-json-file", str(path), "--execute", *extra,
+        )  # fmt: skip
+        assert r.code == 1
+        return r.error_line
+
+    wide = [{"topic": "wide", "partition": p, "replicas": [2, 3]} for p in range(30_000)]
+    for extra in ((), ("--legacy-znode",)):
+        line = execute("wide.json", wide, *extra)
+        assert "topic 'wide' (30,000 partitions, 30,000 of them moving)" in line
+        assert "jute.maxbuffer of 1,048,575 bytes" in line
+    many = [
+        {"topic": f"many{t:02}", "partition": p, "replicas": [2, 3]} for t in range(25) for p in range(1000)
+    ]
+    line = execute("many.json", many, "--legacy-znode")
+    assert "/admin/reassign_partitions for 25,000 partitions" in line and "jute.maxbuffer" in line
+    assert store.get_partition_reassignment() == {}
+    read = store.get_replica_assignment_and_topic_ids(["wide"])["wide"]
+    assert not isinstance(read, Exception) and not any(
+        ra.is_being_reassigned for ra in read.assignment.values()
+    )
