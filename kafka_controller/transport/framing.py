@@ -23,7 +23,10 @@ DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 _CHUNK = 1 << 20
 #: The most one non-blocking read takes at once: the network thread moves on to other peers between.
-_READ_CHUNK = 256 << 10
+_READ_CHUNK = 1 << 20
+#: A payload buffer starts this large (or at the announced length, if smaller) and doubles as bytes
+#: arrive, never past the announced length: reallocations copy the payload about twice in all.
+_FIRST_BUFFER = 64 << 10
 
 
 class FrameTooLargeError(ProtocolError):
@@ -81,17 +84,23 @@ class FrameReader:
     True, then ``take()``. Both return None on end of stream and let ``BlockingIOError`` (nothing
     to read yet) and other ``OSError`` through."""
 
-    __slots__ = ("_body", "_header", "length")
+    __slots__ = ("_body", "_filled", "_header", "length")
 
     def __init__(self) -> None:
         self._header = bytearray()
         self._body = bytearray()
+        self._filled = 0
         self.length = -1
 
     @property
     def received(self) -> int:
         """Bytes of the current frame so far, length prefix included."""
-        return len(self._header) + len(self._body)
+        return len(self._header) + self._filled
+
+    @property
+    def buffered(self) -> int:
+        """Bytes the reader holds for the current payload (at most twice ``received``)."""
+        return len(self._body)
 
     def read_header(self, sock: Receiver) -> bool | None:
         chunk = sock.recv(_HEADER.size - len(self._header))
@@ -104,17 +113,23 @@ class FrameReader:
         return True
 
     def read_body(self, sock: Receiver, chunk_bytes: int = _READ_CHUNK) -> bool | None:
-        chunk = sock.recv(min(self.length - len(self._body), chunk_bytes))
+        chunk = sock.recv(min(self.length - self._filled, chunk_bytes))
         if not chunk:
             return None
-        self._body += chunk
-        return len(self._body) == self.length
+        end = self._filled + len(chunk)
+        if end > len(self._body):
+            capacity = min(self.length, max(end, 2 * len(self._body), _FIRST_BUFFER))
+            self._body += bytes(capacity - len(self._body))
+        self._body[self._filled : end] = chunk
+        self._filled = end
+        return end == self.length
 
     def take(self) -> bytearray:
         """The complete payload; the reader starts over for the next frame."""
         body = self._body
         self._header = bytearray()
         self._body = bytearray()
+        self._filled = 0
         self.length = -1
         return body
 

@@ -51,9 +51,11 @@ def test_a_length_prefix_alone_allocates_nothing_of_the_announced_size() -> None
         reader = framing.FrameReader()
         assert reader.read_header(right) is True and reader.length == HUNDRED_MIB
         assert reader.read_body(right) is False
-        assert reader.received == 5  # the buffer holds what arrived, not what was announced
-        left.sendall(b"x" * 1000)
-        assert reader.read_body(right) is False and reader.received == 1005
+        assert reader.received == 5 and reader.buffered == 64 * 1024  # not the announced 100 MiB
+        left.sendall(b"x" * 100_000)
+        while reader.received < 100_005:
+            assert reader.read_body(right) is False
+        assert reader.buffered == 128 * 1024  # doubled as the bytes came
         left.close()
         assert reader.read_body(right) is None  # end of stream mid-frame
 
