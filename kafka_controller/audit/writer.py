@@ -440,7 +440,9 @@ class AuditWriter(SpoolRecovery):
             self._spool.path,
             path,
         )
-        self._engine.dispose()  # closes the old file (SQLite checkpoints its WAL into it first)
+        self._engine.dispose()  # closes the old file
+        for stale in self._store_file.discard_stale():
+            log.warning("audit database %s: removed %s, left behind by the old file", path, stale)
         self._store_file.forget()
         # A row that says so in the new file: the report names it (``gaps``) even before any
         # transition follows, where it would otherwise find a store that looks merely new.
