@@ -172,7 +172,7 @@ class Processor:
                     else:
                         self._on_event(key.data, mask, now)
                 self._drain_responses(now)
-                pass  # BROKEN
+                self._serve_buffered(now)
                 self._expire(now)
         except Exception:
             logger.exception("%s: the network thread failed", self._name)
