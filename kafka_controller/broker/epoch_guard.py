@@ -16,6 +16,10 @@ epoch above both the broker's own and the highest one ZooKeeper already vouched 
 controller change), and reads are serialised; a request waiting for a read reuses an answer from a
 read that started after it arrived, so a flood of forged requests costs at most one read at a time
 and never delays a real controller's request behind a stale answer.
+
+The broker's ZooKeeper session may be served by a follower a little behind the leader that
+acknowledged the controller's write; before a claim is refused, ZooKeeper's ``sync`` (when the
+store offers one) brings that server up to date and the epoch is read once more.
 """
 
 from __future__ import annotations
@@ -42,9 +46,15 @@ class ControllerEpochGuard:
     nothing backs it; a real controller's request is sent again once the broker re-registers)."""
 
     def __init__(
-        self, read_epoch: Callable[[], int | None], clock: Callable[[], int] = time.monotonic_ns
+        self,
+        read_epoch: Callable[[], int | None],
+        clock: Callable[[], int] = time.monotonic_ns,
+        *,
+        sync: Callable[[], None] | None = None,
     ) -> None:
+        """``sync()``: ZooKeeper's sync of ``/controller_epoch`` (None: the store has none)."""
         self._read_epoch = read_epoch
+        self._sync = sync
         self._clock = clock
         self._read_lock = threading.Lock()
         self._backed = -1  # the highest epoch ZooKeeper has vouched for
@@ -70,11 +80,11 @@ class ControllerEpochGuard:
             if last is None or last[0] < arrived:
                 started = self._clock()
                 try:
-                    current = self._read_epoch()
+                    current = self._read()
+                    if (current is None or current < epoch) and self._synced():
+                        current = self._read()  # the server caught up with the leader first
                 except KafkaControllerError as e:
                     return f"/controller_epoch could not be read to check it ({e})"
-                finally:
-                    self.reads += 1
                 self._last_read = last = (started, current)
                 if current is not None and current > self._backed:
                     self._backed = current
@@ -84,6 +94,20 @@ class ControllerEpochGuard:
         if epoch <= current:
             return None
         return f"/controller_epoch in ZooKeeper is {current}"
+
+    def _read(self) -> int | None:
+        self.reads += 1
+        return self._read_epoch()
+
+    def _synced(self) -> bool:
+        if self._sync is None:
+            return False
+        try:
+            self._sync()
+        except Exception as e:  # the client's own errors (kazoo's): the read already made stands
+            log.debug("ZooKeeper sync before checking a controller epoch failed: %s", e)
+            return False
+        return True
 
     def log_refusal(self, api: str, peer: str | None, controller_id: int, epoch: int, why: str) -> None:
         """Log a refusal with its sender, at most once per ``LOG_INTERVAL_S`` (a flood of forged

@@ -52,6 +52,7 @@ from kafka_controller.domain.values import Broker
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SystemClock
 from kafka_controller.security.listeners import BrokerListeners, sasl_factory
 from kafka_controller.transport.limits import SocketSettings
+from kafka_controller.zk.paths import CONTROLLER_EPOCH_PATH
 
 log = logging.getLogger(__name__)
 __all__ = ["LEADER_COUNT", "BrokerServer", "socket_settings"]
@@ -201,7 +202,9 @@ class BrokerServer(SessionExpiry):
             self.data_plane,
             controller_timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             on_shutdown_requested=self.shutdown_requested.set,
-            epoch_guard=ControllerEpochGuard(lambda: _epoch_of(store.get_controller_epoch())),
+            epoch_guard=ControllerEpochGuard(
+                lambda: _epoch_of(store.get_controller_epoch()), sync=_epoch_sync(store)
+            ),
         )
         self._register_metrics(store)
 
@@ -424,3 +427,13 @@ class BrokerServer(SessionExpiry):
 def _epoch_of(read: tuple[int, int] | None) -> int | None:
     """The epoch of ``get_controller_epoch()``'s ``(epoch, zk_version)``."""
     return None if read is None else read[0]
+
+
+def _epoch_sync(store: MetadataStore) -> Callable[[], None] | None:
+    """ZooKeeper's ``sync`` of ``/controller_epoch`` through the store's kazoo client (chroot
+    applied by kazoo), or None for a store without one (the in-memory tree is never behind)."""
+    client = getattr(getattr(store, "backend", None), "client", None)
+    sync = getattr(client, "sync", None)
+    if not callable(sync):
+        return None
+    return lambda: sync(CONTROLLER_EPOCH_PATH)

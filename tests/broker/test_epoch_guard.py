@@ -93,3 +93,30 @@ def test_requests_waiting_on_a_read_reuse_one_started_after_they_arrived() -> No
     # The first read started before the waiters arrived: the first waiter reads again, the rest
     # reuse that second read.
     assert zk.reads == 2
+
+
+def test_a_server_behind_the_leader_is_synced_before_a_claim_is_refused() -> None:
+    """The session's server has not applied the controller's write yet: sync, then read again."""
+    zk = Zk(4)
+    synced: list[bool] = []
+
+    def sync() -> None:
+        synced.append(True)
+        zk.epoch = 5  # what the leader had already committed
+
+    guard = ControllerEpochGuard(zk.read, sync=sync)
+    assert guard.unbacked(5, 4) is None
+    assert synced == [True] and zk.reads == 2
+    assert guard.unbacked(2**31 - 1, 5) is not None  # synced again: still not backed
+    assert len(synced) == 2
+
+
+def test_a_failing_sync_leaves_the_first_read_standing() -> None:
+    zk = Zk(4)
+
+    def sync() -> None:
+        raise RuntimeError("ConnectionLoss")
+
+    guard = ControllerEpochGuard(zk.read, sync=sync)
+    why = guard.unbacked(5, 4)
+    assert why is not None and "is 4" in why and zk.reads == 1

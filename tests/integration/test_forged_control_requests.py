@@ -68,3 +68,18 @@ def test_a_forged_epoch_does_not_lock_the_controller_out(make_cluster: ClusterFa
             lambda b=b: _seen_by(cluster, b) == (new_epoch, new_controller, 2),
             f"broker {b} to act on controller {new_controller} at epoch {new_epoch}",
         )
+
+
+def test_the_epoch_check_can_sync_a_real_zookeeper_session(zk_connect: str) -> None:
+    """The broker's guard syncs through the store's kazoo client (chroot applied) before it
+    refuses; on a real session that sync must go through, not fail quietly."""
+    from kafka_controller.broker.server import _epoch_sync
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+
+    store = KazooMetadataStore(zk_connect)
+    try:
+        sync = _epoch_sync(store)
+        assert sync is not None
+        sync()  # raises on a bad path or a dead session
+    finally:
+        store.close()
