@@ -452,14 +452,25 @@ def _prog(args: argparse.Namespace) -> str:
 
 
 def _cluster_id(args: argparse.Namespace) -> str | None:
-    """ZooKeeper's ``/cluster/id`` of the cluster the command changes (None for commands without
-    ``--zookeeper``, or a cluster no broker has started yet)."""
-    if "zookeeper" not in vars(args):
-        return None
+    """ZooKeeper's ``/cluster/id`` of the cluster the command changes: read from ZooKeeper when the
+    command has a connect string, else over Kafka's protocol (Metadata names the cluster) when it
+    has ``--bootstrap-server``; None when it has neither (``cluster stop-broker``...) or the id is
+    not one the audit can hold."""
     from kafka_controller.audit.schema import checked_cluster_id
 
-    with open_store(args, require_cluster=False) as store:
-        value = store.get_cluster_id()
+    connect = getattr(args, "zookeeper", None) or getattr(args, "zk_connect", None)
+    connect = connect or os.environ.get(ZOOKEEPER_ENV) or None
+    value: object = None
+    if connect is not None:
+        zk_args = argparse.Namespace(zookeeper=connect, timeout=getattr(args, "timeout", 30.0))
+        resolve_zookeeper(zk_args)
+        with open_store(zk_args, require_cluster=False) as store:
+            value = store.get_cluster_id()
+    elif getattr(args, "bootstrap_server", None):
+        from kafka_controller.cli.kafka_client import kafka_admin
+
+        with kafka_admin(args) as admin:
+            value = admin.describe_cluster().get("cluster_id")
     try:
         return checked_cluster_id(value)
     except InvalidArgumentError:
