@@ -170,7 +170,9 @@ def test_running_out_of_descriptors_costs_no_busy_loop(zk_connect: str, tmp_path
         assert cpu_used < 0.25 * elapsed
         assert len(lines) == 1  # one per 10 s interval
         assert re.search(r"\(EMFILE\): closed 1 connection\(s\) .*the latest from 127\.0\.0\.1:\d+", lines[0])
-        assert closed >= 3  # about one per ACCEPT_BACKOFF_S: the reserved descriptor is reused
+        # About one per ACCEPT_BACKOFF_S (0.5 s): the reserved descriptor is reused, and accepting
+        # backs off rather than shedding the whole flood as fast as it comes.
+        assert 3 <= closed <= elapsed / 0.5 + 4
         assert broker.alive()
         for sock in pending:
             sock.close()
