@@ -13,6 +13,7 @@ Only the request's top-level error is interpreted here; per-partition errors are
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 import threading
 import time
@@ -77,6 +78,7 @@ class AdminClient:
         retry_backoff_s: float = 0.2,
         listener_name: str = "PLAINTEXT",
         ssl_context: ssl.SSLContext | None = None,
+        authenticate: Callable[[socket.socket], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -85,6 +87,7 @@ class AdminClient:
         self.retry_backoff_s = retry_backoff_s
         self.listener_name = listener_name
         self.ssl_context = ssl_context  # TLS when the listener is SSL or SASL_SSL
+        self.authenticate = authenticate  # SASL when it is SASL_PLAINTEXT or SASL_SSL
         self._locate = locator or zk_locator(store, listener_name)
         self._sleep = sleep
         self._monotonic = monotonic
@@ -100,7 +103,11 @@ class AdminClient:
             client = self._clients.get((host, port))
             if client is None:
                 client = self._clients[(host, port)] = TransportClient(
-                    host, port, timeout_s=self.timeout_s, ssl_context=self.ssl_context
+                    host,
+                    port,
+                    timeout_s=self.timeout_s,
+                    ssl_context=self.ssl_context,
+                    authenticate=self.authenticate,
                 )
             return client
 

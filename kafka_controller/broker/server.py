@@ -149,6 +149,7 @@ class BrokerServer(SessionExpiry):
         # Listeners and TLS stores first: a bad setting or an unreadable key fails before anything runs.
         listeners = BrokerListeners.of(cfg.kafka.security_originals(), self._listener)
         client_tls = listeners.client_context()
+        client_sasl = listeners.client_authenticate(cfg.kafka.security_originals())
         inter_broker = listeners.inter_broker_listener_name
         self.listeners = listeners
         store = (
@@ -177,6 +178,7 @@ class BrokerServer(SessionExpiry):
             timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             listener_name=inter_broker,
             ssl_context=client_tls,
+            authenticate=client_sasl,
         )
         self._cleanup.append(("controller link", self.link.close))
         self.alter_isr = AlterIsrManager(
@@ -192,7 +194,7 @@ class BrokerServer(SessionExpiry):
             replica_lag_time_max_ms=cfg.kafka.replica_lag_time_max_ms,
             timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             listener_name=inter_broker,
-            client_factory=listeners.client_factory(client_tls),
+            client_factory=listeners.client_factory(client_tls, client_sasl),
         )
         self.handler = BrokerRequestHandler(
             self.broker_id,
@@ -263,7 +265,7 @@ class BrokerServer(SessionExpiry):
             timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             local_handler=self.handler.handle,
             listener_name=inter_broker,
-            client_factory=listeners.client_factory(client_tls),
+            client_factory=listeners.client_factory(client_tls, client_sasl),
         )
         self._cleanup.append(("channel manager", channel_manager.shutdown))
         M.register_channel_metrics(

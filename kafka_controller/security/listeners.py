@@ -92,6 +92,8 @@ class ListenerConfig:
         return f"{self.name}://{host}:{self.port}"
 
 
+#: ``authenticate(sock)``: a client's SASL exchange on a new connection (raises to refuse it).
+ClientAuthenticate = Callable[[socket.socket], None]
 #: ``sasl(listener)`` -> a factory of fresh server-side SASL authenticators for that listener
 #: (``kafka_controller.security.sasl`` supplies it).
 SaslFactory = Callable[[ListenerConfig], Callable[[], Authenticator]]
@@ -528,14 +530,39 @@ class BrokerListeners:
             return None
         return self.tls_settings[inter.name].client_context()
 
-    def client_factory(self, context: ssl.SSLContext | None) -> Callable[[str, int, float], Any]:
+    def client_factory(
+        self, context: ssl.SSLContext | None, authenticate: ClientAuthenticate | None = None
+    ) -> Callable[[str, int, float], Any]:
         """``client_factory(host, port, timeout_s)`` for the channel manager, the controller link
-        and the replica fetchers."""
+        and the replica fetchers: TLS with ``context``, then ``authenticate`` (SASL) if given."""
 
         def make(host: str, port: int, timeout_s: float) -> TransportClient:
-            return TransportClient(host, port, timeout_s=timeout_s, ssl_context=context)
+            return TransportClient(
+                host, port, timeout_s=timeout_s, ssl_context=context, authenticate=authenticate
+            )
 
         return make
+
+    def client_authenticate(self, props: Mapping[str, str]) -> ClientAuthenticate | None:
+        """The inter-broker client's SASL exchange when the inter-broker listener is SASL_*
+        (``kafka_controller.security.sasl.inter_broker_authenticate(props, listener)`` supplies it,
+        with ``sasl.mechanism.inter.broker.protocol`` and the listener's JAAS credentials); None
+        on a PLAINTEXT or SSL inter-broker listener. Raises ``InvalidArgumentError`` when SASL is
+        needed and not available."""
+        inter = self.inter_broker
+        if not inter.sasl:
+            return None
+        try:
+            from kafka_controller.security import sasl  # type: ignore[attr-defined,unused-ignore]
+        except ImportError:
+            sasl = None
+        make = getattr(sasl, "inter_broker_authenticate", None)
+        if make is None:
+            raise InvalidArgumentError(
+                f"inter-broker listener {inter.name} is {inter.security_protocol}, but SASL is not available"
+            )
+        authenticate: ClientAuthenticate = make(props, inter)
+        return authenticate
 
 
 def sasl_factory(props: Mapping[str, str], store: Any = None) -> SaslFactory | None:
@@ -590,6 +617,7 @@ __all__ = [
     "SASL_SSL",
     "SSL",
     "BrokerListeners",
+    "ClientAuthenticate",
     "ListenerConfig",
     "PrincipalMapper",
     "SaslFactory",

@@ -10,6 +10,9 @@ noticed before sending and replaced, so the server's idle limit never fails a re
 ``ssl_context`` makes every connection TLS (a broker's SSL or SASL_SSL inter-broker listener): the
 handshake is part of connecting, bounded by ``timeout_s``, and the host name verified against the
 certificate when the context checks host names (``ssl.endpoint.identification.algorithm=https``).
+``authenticate(sock)``, when given, runs on every new connection (after TLS) before its first
+request: a SASL listener's client side (``kafka_controller.security``); it raises
+``TransportError`` to refuse the connection.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import select
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
@@ -43,8 +47,10 @@ class TransportClient:
         max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
         apis: ApiRegistry = DEFAULT_APIS,
         ssl_context: ssl.SSLContext | None = None,
+        authenticate: Callable[[socket.socket], None] | None = None,
     ) -> None:
         self.ssl_context = ssl_context
+        self._authenticate = authenticate
         self.host = host
         self.port = port
         self.timeout_s = timeout_s
@@ -120,6 +126,22 @@ class TransportClient:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.ssl_context is not None:
             sock = self._wrap(sock)
+        if self._authenticate is not None:
+            try:
+                self._authenticate(sock)
+            except TimeoutError:
+                sock.close()
+                raise TransportTimeoutError(
+                    f"authenticating to {self.address} timed out after {self.timeout_s}s"
+                ) from None
+            except OSError as e:
+                sock.close()
+                raise TransportConnectionError(
+                    f"authenticating to {self.address} failed: {e.strerror or e}"
+                ) from None
+            except BaseException:
+                sock.close()
+                raise
         if self._closed:  # close() ran while we were connecting
             sock.close()
             raise TransportConnectionError(f"the client for {self.address} is closed")

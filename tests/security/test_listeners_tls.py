@@ -223,3 +223,18 @@ def test_a_plaintext_peer_on_a_tls_listener_is_closed_and_named_and_others_are_s
     with socket.create_connection(("127.0.0.1", server.transport.ports["SSL"]), timeout=10):
         tls = {"security.protocol": "ssl", "ssl.ca.location": str(pki.truststore)}
         assert _confluent(_address(server, "SSL"), **tls).list_topics(timeout=15).brokers
+
+
+def test_describe_configs_never_shows_the_key_password(
+    broker: tuple[BrokerServer, InMemoryZooKeeper, Path], pki: Pki
+) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    server, _, _ = broker
+    tls = {"security.protocol": "ssl", "ssl.ca.location": str(pki.truststore)}
+    admin = _confluent(_address(server, "SSL"), **tls)
+    (future,) = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "1")]).values()
+    entries = future.result(timeout=30)
+    assert entries["ssl.truststore.location"].value == str(pki.truststore)  # static settings are shown
+    assert all(entry.value != pki.key_password for entry in entries.values())
+    assert "ssl.key.password" not in entries or entries["ssl.key.password"].value is None
