@@ -15,16 +15,18 @@ the moment ``kafka-controller reassign --execute`` is started:
 
 The brokers fetch every 12 s (``--fetch-interval-ms``; their default is 200 ms), so that a new
 replica joins the ISR a fetch later and the moves are still in flight when the cancel comes (at the
-default, all 20,000 complete within seconds and a cancel finds nothing to cancel). And, as soon
-as the first adding replica is seen in ZooKeeper, ``reassign --cancel`` of the same
-plan is started beside it: ``cancel_seconds`` runs from its start to its exit (goal: within 10 s),
-with its exit code and how many moves it cancelled. Afterwards the topic znodes are read until
-no partition is being reassigned, and every partition is checked to be on its original replicas
-(cancelled) or its target (completed before the cancel reached it); ``wrong`` must be 0.
+default, all 20,000 complete within seconds and a cancel finds nothing to cancel). As soon as the
+first adding replica is seen in ZooKeeper, ``reassign --cancel`` of the same plan is started beside
+it: ``cancel_seconds`` runs from its start to its exit (goal: within 10 s), with its exit code and
+how many moves it cancelled; ``cancel_command_floor_seconds`` is the same command run again once
+nothing moves (start-up, ZooKeeper reads, the Kafka client, the list request): what a cancel costs
+on this machine at that moment with no controller work behind it. Afterwards the topic znodes are
+read until no partition is being reassigned, and every partition is checked to be on its original
+replicas (cancelled) or its target (completed before the cancel reached it); ``wrong`` must be 0.
 
 ``--deadline`` bounds the wait for the moves to start (the code before batching needed 107 s here
-and never answered the request): the result then says how many had started, and the rate. Prints one JSON
-object and appends it to ``bench/results/reassignment.jsonl``.
+and never answered the request): the result then says how many had started, and the rate. Prints
+one JSON object and appends it to ``bench/results/reassignment.jsonl``.
 
     .venv/bin/python bench/reassignment.py                 # 20,000 partitions
     .venv/bin/python bench/reassignment.py --topics 40     # 2,000
@@ -187,6 +189,10 @@ def run(bench: BenchCluster, deadline: float, cancel_timeout: float) -> dict[str
     back = sum(1 for tp in plan if set(settled.get(tp, ())) == set(origin[tp]))
     back_in_order = sum(1 for tp in plan if settled.get(tp) == origin[tp])
     moved = sum(1 for tp in plan if settled.get(tp) == plan[tp])
+    # The same cancel with nothing left to cancel: what the command costs by itself (start-up,
+    # ZooKeeper reads, a Kafka client, the list request) on this machine at this moment.
+    floor = Timed(cancel.command).start()
+    floor.thread.join(cancel_timeout + 60)
     first_lai = log.time_of("reassigned partition")  # "for reassigned partition(s)"
     t0_wall = time.time() - (time.perf_counter() - t0)
     return {
@@ -204,6 +210,7 @@ def run(bench: BenchCluster, deadline: float, cancel_timeout: float) -> dict[str
         "cancel_exit_code": cancel.returncode,
         "cancelled": _cancelled(cancel),
         "cancel_stderr_tail": _tail(cancel),
+        "cancel_command_floor_seconds": floor.seconds(),
         "cancel_meets_goal": cancel.returncode == 0 and (cancel.seconds() or 1e9) <= GOAL_CANCEL_S,
         "controller_cpu_seconds": round(cpu, 2),
         "controller_rss_mb": round(rss_mb(pid), 1),
