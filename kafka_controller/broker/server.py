@@ -149,7 +149,8 @@ class BrokerServer(SessionExpiry):
         # Listeners and TLS stores first: a bad setting or an unreadable key fails before anything runs.
         listeners = BrokerListeners.of(cfg.kafka.security_originals(), self._listener)
         client_tls = listeners.client_context()
-        client_sasl = listeners.client_authenticate(cfg.kafka.security_originals())
+        props = cfg.kafka.security_originals()
+        client_sasl = listeners.client_authenticate(props)
         inter_broker = listeners.inter_broker_listener_name
         self.listeners = listeners
         store = (
@@ -158,7 +159,7 @@ class BrokerServer(SessionExpiry):
             else zookeeper_store(self._zookeeper, cfg, clock)
         )
         self.store = store
-        endpoints = listeners.endpoints(sasl_factory(cfg.kafka.security_originals(), store))
+        endpoints = listeners.endpoints(sasl_factory(props, store))
         self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
         store.add_session_listener(self._on_session_event)
         retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
@@ -264,8 +265,11 @@ class BrokerServer(SessionExpiry):
             clock=clock,
             timeout_s=cfg.kafka.controller_socket_timeout_ms / 1000.0,
             local_handler=self.handler.handle,
-            listener_name=inter_broker,
-            client_factory=listeners.client_factory(client_tls, client_sasl),
+            listener_name=listeners.controller_listener_name,
+            client_factory=listeners.client_factory(
+                listeners.client_context(listeners.controller_listener_name),
+                listeners.client_authenticate(props, listeners.controller_listener_name),
+            ),
         )
         self._cleanup.append(("channel manager", channel_manager.shutdown))
         M.register_channel_metrics(

@@ -523,12 +523,24 @@ class BrokerListeners:
         return line
 
     # -- the inter-broker client ---------------------------------------------------------------------------
-    def client_context(self) -> ssl.SSLContext | None:
-        """TLS for connections to other brokers' inter-broker listener (None: plaintext)."""
-        inter = self.inter_broker
-        if not inter.tls:
+    @property
+    def controller_listener_name(self) -> str:
+        """Where the controller sends LeaderAndIsr, UpdateMetadata and StopReplica: the
+        control-plane listener when there is one, else the inter-broker listener (Kafka's
+        ``ControllerChannelManager``)."""
+        return self.control_plane_listener_name or self.inter_broker_listener_name
+
+    def _listener(self, name: str | None) -> ListenerConfig:
+        wanted = name or self.inter_broker_listener_name
+        return next(listener for listener in self.advertised if listener.name == wanted)
+
+    def client_context(self, listener_name: str | None = None) -> ssl.SSLContext | None:
+        """TLS for connections to other brokers' listener of that name (default: the
+        inter-broker one), built from this broker's settings for it (None: plaintext)."""
+        listener = self._listener(listener_name)
+        if not listener.tls:
             return None
-        return self.tls_settings[inter.name].client_context()
+        return self.tls_settings[listener.name].client_context()
 
     def client_factory(
         self, context: ssl.SSLContext | None, authenticate: ClientAuthenticate | None = None
@@ -543,13 +555,15 @@ class BrokerListeners:
 
         return make
 
-    def client_authenticate(self, props: Mapping[str, str]) -> ClientAuthenticate | None:
+    def client_authenticate(
+        self, props: Mapping[str, str], listener_name: str | None = None
+    ) -> ClientAuthenticate | None:
         """The inter-broker client's SASL exchange when the inter-broker listener is SASL_*
         (``kafka_controller.security.sasl.inter_broker_authenticate(props, listener)`` supplies it,
         with ``sasl.mechanism.inter.broker.protocol`` and the listener's JAAS credentials); None
         on a PLAINTEXT or SSL inter-broker listener. Raises ``InvalidArgumentError`` when SASL is
         needed and not available."""
-        inter = self.inter_broker
+        inter = self._listener(listener_name)
         if not inter.sasl:
             return None
         try:

@@ -269,6 +269,11 @@ class TransportServer:
         return sum(p.connection_count for p in self._processors.values())
 
     @property
+    def connections_by_listener(self) -> dict[str, int]:
+        """Open connections per listener name."""
+        return {name: p.connection_count for name, p in self._processors.items()}
+
+    @property
     def waiting_for_memory(self) -> int:
         """Connections whose next request waits for room in ``queued.max.request.bytes``."""
         return sum(p.waiting_for_memory for p in self._processors.values())

@@ -68,3 +68,31 @@ def test_a_cluster_on_an_ssl_inter_broker_listener_elects_leads_and_moves_leader
         assert all(leader != other for leader, _ in _states(zk).values())
     finally:
         zk.close()
+
+
+def test_the_controller_reaches_brokers_on_the_control_plane_listener(
+    pki: Pki, start_broker: Callable[..., BrokerServer]
+) -> None:
+    tree = InMemoryZooKeeper()
+    zk = InMemoryMetadataStore(tree)
+    settings = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,CONTROL://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROL:SSL",
+        "control.plane.listener.name": "CONTROL",
+        **pki.broker_tls(**{"listener.name.control.ssl.client.auth": "required"}),
+    }
+    brokers = {b: start_broker(b, settings, tree) for b in (1, 2)}
+    try:
+        wait_until(
+            lambda: zk.get_controller_id() is not None and len(zk.get_sorted_broker_list()) == 2,
+            "a controller and two registered brokers",
+        )
+        other = brokers[3 - zk.get_controller_id()]  # type: ignore[operator]
+        zk.create_topic(TOPIC, {0: ReplicaAssignment.of([other.broker_id])})
+        wait_until(
+            lambda: TopicPartition(TOPIC, 0) in other.replica_manager.partitions_led(),
+            "the other broker to lead the new topic (a LeaderAndIsr over the control plane)",
+        )
+        assert other.transport.connections_by_listener["CONTROL"] >= 1
+    finally:
+        zk.close()
