@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, func, select, union_all
+from sqlalchemy import Connection, Engine, Select, func, select, union, union_all
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -279,9 +279,11 @@ def leaders_per_broker(conn: Connection, cluster_id: str | None = None) -> list[
 
 
 def clusters(conn: Connection) -> list[str | None]:
-    """The cluster ids the store holds controller events of (None: rows from before the column, or
-    from writers that did not know their cluster), so a reader of one knows there are others."""
-    found = conn.execute(select(controller_events.c.cluster_id).distinct()).scalars().all()
+    """The cluster ids the store holds controller events or operations of (None: rows from before
+    the column, or from writers that did not know their cluster), so a reader of one knows there
+    are others. Both tables are small; the transition tables are not scanned for this."""
+    u = union(select(controller_events.c.cluster_id), select(operations.c.cluster_id)).subquery("c")
+    found = conn.execute(select(u.c.cluster_id)).scalars().all()
     return sorted(found, key=lambda c: (c is not None, c or ""))
 
 

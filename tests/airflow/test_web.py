@@ -281,3 +281,64 @@ def test_an_unauthenticated_browser_is_sent_to_airflows_login(seeded, airflow_db
         api = c.get("/kafka-controller/api/operations", headers={"Accept": "application/json"})
         assert api.status_code == 401 and api.json() == {"detail": "Not authenticated"}
         assert c.get("/kafka-controller/", headers={"Accept": "*/*"}).status_code == 401
+
+
+def test_one_store_two_clusters_each_page_keeps_to_the_cluster_asked(tmp_path) -> None:
+    import tempfile
+
+    from fastapi.testclient import TestClient
+
+    from kafka_controller.airflow.web import create_app
+    from kafka_controller.audit.writer import AuditWriter
+    from kafka_controller.reconcile.results import ResultsStore
+
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    log = OperationLog(url)
+    ops = {
+        c: log.start_operation("topics_create", f"user-{c}", "r", None, False, cluster_id=c)
+        for c in ("clusterA", "clusterB")
+    }
+    log.close()
+    for cluster, leader in (("clusterA", 1), ("clusterB", 2)):
+        with tempfile.TemporaryDirectory() as spool:
+            writer = AuditWriter(url, spool_dir=spool, cluster_id=cluster)
+            # the same controller key in both clusters: both rows stay
+            writer.record(
+                [
+                    PartitionTransition(
+                        "orders", 0, "NewPartition", "OnlinePartition", leader_after=leader,
+                        controller_id=1, controller_epoch=1, sequence=1, timestamp_ms=1_700_000_000_000,
+                    )
+                ]
+            )  # fmt: skip
+            writer.close()
+    results = ResultsStore(url)
+    for n, cluster in enumerate(("clusterA", "clusterB")):
+        run_id = f"run-{cluster}"
+        results.start_run(run_id, 1_700_000_000_100 + n, "/snap", None, cluster)
+        finding = {
+            "kind": f"finding_of_{cluster}", "severity": "warning", "topic": "orders", "partition": 0,
+            "broker": None, "expected": "1", "actual": "2", "detail": None,
+        }  # fmt: skip
+        results.finish_run(
+            run_id, finished_ms=1_700_000_000_200 + n, partitions_checked=1, findings=[finding], detail="{}"
+        )
+    results.close()
+
+    engine = create_audit_engine(url)
+    try:
+        with TestClient(create_app(lambda: engine, auth=lambda: None)) as c:
+            mine = c.get("/api/operations", params={"cluster_id": "clusterA"}).json()
+            assert [o["operation_id"] for o in mine] == [ops["clusterA"]]
+            assert len(c.get("/api/operations").json()) == 2
+            report = c.get("/api/report", params={"cluster_id": "clusterA"}).json()
+            assert report["summary"]["partition_transitions"] == 1 and report["summary"]["operations"] == 1
+            assert c.get("/api/report").json()["summary"]["partition_transitions"] == 2
+            page = c.get("/", params={"cluster_id": "clusterA"}).text
+            assert "This store holds 2 clusters; showing cluster clusterA" in page
+            assert ops["clusterA"] in page and ops["clusterB"] not in page
+            # the latest completed run of this cluster, not the other's later one
+            assert "finding_of_clusterA" in page and "finding_of_clusterB" not in page
+            assert "finding_of_clusterB" in c.get("/").text  # unfiltered: the latest run overall
+    finally:
+        engine.dispose()
