@@ -145,7 +145,9 @@ class Reassignments(ReassignmentPhases):
         self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
     ) -> dict[TopicPartition, ApiError]:
         """Start (or cancel) every reassignment of the request together: the phases run batched
-        across partitions (``on_partition_reassignments``), and each partition gets its own result."""
+        across partitions (``on_partition_reassignments``), and each partition gets its own result.
+        A batched call that fails as a whole (the store unreachable, say) fails every partition of
+        the request with that error, where Kafka's loop would fail them one after the other."""
         ctx = self.controller_context
         results: dict[TopicPartition, ApiError] = {}
         valid: dict[TopicPartition, ReplicaAssignment] = {}
