@@ -16,7 +16,12 @@ from kafka_controller.audit import spool as spool_module
 from kafka_controller.audit.bulk import bulk_segment, queue_units, segment_rows
 from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.rows import to_batch
-from kafka_controller.audit.schema import controller_events, partition_transitions, replica_transitions
+from kafka_controller.audit.schema import (
+    LOADED_TABLES,
+    controller_events,
+    partition_transitions,
+    replica_transitions,
+)
 from kafka_controller.audit.spool import JOURNAL_FILE, Spool
 from kafka_controller.audit.writer import AuditWriter
 from kafka_controller.controller.auditing import ControllerAuditSink
@@ -253,8 +258,14 @@ def _rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
+            # the id, then the columns the writer fills (``cluster_id`` is stamped by the loader)
             return {
-                t.name: [tuple(r) for r in conn.execute(select(t).order_by(t.c.id))]
+                t.name: [
+                    tuple(r)
+                    for r in conn.execute(
+                        select(t.c.id, *(t.c[c] for c in LOADED_TABLES[str(t.name)])).order_by(t.c.id)
+                    )
+                ]
                 for t in (partition_transitions, replica_transitions, controller_events)
             }
     finally:
