@@ -20,7 +20,7 @@ import ipaddress
 import os
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
@@ -182,11 +182,78 @@ def write_client_files(directory: str | Path, stem: str, issued: Issued) -> tupl
     return cert_path, key_path
 
 
+@dataclass(frozen=True)
+class ClusterPki:
+    """The files of a private cluster's TLS (``make_cluster_pki``). ``key_password`` is the
+    brokers' ``ssl.key.password``; the directory holds it nowhere else."""
+
+    directory: Path
+    truststore: Path
+    keystores: dict[int, Path]
+    key_password: str = field(repr=False)
+    client_certificate: Path
+    client_key: Path
+
+    def broker_settings(self, broker_id: int, listener: str | None = None) -> dict[str, str]:
+        """Kafka's settings for one broker's TLS listeners (``listener``: only that listener,
+        with Kafka's ``listener.name.<name>.`` prefix)."""
+        prefix = "" if listener is None else f"listener.name.{listener.lower()}."
+        return {
+            f"{prefix}ssl.keystore.type": "PEM",
+            f"{prefix}ssl.keystore.location": str(self.keystores[broker_id]),
+            f"{prefix}ssl.key.password": self.key_password,
+            f"{prefix}ssl.truststore.type": "PEM",
+            f"{prefix}ssl.truststore.location": str(self.truststore),
+        }
+
+    def client_settings(self, *, certificate: bool = False) -> dict[str, str]:
+        """librdkafka's (kcat ``-X``, confluent-kafka) TLS settings; ``certificate``: with the
+        client's certificate and key, for a listener with ``ssl.client.auth=required``."""
+        out = {"security.protocol": "ssl", "ssl.ca.location": str(self.truststore)}
+        if certificate:
+            out["ssl.certificate.location"] = str(self.client_certificate)
+            out["ssl.key.location"] = str(self.client_key)
+        return out
+
+
+def make_cluster_pki(
+    directory: str | Path,
+    broker_ids: Iterable[int],
+    *,
+    hosts: Iterable[str] = ("localhost", "127.0.0.1"),
+    organization: str = "kafka-controller",
+    client: str = "admin",
+) -> ClusterPki:
+    """A CA, one keystore per broker (subject ``CN=broker-<id>,O=<organization>``, valid for
+    ``hosts``), a truststore, and one client certificate (``CN=<client>,O=<organization>``):
+    everything a cluster on SSL listeners and its first client need."""
+    base = Path(directory)
+    ca = make_ca(f"{organization} CA", organization=organization)
+    password = new_password()
+    names = tuple(hosts)
+    keystores = {
+        broker_id: write_keystore(
+            base / f"broker-{broker_id}.keystore.pem",
+            issue(ca, f"broker-{broker_id}", organization=organization, hosts=names),
+            ca,
+            password,
+        )
+        for broker_id in broker_ids
+    }
+    truststore = write_truststore(base / "ca.pem", ca)
+    certificate, key = write_client_files(
+        base, client, issue(ca, client, organization=organization, hosts=())
+    )
+    return ClusterPki(base, truststore, keystores, password, certificate, key)
+
+
 __all__ = [
     "VALIDITY",
+    "ClusterPki",
     "Issued",
     "issue",
     "make_ca",
+    "make_cluster_pki",
     "new_password",
     "write_client_files",
     "write_keystore",

@@ -11,9 +11,10 @@ A broker reads, with Kafka 2.8's names and checks (``KafkaConfig.validateValues`
   machine's name;
 * ``inter.broker.listener.name``, or ``security.inter.broker.protocol`` (default ``PLAINTEXT``;
   not both): the listener other brokers and the controller reach this one on; it must be advertised;
-* ``control.plane.listener.name``: accepted and checked as Kafka checks it (a listener, advertised,
-  not the inter-broker one). Its requests are served like the others': the transport already
-  gives a controller's requests their own handler thread whatever listener they arrive on.
+* ``control.plane.listener.name``: checked as Kafka checks it (a listener, advertised, not the
+  inter-broker one); the controller then sends its requests to that listener of every broker.
+  They are handled like requests on any listener: the transport gives a controller's requests
+  their own handler thread whatever listener they arrive on.
 
 TLS (SSL and SASL_SSL listeners) uses Kafka 2.7's PEM stores: ``ssl.keystore.type=PEM`` with
 ``ssl.keystore.location`` (one file: the encrypted PKCS#8 key, then the certificate chain) and
