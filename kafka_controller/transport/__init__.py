@@ -6,7 +6,8 @@ long-lived; a client reconnects on its next request after any failure.
 
 **Frames.** Each message is a 4-byte big-endian unsigned length ``N`` (1 <= N <= max_frame_bytes,
 100 MiB by default, Kafka's ``socket.request.max.bytes``) followed by ``N`` bytes of one JSON
-document (UTF-8, written and read with orjson).
+document (UTF-8, written and read with orjson). Readers allocate as the bytes arrive, never the
+announced ``N`` up front.
 
 **Envelopes.**
 
@@ -33,8 +34,12 @@ one object per partition. Brokers are
 ``{"id", "endpoints": [[host, port, listener, protocol]], "rack", "features": [[name, min, max]]}``.
 Admin APIs carry plain JSON bodies and are added with one ``DEFAULT_APIS.register_json(name)``.
 
-**Threads.** ``TransportServer`` runs the handler on the connection's thread; broker-side handlers
-may block, controller-side handlers only enqueue an event (and may wait for its callback).
+**Threads.** ``TransportServer`` reads and writes every connection on one network thread per
+listener and runs handlers on a fixed pool (``num.io.threads``), with controller requests on a
+thread of their own (``server``'s docstring says why; ``docs/connection-layer.md``). Broker-side
+handlers may block; controller-side handlers only enqueue an event (and may wait for its callback).
+A connection idle for ``connections.max.idle.ms`` is closed by the server; the client replaces it
+before its next request.
 """
 
 from kafka_controller.transport.channel_manager import ControllerChannelManager
