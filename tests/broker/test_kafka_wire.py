@@ -139,6 +139,8 @@ def test_every_kafka_api_key_starts_with_a_zero_byte_and_json_never_does() -> No
         )
         assert payload[0] == 0 and is_kafka_frame(payload)
     assert not is_kafka_frame(framing.encode_request(A.METADATA, 1, {}))
+    # a key of 256 or more: the version's high byte is zero all the same
+    assert all(is_kafka_frame(struct.pack(">hh", key, 3)) for key in (256, 0x7B22, -1))
     assert struct.unpack(">h", b"{\x00")[0] == 0x7B00 > 255
 
 

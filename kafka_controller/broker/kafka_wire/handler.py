@@ -93,7 +93,8 @@ def topic_id_bytes(topic_id: str | None) -> bytes:
 
 
 class KafkaProtocolHandler:
-    """Thread-safe: it only reads the metadata cache, which hands out copies."""
+    """Thread-safe: it reads the metadata cache, which hands out copies, and the APIs and
+    ``auto_create`` it is given are safe to call from many request threads at once."""
 
     def __init__(
         self,

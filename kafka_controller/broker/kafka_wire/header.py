@@ -7,8 +7,11 @@ versions — except ApiVersions, whose response always has header v0 so that a c
 whatever version it asked for.
 
 Every Kafka API key (0-92 today) is below 256, so the first byte of a Kafka request is 0x00; a
-private-protocol frame starts with ``{`` (0x7B), and no JSON text starts with 0x00. That one byte
-tells the two protocols apart.
+private-protocol frame starts with ``{`` (0x7B), and no JSON text holds a zero byte at all. A
+request for a key of 256 or more still has one in its first four bytes (its api_version's high
+byte), so the listener routes on that (``is_kafka_frame``, ``transport.server.is_raw_frame``) and
+such a request reaches this handler, which closes the connection as Kafka does for a key it does
+not know.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ KAFKA_FRAME_FIRST_BYTE = 0x00
 
 
 def is_kafka_frame(payload: bytes | bytearray) -> bool:
-    return len(payload) > 0 and payload[0] == KAFKA_FRAME_FIRST_BYTE
+    """A zero byte among the first four: any Kafka request's, never JSON's."""
+    return KAFKA_FRAME_FIRST_BYTE in payload[:4]
 
 
 #: A supported-API table: api_key -> (min version, max version, first flexible version).
