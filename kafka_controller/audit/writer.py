@@ -322,6 +322,10 @@ class AuditWriter(SpoolRecovery):
                 return False
             self._held.popleft()
             self._mark_settled(n)
+        if self._errors.active("spool"):  # what it held in memory went to the spool or the database
+            self._errors.resolved(
+                "spool", "audit spool %s: no batch held in memory any more", self._spool.path
+            )
         while True:
             with self._lock:
                 closing = self._closing
@@ -377,9 +381,9 @@ class AuditWriter(SpoolRecovery):
                 self._errors.log(
                     "spool",
                     logging.ERROR,
-                    "audit spool %s cannot take a batch, holding %d rows in memory: %s",
+                    "audit spool %s cannot take a batch, holding %d records in memory: %s",
                     self._spool.path,
-                    batch_size(batch) + sum(n for _, n in self._held),
+                    self._accepted - self._settled,
                     e,
                 )
                 return False
@@ -391,7 +395,6 @@ class AuditWriter(SpoolRecovery):
             return self._settle(good) if good else True
         with self._lock:
             self._spooled += batch_size(batch)
-        self._errors.resolved("spool", "audit spool %s takes batches again", self._spool.path)
         return True
 
     def _write(self, batch: Batch, *, may_conflict: bool) -> tuple[Batch, int | None]:

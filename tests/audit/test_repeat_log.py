@@ -77,7 +77,7 @@ def test_a_failing_spool_is_logged_once_per_interval_by_the_writer(
         wait_until(lambda: len(attempts) >= seen + 2, "more attempts after the interval")
         logged = lines(caplog, "cannot take a batch")
         assert len(logged) == 2
-        assert "holding 10 rows in memory" in logged[0]
+        assert "holding 10 records in memory" in logged[0]
         held_back = int(logged[1].split("(")[1].split(" more")[0])
         assert held_back >= 19
         assert writer.stats().pending == 10  # held, not lost
