@@ -64,7 +64,12 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
             self.cluster.lifecycle()  # a missing or malformed backend fails here, before the row
         return {"timeout_s": self._timeout, "method": self._method}
 
+    #: The broker a kill drill killed and has not seen back yet (what ``cancel`` reports).
+    _killed: int | None = None
+
     def _lost(self, broker_id: int, epoch: int, at_ms: int, detail: str) -> None:
+        if self._method == "kill":
+            self._killed = broker_id
         try:
             self.audit.record_controller_lost(
                 broker_id, epoch, at_ms, f"{detail} (operation {self.operation_id})"
@@ -80,7 +85,7 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
                 result = {"plan": self.record_plan([plan.baseline])}
             self.refuse_dry_run(drill_refusal(self.cluster.describe()))
             return result
-        return failover_drill(
+        result = failover_drill(
             self.cluster,
             timeout_s=self._timeout,
             say=self.say,
@@ -88,6 +93,18 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
             lifecycle=self.cluster.lifecycle() if self._method == "kill" else None,
             on_lost=self._lost,
             recovery_of=self.audit.failover_recovery,
+        )
+        self._killed = None  # started again and back in every ISR
+        return result
+
+    def cancel(self) -> str:
+        if self._killed is None:
+            return (
+                "nothing was in flight to cancel (the controller's broker is not down because of this drill)"
+            )
+        return (
+            f"stopped the drill; left: broker {self._killed}, killed by it, may not be running again "
+            "(check `kafka-controller cluster status`; start it through the lifecycle backend)"
         )
 
     def describe_result(self, result: dict[str, Any]) -> list[str]:
