@@ -404,9 +404,9 @@ def _missing_lines(found: dict[str, Any]) -> list[str]:
     out = []
     if found.get("store_replaced"):
         out.append(
-            f"Missing rows: the audit database file was deleted or replaced {found['store_replaced']} "
-            f"time(s) while a writer had it open (last noticed {format_ms(found['store_replaced_ms'])}); "
-            "what was written to it before then went with the old file"
+            f"Missing rows: {found['store_replaced']} time(s) a writer found the audit database file "
+            f"deleted or replaced while it had it open (last {format_ms(found['store_replaced_ms'])}; "
+            "each writer says so once); what was written to it before then went with the old file"
         )
     if found.get("runs"):
         out.append(

@@ -85,7 +85,7 @@ def test_a_store_replaced_marker_alone_is_not_nothing_recorded(sqlite_url: str, 
     )
     text = render_text(build_report(sqlite_url))
     assert "Nothing recorded yet" not in text
-    assert "deleted or replaced 1 time(s)" in text
+    assert "Missing rows: 1 time(s) a writer found the audit database file deleted or replaced" in text
     assert "2023-11-14 22:13:20.000Z" in text
 
 

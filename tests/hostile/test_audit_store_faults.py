@@ -218,7 +218,7 @@ def test_deleting_the_sqlite_file_under_running_brokers_keeps_every_later_transi
         )  # fmt: skip
         assert report.returncode == 0, report.stderr
         assert "Nothing recorded yet" not in report.stdout
-        assert "the audit database file was deleted or replaced" in report.stdout
+        assert "time(s) a writer found the audit database file deleted or replaced" in report.stdout
         assert "rows missing before sequence" in report.stdout
         assert online_rows(db, "before") == 0  # committed before the deletion: gone with the old file
         # Everything the controller recorded since is there: its numbers run on without a hole.
