@@ -580,12 +580,15 @@ class BrokerListeners:
         return authenticate
 
 
-def sasl_factory(props: Mapping[str, str], store: Any = None) -> SaslFactory | None:
+def sasl_factory(
+    props: Mapping[str, str], store: Any = None, api_versions: Callable[[bytes], bytes | None] | None = None
+) -> SaslFactory | None:
     """The SASL seam: ``kafka_controller.security.sasl.listener_authenticator_factory(props,
-    listener, store)`` returns a factory of fresh server authenticators for one SASL listener
-    (``props``: the broker's settings, secrets included; ``store``: the broker's ZooKeeper store,
-    where SCRAM credentials live). None while no SASL implementation is installed, and then a
-    broker with a SASL listener refuses to start, saying so."""
+    listener, store, api_versions)`` returns a factory of fresh server authenticators for one SASL
+    listener (``props``: the broker's settings, secrets included; ``store``: the broker's
+    ``ScramCredentialCache`` of the SCRAM credentials in ZooKeeper; ``api_versions``: the broker's
+    ApiVersions answer, for a client that asks before it authenticates). None while no SASL
+    implementation is installed, and then a broker with a SASL listener refuses to start, saying so."""
     try:
         from kafka_controller.security import sasl  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
@@ -595,7 +598,7 @@ def sasl_factory(props: Mapping[str, str], store: Any = None) -> SaslFactory | N
         return None
 
     def for_listener(listener: ListenerConfig) -> Callable[[], Authenticator]:
-        factory: Callable[[], Authenticator] = make(props, listener, store)
+        factory: Callable[[], Authenticator] = make(props, listener, store, api_versions)
         return factory
 
     return for_listener
