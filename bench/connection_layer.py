@@ -11,7 +11,9 @@ Each request crosses the network thread twice and a handler thread once (the old
 handler on the connection's own thread). Prints one JSON document and appends it as a line to
 ``bench/results/connection_layer.jsonl``.
 
-    .venv/bin/python bench/connection_layer.py [--quick]
+    .venv/bin/python bench/connection_layer.py [--quick] [--label TEXT]
+
+Run it from an older checkout with ``--label`` to compare layers on the same machine and load.
 """
 
 from __future__ import annotations
@@ -106,8 +108,9 @@ def run(quick: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument("--label", default="", help="what code was measured (kept in the result)")
     args = parser.parse_args()
-    result = run(args.quick)
+    result = {**run(args.quick), "label": args.label}
     print(json.dumps(result, indent=2))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as out:
