@@ -92,6 +92,8 @@ def is_raw_frame(payload: bytes | bytearray) -> bool:
     an api key this broker does not know (256 and above included) reaches the Kafka handler, which
     closes the connection as Kafka does, instead of getting a JSON answer it cannot read."""
     return 0 in payload[:4]
+
+
 #: Kafka's control plane has one request-handler thread.
 CONTROL_THREADS = 1
 #: The private requests only a controller sends: they go to the control pool.
