@@ -215,7 +215,9 @@ class EndPoint:
     security_protocol: str = "PLAINTEXT"
 
     def connection_string(self) -> str:
-        return f"{self.listener_name}://{self.host}:{self.port}"
+        """Kafka's ``EndPoint.connectionString``: an IPv6 host in brackets."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener_name}://{host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ SASL implementation does not start.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import ipaddress
 import logging
 import os
@@ -567,11 +568,7 @@ class BrokerListeners:
         inter = self._listener(listener_name)
         if not inter.sasl:
             return None
-        try:
-            from kafka_controller.security import sasl  # type: ignore[attr-defined,unused-ignore]
-        except ImportError:
-            sasl = None
-        make = getattr(sasl, "inter_broker_authenticate", None)
+        make = getattr(_sasl_module(), "inter_broker_authenticate", None)
         if make is None:
             raise InvalidArgumentError(
                 f"inter-broker listener {inter.name} is {inter.security_protocol}, but SASL is not available"
@@ -589,11 +586,7 @@ def sasl_factory(
     ``ScramCredentialCache`` of the SCRAM credentials in ZooKeeper; ``api_versions``: the broker's
     ApiVersions answer, for a client that asks before it authenticates). None while no SASL
     implementation is installed, and then a broker with a SASL listener refuses to start, saying so."""
-    try:
-        from kafka_controller.security import sasl  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    make = getattr(sasl, "listener_authenticator_factory", None)
+    make = getattr(_sasl_module(), "listener_authenticator_factory", None)
     if make is None:
         return None
 
@@ -602,6 +595,14 @@ def sasl_factory(
         return factory
 
     return for_listener
+
+
+def _sasl_module() -> Any:
+    """``kafka_controller.security.sasl`` (imported late: it builds on this module), or None."""
+    try:
+        return importlib.import_module("kafka_controller.security.sasl")
+    except ImportError:
+        return None
 
 
 def _factory(

@@ -203,3 +203,18 @@ def test_one_warning_line_for_plaintext_listeners_other_machines_reach(
     assert [r.getMessage() for r in caplog.records] == [line]
     assert line is not None and "PLAINTEXT://0.0.0.0:0" in line and "OUTSIDE://:0" in line
     assert "LOOP" not in line
+
+
+def test_an_ipv6_endpoint_is_registered_in_brackets_and_read_back() -> None:
+    import json
+
+    from kafka_controller.domain.values import Broker, EndPoint
+    from kafka_controller.zk.codecs import decode_broker, encode_broker
+
+    parsed = BrokerListeners.of({}, ("::1", 9092))
+    (registered,) = parsed.registered({"PLAINTEXT": 9092})
+    assert registered.connection_string() == "PLAINTEXT://[::1]:9092"
+    broker = Broker(1, (registered, EndPoint("127.0.0.1", 9093, "SSL", "SSL")))
+    data = encode_broker(broker, 1)
+    assert json.loads(data)["endpoints"] == ["PLAINTEXT://[::1]:9092", "SSL://127.0.0.1:9093"]
+    assert decode_broker(1, data).endpoints == broker.endpoints
