@@ -68,26 +68,39 @@ def _numbered(table: Any, controller: Any) -> Any:
     ).where(table.c.sequence.is_not(None), table.c.dry_run.is_(False))
 
 
+_TABLES = (
+    (partition_transitions, partition_transitions.c.controller_id),
+    (replica_transitions, replica_transitions.c.controller_id),
+    (controller_events, controller_events.c.broker_id),
+)
+
+
 def sequence_gaps(conn: Connection) -> list[Gap]:
     """Every run of missing rows the sequence numbers show, by cluster, controller and epoch."""
-    u = union_all(
-        _numbered(partition_transitions, partition_transitions.c.controller_id),
-        _numbered(replica_transitions, replica_transitions.c.controller_id),
-        _numbered(controller_events, controller_events.c.broker_id),
-    ).subquery("u")
-    epochs = conn.execute(
-        select(
-            u.c.cluster,
-            u.c.cid,
-            u.c.epoch,
-            func.min(u.c.seq),
-            func.max(u.c.seq),
-            func.count(u.c.seq.distinct()),
-        )
-        .where(u.c.epoch > 0)
-        .group_by(u.c.cluster, u.c.cid, u.c.epoch)
-        .order_by(u.c.cluster, u.c.cid, u.c.epoch)
-    ).all()
+    u = union_all(*(_numbered(table, controller) for table, controller in _TABLES)).subquery("u")
+    # One GROUP BY a table (cheaper than one over their union), merged here: a number is
+    # unique within a table, and two tables never share one (the controller's single counter).
+    merged: dict[tuple[str, int, int], list[int]] = {}
+    for table, controller in _TABLES:
+        one = _numbered(table, controller).subquery("n")
+        for cluster, cid, epoch, low, high, count in conn.execute(
+            select(
+                one.c.cluster, one.c.cid, one.c.epoch, func.min(one.c.seq), func.max(one.c.seq), func.count()
+            )
+            .where(one.c.epoch > 0)
+            .group_by(one.c.cluster, one.c.cid, one.c.epoch)
+        ):
+            key = (str(cluster), int(cid), int(epoch))
+            seen = merged.get(key)
+            if seen is None:
+                merged[key] = [int(low), int(high), int(count)]
+            else:
+                seen[0], seen[1], seen[2] = (
+                    min(seen[0], int(low)),
+                    max(seen[1], int(high)),
+                    seen[2] + int(count),
+                )
+    epochs = [(*key, *values) for key, values in sorted(merged.items())]
     fillers: dict[tuple[str, int], list[int]] = {}
     for cluster, cid, seq in conn.execute(
         select(u.c.cluster, u.c.cid, u.c.seq)
