@@ -22,6 +22,7 @@ from tests.broker.admin_wire import Env, req_nested
 CREATE, DELETE, PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL = 32, 33, 44
 ELECT, ALTER_REASSIGN, LIST_REASSIGN = 43, 45, 46
+SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_SCRAM, ALTER_SCRAM = 17, 36, 50, 51
 METADATA = 3
 
 
@@ -87,6 +88,14 @@ def _requests(key: int, v: int) -> dict[str, Any]:
     if key == ALTER_REASSIGN:
         p = n("ReassignablePartition", partition_index=i32(0), replicas=(i32(1),))
         return {"timeout": ms(0), "topics": (n("ReassignableTopic", name="a", partitions=(p,)),)}
+    if key == SASL_HANDSHAKE:
+        return {"mechanism": "PLAIN"}
+    if key == SASL_AUTHENTICATE:
+        return {"auth_bytes": b"\x00u\x00p"}
+    if key == DESCRIBE_SCRAM:
+        return {"users": (n("UserName", name="alice"),)}
+    if key == ALTER_SCRAM:
+        return {"deletions": (n("ScramCredentialDeletion", name="bob", mechanism=1),), "upsertions": ()}
     assert key == LIST_REASSIGN
     t = n("ListPartitionReassignmentsTopics", name="a", partition_indexes=(i32(0),))
     return {"timeout": ms(0), "topics": (t,)}
@@ -115,6 +124,10 @@ def _errors(key: int, response: Any) -> tuple[int | None, list[tuple[int, str | 
         ]
     elif key == ALTER_REASSIGN:
         items = [(p.error_code, p.error_message) for t in response.responses for p in t.partitions]
+    elif key == ALTER_SCRAM:
+        items = [(r.error_code, r.error_message) for r in response.results]
+    elif key in (SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_SCRAM):  # the top level only
+        items = [(response.error_code, getattr(response, "error_message", None))]
     else:
         items = [(int(top), None) for t in response.topics for _ in t.partitions]
     return (None if top is None else int(top)), [(int(c), m) for c, m in items]
@@ -130,6 +143,10 @@ RANGES = {
     ELECT: (0, 2, 2),
     ALTER_REASSIGN: (0, 0, 0),
     LIST_REASSIGN: (0, 0, 0),
+    SASL_HANDSHAKE: (0, 1, 9),
+    SASL_AUTHENTICATE: (0, 2, 2),
+    DESCRIBE_SCRAM: (0, 0, 0),
+    ALTER_SCRAM: (0, 0, 0),
 }
 
 

@@ -12,11 +12,12 @@ error's generic text.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode as E
-from kio.static.primitive import i32
+from kio.static.primitive import i32, i64Timedelta
 
 from kafka_controller.broker.kafka_wire import api_versions as av
 from kafka_controller.broker.kafka_wire import describe_cluster as dc
@@ -24,12 +25,15 @@ from kafka_controller.broker.kafka_wire import metadata as md
 from kafka_controller.broker.kafka_wire.kio_api import response_schema
 from kafka_controller.broker.kafka_wire.kio_build import NO_THROTTLE, build, nested
 
+_NO_LIFETIME = i64Timedelta.parse(datetime.timedelta(0))
 #: Kafka's ``Errors.UNKNOWN_SERVER_ERROR.message()``.
 UNKNOWN_SERVER_ERROR_MESSAGE = "The server experienced an unexpected error when processing the request."
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 
 
 def _create_topics(v: int, request: Any, code: E) -> Any:
@@ -153,6 +157,28 @@ def _list_reassignments(v: int, request: Any, code: E) -> Any:
     return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=None, topics=topics)
 
 
+def _sasl_handshake(v: int, request: Any, code: E) -> Any:
+    return response_schema(SASL_HANDSHAKE, v)(error_code=code, mechanisms=())
+
+
+def _sasl_authenticate(v: int, request: Any, code: E) -> Any:
+    schema = response_schema(SASL_AUTHENTICATE, v)
+    return build(schema, error_code=code, error_message=None, auth_bytes=b"", session_lifetime=_NO_LIFETIME)
+
+
+def _describe_scram(v: int, request: Any, code: E) -> Any:
+    schema = response_schema(DESCRIBE_USER_SCRAM_CREDENTIALS, v)
+    return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=None, results=())
+
+
+def _alter_scram(v: int, request: Any, code: E) -> Any:
+    schema = response_schema(ALTER_USER_SCRAM_CREDENTIALS, v)
+    Result = nested(schema, "AlterUserScramCredentialsResult")
+    users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+    results = tuple(Result(user=u, error_code=code, error_message=None) for u in users)
+    return schema(throttle_time=NO_THROTTLE, results=results)
+
+
 _KIO: dict[int, Callable[[int, Any, E], Any]] = {
     CREATE_TOPICS: _create_topics,
     DELETE_TOPICS: _delete_topics,
@@ -163,6 +189,10 @@ _KIO: dict[int, Callable[[int, Any, E], Any]] = {
     ELECT_LEADERS: _elect_leaders,
     ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
     LIST_PARTITION_REASSIGNMENTS: _list_reassignments,
+    SASL_HANDSHAKE: _sasl_handshake,
+    SASL_AUTHENTICATE: _sasl_authenticate,
+    DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_scram,
+    ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
 }
 
 
