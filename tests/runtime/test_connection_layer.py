@@ -361,3 +361,14 @@ def test_a_client_replaces_a_connection_the_server_closed_while_idle(gate: Gate,
             wait_until(lambda: server.connection_count == 0, "the idle connection closed by the server")
             assert client.request("Echo", 2) == {"echo": 2}  # no failed request in between
             assert client.connects == 2
+
+
+def test_an_answer_larger_than_the_socket_takes_at_once_arrives_whole(gate: Gate, apis: Any) -> None:
+    """The handler thread writes what fits; the network thread writes the rest as the peer reads."""
+    big = "z" * (8 * 1024 * 1024)
+    with serve(gate, apis) as server, closing(connect(server)) as sock:
+        send(sock, "Echo", big)
+        payload = framing.read_frame(sock, 16 * 1024 * 1024)
+        assert payload is not None and framing.decode_response(payload)[1] == {"echo": big}
+        send(sock, "Echo", 2)  # and the connection reads again afterwards
+        assert answer(sock) == {"echo": 2}
