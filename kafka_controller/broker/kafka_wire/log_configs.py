@@ -92,6 +92,9 @@ _BROKER_TYPES = {
     "controlled.shutdown.enable": BOOLEAN,
     "replica.lag.time.max.ms": LONG,
     "zookeeper.session.timeout.ms": INT,
+    "connections.max.idle.ms": LONG,
+    "queued.max.request.bytes": LONG,
+    "max.connections.per.ip.overrides": STRING,
 }
 
 
