@@ -10,7 +10,8 @@ What the thread decides on its own, each named with the peer in one log line:
 
 * a length prefix outside ``1..socket.request.max.bytes`` (``sasl.server.max.receive.size``
   before authentication) is refused: a private-protocol peer gets an INVALID_REQUEST envelope, a
-  Kafka peer (first payload byte 0x00) sees the connection close, as Kafka's ``InvalidReceive``;
+  Kafka peer (a zero byte among the payload's first four) sees the connection close, as Kafka's
+  ``InvalidReceive``;
 * a connection that has sent nothing, stopped mid-frame or stopped reading its answer for
   ``connections.max.idle.ms`` is closed (Kafka's ``Selector`` idle expiry); time a request spends
   with a handler or waiting for memory is the server's, not the peer's, and does not count;
@@ -203,8 +204,9 @@ class Processor:
                 if conn.state is State.READING:
                     self._read(conn, now)
                 elif conn.state is State.REFUSING:
-                    first = conn.sock.recv(1, socket.MSG_PEEK)
-                    self._finish_refusal(conn, len(first) == 1 and first[0] == 0, now)
+                    # a Kafka request has a zero byte among its first four (server.is_raw_frame)
+                    first = conn.sock.recv(4, socket.MSG_PEEK)
+                    self._finish_refusal(conn, 0 in first, now)
                 elif conn.state is State.LINGERING:
                     self._drain(conn)
             if mask & selectors.EVENT_WRITE and conn.state is State.WRITING:

@@ -352,6 +352,10 @@ def test_oversized_and_truncated_frames_close_the_connection(handler: KafkaProto
             sock.shutdown(socket.SHUT_WR)
             assert sock.recv(16) == b""  # closed without an answer, as Kafka does
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(struct.pack(">I", 4096) + struct.pack(">hhi", 300, 1, 1))  # a key of 256 or more
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(16) == b""  # no JSON refusal either
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
             sock.sendall(struct.pack(">I", 100) + struct.pack(">hhi", METADATA, 1, 1))  # 8 of 100 bytes
             sock.shutdown(socket.SHUT_WR)
             assert sock.recv(16) == b""
