@@ -17,6 +17,7 @@ from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, admin_apis, auto_create_topics
 from kafka_controller.broker.kafka_wire.header import RequestHeader
 from kafka_controller.broker.kafka_wire.kio_api import KioApi
+from kafka_controller.broker.kafka_wire.topic_checks import ApiError
 from tests.broker.admin_wire import Env, req_nested
 
 CREATE, DELETE, PARTITIONS = 19, 20, 37
@@ -326,3 +327,20 @@ def test_subtract_on_an_unset_list_config_starts_from_its_default() -> None:
     assert env.store.get_entity_configs([("brokers", "<default>")])[("brokers", "<default>")] == {
         "log.cleanup.policy": "delete,compact"
     }
+
+
+@pytest.mark.parametrize("key", [CREATE, DESCRIBE_CONFIGS, ELECT, ALTER_REASSIGN, ALTER_SCRAM])
+def test_a_handler_raising_kafkas_api_exception_answers_its_code(key: int) -> None:
+    """Kafka's ``handleError`` answers ``Errors.forException(e)``: an authorization failure thrown
+    by a handler is CLUSTER_AUTHORIZATION_FAILED wherever the API has an error, with its message."""
+
+    def refuse(header: RequestHeader, request: Any) -> Any:
+        raise ApiError(E.cluster_authorization_failed, "Request was not authorized")
+
+    env = Env()
+    apis = {k: KioApi(k, lo, hi, flex, refuse) for k, (lo, hi, flex) in RANGES.items()}
+    env.handler = KafkaProtocolHandler(env.cache, lambda: "cluster", apis)
+    v = RANGES[key][1]
+    top, items = _errors(key, env.call(key, v, **_requests(key, v)))
+    assert items == [(int(E.cluster_authorization_failed), "Request was not authorized")]
+    assert top in (None, int(E.cluster_authorization_failed))

@@ -7,7 +7,8 @@ for each topic, resource or partition it asked about, or at the top level where 
 no per-item errors; the connection stays open. Only a request that cannot be parsed closes it.
 As ``ApiError.fromThrowable`` does for an unexpected exception, the message is left out (nothing
 of the server's internals leaks), except DescribeConfigs, whose error response carries the
-error's generic text.
+error's generic text. A handler that raises ``topic_checks.ApiError`` (Kafka's ``ApiException``,
+say an authorization failure) is answered the same way with that error's code and message.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 
 
-def _create_topics(v: int, request: Any, code: E) -> Any:
+def _create_topics(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(CREATE_TOPICS, v)
     Result = nested(schema, "CreatableTopicResult")
     topics = tuple(
@@ -45,7 +46,7 @@ def _create_topics(v: int, request: Any, code: E) -> Any:
             name=t.name,
             topic_id=None,
             error_code=code,
-            error_message=None,
+            error_message=message,
             num_partitions=-1,
             replication_factor=-1,
             configs=(),
@@ -55,32 +56,32 @@ def _create_topics(v: int, request: Any, code: E) -> Any:
     return build(schema, throttle_time=NO_THROTTLE, topics=topics)
 
 
-def _delete_topics(v: int, request: Any, code: E) -> Any:
+def _delete_topics(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(DELETE_TOPICS, v)
     Result = nested(schema, "DeletableTopicResult")
     asked = (
         [(t.name, t.topic_id) for t in request.topics] if v >= 6 else [(n, None) for n in request.topic_names]
     )
     responses = tuple(
-        build(Result, name=name, topic_id=tid, error_code=code, error_message=None) for name, tid in asked
+        build(Result, name=name, topic_id=tid, error_code=code, error_message=message) for name, tid in asked
     )
     return build(schema, throttle_time=NO_THROTTLE, responses=responses)
 
 
-def _create_partitions(v: int, request: Any, code: E) -> Any:
+def _create_partitions(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(CREATE_PARTITIONS, v)
     Result = nested(schema, "CreatePartitionsTopicResult")
-    results = tuple(Result(name=t.name, error_code=code, error_message=None) for t in request.topics)
+    results = tuple(Result(name=t.name, error_code=code, error_message=message) for t in request.topics)
     return build(schema, throttle_time=NO_THROTTLE, results=results)
 
 
-def _describe_configs(v: int, request: Any, code: E) -> Any:
+def _describe_configs(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(DESCRIBE_CONFIGS, v)
     Result = nested(schema, "DescribeConfigsResult")
     results = tuple(
         Result(
             error_code=code,
-            error_message=UNKNOWN_SERVER_ERROR_MESSAGE,
+            error_message=message or UNKNOWN_SERVER_ERROR_MESSAGE,
             resource_type=r.resource_type,
             resource_name=r.resource_name,
             configs=(),
@@ -90,14 +91,14 @@ def _describe_configs(v: int, request: Any, code: E) -> Any:
     return build(schema, throttle_time=NO_THROTTLE, results=results)
 
 
-def _alter_configs(api_key: int) -> Callable[[int, Any, E], Any]:
-    def answer(v: int, request: Any, code: E) -> Any:
+def _alter_configs(api_key: int) -> Callable[[int, Any, E, str | None], Any]:
+    def answer(v: int, request: Any, code: E, message: str | None) -> Any:
         schema = response_schema(api_key, v)
         Response = nested(schema, "AlterConfigsResourceResponse")
         responses = tuple(
             Response(
                 error_code=code,
-                error_message=None,
+                error_message=message,
                 resource_type=r.resource_type,
                 resource_name=r.resource_name,
             )
@@ -108,14 +109,14 @@ def _alter_configs(api_key: int) -> Callable[[int, Any, E], Any]:
     return answer
 
 
-def _elect_leaders(v: int, request: Any, code: E) -> Any:
+def _elect_leaders(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(ELECT_LEADERS, v)
     Topic, Partition = nested(schema, "ReplicaElectionResult"), nested(schema, "PartitionResult")
     results = tuple(
         Topic(
             topic=t.topic,
             partition_result=tuple(
-                Partition(partition_id=p, error_code=code, error_message=None) for p in t.partitions
+                Partition(partition_id=p, error_code=code, error_message=message) for p in t.partitions
             ),
         )
         for t in request.topic_partitions or ()
@@ -123,7 +124,7 @@ def _elect_leaders(v: int, request: Any, code: E) -> Any:
     return build(schema, throttle_time=NO_THROTTLE, error_code=code, replica_election_results=results)
 
 
-def _alter_reassignments(v: int, request: Any, code: E) -> Any:
+def _alter_reassignments(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(ALTER_PARTITION_REASSIGNMENTS, v)
     Topic, Partition = (
         nested(schema, "ReassignableTopicResponse"),
@@ -133,16 +134,16 @@ def _alter_reassignments(v: int, request: Any, code: E) -> Any:
         Topic(
             name=t.name,
             partitions=tuple(
-                Partition(partition_index=p.partition_index, error_code=code, error_message=None)
+                Partition(partition_index=p.partition_index, error_code=code, error_message=message)
                 for p in t.partitions
             ),
         )
         for t in request.topics
     )
-    return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=None, responses=responses)
+    return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=message, responses=responses)
 
 
-def _list_reassignments(v: int, request: Any, code: E) -> Any:
+def _list_reassignments(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(LIST_PARTITION_REASSIGNMENTS, v)
     Topic, Partition = (
         nested(schema, "OngoingTopicReassignment"),
@@ -154,32 +155,34 @@ def _list_reassignments(v: int, request: Any, code: E) -> Any:
         )
         for t in request.topics or ()
     )
-    return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=None, topics=topics)
+    return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=message, topics=topics)
 
 
-def _sasl_handshake(v: int, request: Any, code: E) -> Any:
+def _sasl_handshake(v: int, request: Any, code: E, message: str | None) -> Any:
     return response_schema(SASL_HANDSHAKE, v)(error_code=code, mechanisms=())
 
 
-def _sasl_authenticate(v: int, request: Any, code: E) -> Any:
+def _sasl_authenticate(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(SASL_AUTHENTICATE, v)
-    return build(schema, error_code=code, error_message=None, auth_bytes=b"", session_lifetime=_NO_LIFETIME)
+    return build(
+        schema, error_code=code, error_message=message, auth_bytes=b"", session_lifetime=_NO_LIFETIME
+    )
 
 
-def _describe_scram(v: int, request: Any, code: E) -> Any:
+def _describe_scram(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(DESCRIBE_USER_SCRAM_CREDENTIALS, v)
-    return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=None, results=())
+    return schema(throttle_time=NO_THROTTLE, error_code=code, error_message=message, results=())
 
 
-def _alter_scram(v: int, request: Any, code: E) -> Any:
+def _alter_scram(v: int, request: Any, code: E, message: str | None) -> Any:
     schema = response_schema(ALTER_USER_SCRAM_CREDENTIALS, v)
     Result = nested(schema, "AlterUserScramCredentialsResult")
     users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
-    results = tuple(Result(user=u, error_code=code, error_message=None) for u in users)
+    results = tuple(Result(user=u, error_code=code, error_message=message) for u in users)
     return schema(throttle_time=NO_THROTTLE, results=results)
 
 
-_KIO: dict[int, Callable[[int, Any, E], Any]] = {
+_KIO: dict[int, Callable[[int, Any, E, str | None], Any]] = {
     CREATE_TOPICS: _create_topics,
     DELETE_TOPICS: _delete_topics,
     CREATE_PARTITIONS: _create_partitions,
@@ -196,11 +199,14 @@ _KIO: dict[int, Callable[[int, Any, E], Any]] = {
 }
 
 
-def kio_error_response(api_key: int, version: int, request: Any, code: E = E.unknown_server_error) -> Any:
-    """The ``kio`` response entity answering ``request`` with ``code`` everywhere Kafka puts it; None
-    for an API without one (the caller then closes the connection)."""
+def kio_error_response(
+    api_key: int, version: int, request: Any, code: E = E.unknown_server_error, message: str | None = None
+) -> Any:
+    """The ``kio`` response entity answering ``request`` with ``code`` (and ``message``, where the
+    API carries one) everywhere Kafka puts it; None for an API without one (the caller then closes
+    the connection)."""
     builder = _KIO.get(api_key)
-    return None if builder is None else builder(version, request, code)
+    return None if builder is None else builder(version, request, code, message)
 
 
 def metadata_error_response(request: md.MetadataRequest, code: int) -> md.MetadataResponse:
