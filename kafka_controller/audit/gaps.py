@@ -100,7 +100,6 @@ def sequence_gaps(conn: Connection) -> list[Gap]:
                     max(seen[1], int(high)),
                     seen[2] + int(count),
                 )
-    epochs = [(*key, *values) for key, values in sorted(merged.items())]
     fillers: dict[tuple[str, int], list[int]] = {}
     for cluster, cid, seq in conn.execute(
         select(u.c.cluster, u.c.cid, u.c.seq)
@@ -112,28 +111,27 @@ def sequence_gaps(conn: Connection) -> list[Gap]:
 
     gaps: list[Gap] = []
     previous: dict[tuple[str, int], int] = {}  # the last number of a controller's previous epoch
-    for cluster, cid, epoch, low, high, count in epochs:
-        key = (str(cluster), int(cid))
-        low, high, count = int(low), int(high), int(count)
-        spare = fillers.get(key, [])
+    for (cluster, cid, epoch), (low, high, count) in sorted(merged.items()):
+        who = (cluster, cid)
+        spare = fillers.get(who, [])
 
         def filled(first: int, last: int, spare: list[int] = spare) -> int:
             return bisect_right(spare, last) - bisect_left(spare, first)
 
         # a restarted process numbers from 1; the same process goes on from its previous epoch
         candidates = [low - 1 - filled(1, low - 1)]
-        last = previous.get(key)
+        last = previous.get(who)
         if last is not None and low > last:
             candidates.append(low - last - 1 - filled(last + 1, low - 1))
         head = min(candidates)
-        cluster_id = str(cluster) or None
+        cluster_id = cluster or None
         if head > 0:
             after = last if len(candidates) > 1 and head == candidates[1] else None
-            gaps.append(Gap(cluster_id, int(cid), int(epoch), "before", head, after, low))
+            gaps.append(Gap(cluster_id, cid, epoch, "before", head, after, low))
         inside = (high - low + 1) - count
         if inside > 0:
-            gaps.append(Gap(cluster_id, int(cid), int(epoch), "within", inside, low, high))
-        previous[key] = high
+            gaps.append(Gap(cluster_id, cid, epoch, "within", inside, low, high))
+        previous[who] = high
     return gaps
 
 
