@@ -79,6 +79,14 @@ def register(subparsers: Any) -> None:
         metavar="BASE",
         help="serve each broker's Prometheus metrics on BASE+i (i = 0 for the first broker)",
     )
+    up.add_argument(
+        "--security",
+        choices=["plaintext", "ssl"],
+        default="plaintext",
+        help="plaintext (default, loopback) or ssl: a private CA in DATA_DIR/tls, each broker's only "
+        "listener SSL with client certificates required, and a client certificate for you (its "
+        "librdkafka properties file is printed)",
+    )
     up.add_argument("--start-timeout", type=float, default=90.0, help="seconds to wait for the cluster")
     up.add_argument(
         "--json", action="store_true", help="print where everything is as one JSON line on stdout"
@@ -118,6 +126,7 @@ def run_up(args: argparse.Namespace) -> int:
         broker_config=config,
         metrics_port=args.metrics_port,
         listener_port=args.listener_port,
+        security=args.security,
     )
     stop = threading.Event()
     previous = common.install_stop_handlers(stop)
@@ -130,6 +139,9 @@ def run_up(args: argparse.Namespace) -> int:
         info = {**cluster.info(), "controller": controller, "controller_epoch": epoch}
         info["audit_url"] = _redacted(cluster.audit_url)
         info["control_socket"] = str(control.path)
+        info["bootstrap_servers"] = ",".join(cluster.listener(b) for b in cluster.broker_ids)
+        info["client_config"] = {} if cluster.tls is None else cluster.tls.client_settings(certificate=True)
+        properties = None if cluster.tls is None else cluster.tls.write_client_properties()
         if args.json:
             common.print_json(info, one_line=True)
             _say(_audit_line(cluster))
@@ -139,6 +151,8 @@ def run_up(args: argparse.Namespace) -> int:
                 metrics = f", metrics {b['metrics']}" if b["metrics"] else ""
                 common.say(f"broker {b['id']}: {b['listener']} (pid {b['pid']}, log {b['log']}{metrics})")
             common.say(f"controller: broker {controller} (epoch {epoch})")
+            if properties is not None:
+                common.say(f"TLS: client properties {properties} (kcat -F {properties} -b BROKER -L)")
             common.say(_audit_line(cluster))
             common.say(f"try: kafka-controller describe --zookeeper {cluster.connect_string}")
         _say(f"ready; press Ctrl-C to stop (pid {os.getpid()}, control socket {control.path})")

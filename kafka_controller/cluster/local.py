@@ -43,11 +43,14 @@ from kafka_controller.domain.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
     from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
+    from kafka_controller.security.certs import ClusterPki
     from kafka_controller.zk.embedded import EmbeddedZooKeeper
     from kafka_controller.zk.ensemble import ZooKeeperEnsemble
     from kafka_controller.zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
+#: ``LocalCluster(security=...)``: the SASL modes come with SASL's own settings.
+SECURITY_MODES = ("plaintext", "ssl")
 
 DEFAULT_BROKER_CONFIG: dict[str, str] = {
     "zookeeper.session.timeout.ms": "6000",
@@ -86,9 +89,18 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         metrics_port: int | None = None,
         store_session_timeout_ms: int = 30_000,
         listener_port: int | None = None,
+        security: str = "plaintext",
     ) -> None:
         """``listener_port``: broker i (0-based) listens on ``listener_port + i`` (None: a free port
-        each, picked at start)."""
+        each, picked at start). ``security``: ``plaintext``, or ``ssl``: every broker's only
+        listener is SSL with client certificates required (brokers and this cluster's own admin
+        client present theirs), from a private CA made in ``data_dir/tls`` (``tls``)."""
+        if security not in SECURITY_MODES:
+            raise InvalidArgumentError(
+                f"security must be one of {', '.join(SECURITY_MODES)}, got {security!r}"
+            )
+        self.security = security
+        self.tls: ClusterPki | None = None
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
         if first_broker_id < 0:
@@ -145,7 +157,12 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         if self._admin is None:
             from kafka_controller.broker.admin_client import AdminClient
 
-            self._admin = AdminClient(self.store, timeout_s=30.0)
+            if self.tls is None:
+                self._admin = AdminClient(self.store, timeout_s=30.0)
+            else:
+                self._admin = AdminClient(
+                    self.store, timeout_s=30.0, listener_name="SSL", ssl_context=self.tls.client_context()
+                )
         return self._admin
 
     def start(self, timeout: float = 90.0) -> LocalCluster:
@@ -165,6 +182,11 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 )
                 self.zk.start(timeout=max(1.0, deadline - time.monotonic()))
             self._open_store()
+            if self.security == "ssl" and self.tls is None:
+                from kafka_controller.security.certs import make_cluster_pki
+
+                hosts = {"localhost", "127.0.0.1", self.host, *(h for h, _ in self.broker_hosts.values())}
+                self.tls = make_cluster_pki(self.data_dir / "tls", self.broker_ids, hosts=sorted(hosts))
             if self.supervisor is None:
                 self._supervise()
             if self.audit_url:
@@ -244,18 +266,27 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         while not prefix and (not port or (port in taken and self.ports.get(broker_id) != port)):
             port = free_port(self.host)
         self.ports[broker_id] = port
+        config = self.broker_config
+        if self.tls is not None:
+            config = {
+                **config,
+                "security.inter.broker.protocol": "SSL",
+                "ssl.client.auth": "required",
+                **self.tls.broker_settings(broker_id),
+            }
         command = broker_command(
             broker_id,
             self.connect_string,
             host,
             port,
-            self.broker_config,
+            config,
             audit_url=self.audit_url,
             audit_spool_dir=self.data_dir / "spool" / f"broker-{broker_id}",
             python=self.python,
             log_level=self.log_level,
             data_dir=self.broker_data_dir(broker_id),
             metrics_port=self._metrics_port(broker_id),
+            listener_name="PLAINTEXT" if self.tls is None else "SSL",
         )
         command[:0] = prefix
         proc = self.processes.get(broker_id)

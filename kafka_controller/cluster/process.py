@@ -63,8 +63,10 @@ def broker_command(
     log_level: str = "INFO",
     data_dir: Path | None = None,
     metrics_port: int | None = None,
+    listener_name: str = "PLAINTEXT",
 ) -> list[str]:
-    """The command line of one broker (``python -m kafka_controller.cli.main broker ...``)."""
+    """The command line of one broker (``python -m kafka_controller.cli.main broker ...``): a
+    PLAINTEXT listener with ``--listener``, any other (``SSL``) with Kafka's ``listeners``."""
     argv = [
         python or sys.executable,
         "-m",
@@ -74,8 +76,11 @@ def broker_command(
         str(broker_id),
         "--zookeeper",
         zookeeper,
-        "--listener",
-        f"{host}:{port}",
+        *(
+            ["--listener", f"{host}:{port}"]
+            if listener_name == "PLAINTEXT"
+            else ["--config", f"listeners={listener_name}://{host}:{port}"]
+        ),
         "--log-level",
         log_level,
     ]

@@ -19,6 +19,7 @@ import datetime
 import ipaddress
 import os
 import secrets
+import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,6 +206,20 @@ class ClusterPki:
             f"{prefix}ssl.truststore.type": "PEM",
             f"{prefix}ssl.truststore.location": str(self.truststore),
         }
+
+    def client_context(self) -> ssl.SSLContext:
+        """Python's TLS client side with the client certificate (this package's own clients)."""
+        context = ssl.create_default_context(cafile=str(self.truststore))
+        context.load_cert_chain(self.client_certificate, self.client_key)
+        return context
+
+    def write_client_properties(self, path: str | Path | None = None) -> Path:
+        """A librdkafka properties file (``key=value`` lines) with ``client_settings(certificate=True)``,
+        what ``kcat -F FILE`` reads; nothing in it is secret but the key file it names."""
+        target = Path(path) if path is not None else self.directory / "client.properties"
+        lines = [f"{k}={v}" for k, v in self.client_settings(certificate=True).items()]
+        target.write_text("\n".join(lines) + "\n")
+        return target
 
     def client_settings(self, *, certificate: bool = False) -> dict[str, str]:
         """librdkafka's (kcat ``-X``, confluent-kafka) TLS settings; ``certificate``: with the
