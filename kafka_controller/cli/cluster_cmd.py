@@ -5,6 +5,11 @@ brokers audit (or that nothing is audited), then runs in the foreground until SI
 it stops the brokers one at a time with a controlled shutdown (the active controller last), and
 ZooKeeper. Every ``--config`` is checked before anything starts.
 
+``--security ssl`` makes a private CA in DATA_DIR/tls and gives every broker one SSL listener that
+requires a client certificate (the brokers' own connections too); it prints a librdkafka client
+properties file (``kcat -F FILE``), and ``--json`` adds ``bootstrap_servers`` and ``client_config``
+for ``AdminClient({"bootstrap.servers": ..., **client_config})``.
+
 While it runs, ``cluster stop-broker N``, ``start-broker N``, ``restart-broker N`` and ``status``
 (from another terminal) act on its brokers through its control socket (found by ``--data-dir``, or
 as the only ``cluster up`` of this user running).
