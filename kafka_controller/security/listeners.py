@@ -16,15 +16,16 @@ A broker reads, with Kafka 2.8's names and checks (``KafkaConfig.validateValues`
   They are handled like requests on any listener: the transport gives a controller's requests
   their own handler thread whatever listener they arrive on.
 
-TLS (SSL and SASL_SSL listeners; ``kafka_controller.security.tls``) uses Kafka 2.7's PEM stores: ``ssl.keystore.type=PEM`` with
-``ssl.keystore.location`` (one file: the encrypted PKCS#8 key, then the certificate chain) and
-``ssl.key.password``; ``ssl.truststore.type=PEM`` with ``ssl.truststore.location``;
-``ssl.client.auth`` ``none``/``requested``/``required`` (an unknown value is ``none``, as
-``SslClientAuth.forConfig``); ``ssl.principal.mapping.rules``; ``ssl.endpoint.identification.algorithm``
-(``https``: the inter-broker client checks the broker's host name). Every ``ssl.*`` key may be
-given per listener as ``listener.name.<lower-case name>.ssl.*``, which wins. On a SASL_SSL
-listener only the listener-prefixed ``ssl.client.auth`` counts (``ChannelBuilders``: SASL
-authenticates the client there).
+TLS (SSL and SASL_SSL listeners; ``kafka_controller.security.tls``) uses Kafka 2.7's PEM
+stores: ``ssl.keystore.type=PEM`` with ``ssl.keystore.location`` (one file: the encrypted PKCS#8
+key, then the certificate chain) and ``ssl.key.password``; ``ssl.truststore.type=PEM`` with
+``ssl.truststore.location``; ``ssl.client.auth`` ``none``/``requested``/``required`` (an unknown
+value is ``none``, as ``SslClientAuth.forConfig``); ``ssl.principal.mapping.rules``;
+``ssl.endpoint.identification.algorithm`` (``https``: the inter-broker client checks the broker's
+host name). Every ``ssl.*`` key may be given per listener as
+``listener.name.<lower-case name>.ssl.*``, which wins. On a SASL_SSL listener only the
+listener-prefixed ``ssl.client.auth`` counts (``ChannelBuilders``: SASL authenticates the client
+there).
 
 The authenticator seam (``authenticator_factory``): a PLAINTEXT listener's connections are
 ``User:ANONYMOUS``; an SSL listener's get the client certificate's subject as
