@@ -72,8 +72,17 @@ class _Tables:
         self.root = root
 
     def write(self, table: str, columns: dict[str, Any]) -> None:
+        """A nullable column the generator does not make (an audit row's ``cluster_id``) is null."""
         schema = self.schemas[table]
-        data = pa.table({n: columns[n] for n in schema.names}).cast(schema)
+        size = len(next(iter(columns.values())))
+        data = pa.table(
+            {
+                n: columns[n]
+                if n in columns or not schema.field(n).nullable
+                else pa.nulls(size, schema.field(n).type)
+                for n in schema.names
+            }
+        ).cast(schema)
         if table not in self.writers:
             (self.root / table).mkdir()
             self.writers[table] = pq.ParquetWriter(self.root / table / "part-00000.parquet", schema)
