@@ -7,11 +7,13 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.security import certs
 from kafka_controller.security.listeners import (
@@ -218,3 +220,20 @@ def test_an_ipv6_endpoint_is_registered_in_brackets_and_read_back() -> None:
     data = encode_broker(broker, 1)
     assert json.loads(data)["endpoints"] == ["PLAINTEXT://[::1]:9092", "SSL://127.0.0.1:9093"]
     assert decode_broker(1, data).endpoints == broker.endpoints
+
+
+def test_a_broker_binding_plaintext_on_every_address_says_so_once(
+    start_broker: Callable[..., BrokerServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kafka_controller.broker.server"):
+        server = start_broker(1, {"listeners": "PLAINTEXT://0.0.0.0:0"})
+    lines = [r.getMessage() for r in caplog.records if "other machines can reach" in r.getMessage()]
+    assert lines == [
+        "PLAINTEXT listener PLAINTEXT://0.0.0.0:0 binds an address other machines can reach: anyone who "
+        "reaches it is User:ANONYMOUS, unencrypted (use an SSL or SASL_SSL listener, or bind 127.0.0.1)"
+    ]
+    assert server.broker_info is not None and server.broker_info.endpoints[0].port == server.port
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kafka_controller.broker.server"):
+        start_broker(2, {})  # 127.0.0.1: nothing to say
+    assert not [r for r in caplog.records if "other machines can reach" in r.getMessage()]
