@@ -164,3 +164,29 @@ def _read_exactly(sock: ssl.SSLSocket, n: int) -> bytes:
             break
         out += chunk
     return bytes(out)
+
+
+def test_requested_client_auth_names_a_client_with_a_certificate_and_lets_others_in_anonymously(
+    pki: Pki,
+) -> None:
+    listeners = BrokerListeners.of(
+        {
+            "listeners": "SSL://127.0.0.1:0",
+            "security.inter.broker.protocol": "SSL",
+            **pki.broker_tls(**{"listener.name.ssl.ssl.client.auth": "requested"}),
+        }
+    )
+    srv = TransportServer("", 0, _handler, listeners=listeners.endpoints(), apis=APIS).start()
+    try:
+        principals = []
+        for certificate in (True, False):
+            context = ssl.create_default_context(cafile=str(pki.truststore))
+            if certificate:
+                context.load_cert_chain(pki.client_cert, pki.client_key)
+            raw = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+                sock.sendall(_frame(1, {}))
+                principals.append(_answer(sock)[1]["principal"])  # type: ignore[index]
+        assert principals == ["User:CN=client,O=org", "User:ANONYMOUS"]
+    finally:
+        srv.stop()
