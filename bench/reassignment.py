@@ -132,7 +132,9 @@ def _cancelled(command: Timed) -> int | None:
         return None
 
 
-def run(bench: BenchCluster, deadline: float, cancel_timeout: float) -> dict[str, Any]:
+def run(
+    bench: BenchCluster, deadline: float, cancel_timeout: float, batch_size: int | None = None
+) -> dict[str, Any]:
     plan = shifted(bench.assignment)
     origin = {tp: ra.replicas for tp, ra in read_assignments(bench).items()}
     work = Path(tempfile.mkdtemp(prefix="kc-reassign-bench-"))
@@ -145,7 +147,10 @@ def run(bench: BenchCluster, deadline: float, cancel_timeout: float) -> dict[str
     log = LogTail(bench.log_path(controller))
     cpu0 = cpu_seconds(pid)
 
-    execute = Timed(cli(bench, "--execute", "--reassignment-json-file", str(plan_file), timeout=deadline))
+    batches = ["--batch-size", str(batch_size)] if batch_size else []
+    execute = Timed(
+        cli(bench, "--execute", *batches, "--reassignment-json-file", str(plan_file), timeout=deadline)
+    )
     cancel = Timed(
         cli(bench, "--cancel", "--json", "--reassignment-json-file", str(plan_file), timeout=cancel_timeout)
     )
@@ -237,6 +242,12 @@ def main() -> None:
         help="the brokers' sim.fetch.interval.ms (default 12000: a new replica joins the ISR a fetch "
         "later, so the moves are still in flight when the cancel comes; under the 30 s lag time)",
     )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="execute with --batch-size N: the cancel then gets in between two requests, and the "
+        "execute stops sending the rest",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory (logs)")
     parser.add_argument("--cancel-timeout", type=float, default=60.0, help="reassign --cancel's --timeout")
     args = parser.parse_args()
@@ -247,11 +258,12 @@ def main() -> None:
     with bench_cluster(assignment, broker_config=config, keep_dir=args.keep) as bench:
         if args.keep:
             print(f"cluster directory: {bench.log_path(FIRST_BROKER_ID).parent.parent}", file=sys.stderr)
-        result = run(bench, args.deadline, args.cancel_timeout)
+        result = run(bench, args.deadline, args.cancel_timeout, args.batch_size)
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     result.update(
         {
             "topics": args.topics,
+            "execute_batch_size": args.batch_size,
             "replication_factor": 2,
             "brokers": BROKERS,
             "goal_cancel_seconds": GOAL_CANCEL_S,

@@ -109,10 +109,12 @@ def send_in_batches(
 ) -> tuple[dict[TopicPartition, Any], int]:
     """AlterPartitionReassignments for ``requests``, ``--batch-size`` partitions at a time (all at
     once without it). Starting moves, sending stops after a batch with a refused partition, and
-    before a batch when one sent earlier is no longer moving to its target: someone
-    cancelled or replaced it, and the rest of the plan must not start behind their back (a cancel
-    that lands between that check and the next request is missed: at most one batch more).
-    Returns the results and how many partitions were not sent."""
+    before a batch when one sent earlier is no longer moving to its target: someone cancelled or
+    replaced it, and the rest of the plan must not start behind their back. The check asks the
+    controller, so it is answered after any cancel already queued there; a cancel that reaches
+    the controller after the check misses the batch sent next (a ``--cancel`` lists the moves,
+    then cancels them: what it did not list, it leaves). Returns the results and how many
+    partitions were not sent."""
     items = list(requests.items())
     size = args.batch_size or max(1, len(items))
     batches = [dict(items[i : i + size]) for i in range(0, len(items), size)]
@@ -120,7 +122,7 @@ def send_in_batches(
     sent = 0
     for k, batch in enumerate(batches, 1):
         if k > 1 and verb == "started":
-            stray = _not_moving_to_target(store, {tp: t for tp, t in items[:sent] if t is not None})
+            stray = _not_moving_to_target(store, admin, {tp: t for tp, t in items[:sent] if t is not None})
             if stray:
                 raise common.CommandFailedError(
                     f"stopped after {sent} of {len(items)} partitions: {len(stray)} already sent are no "
@@ -141,19 +143,25 @@ def send_in_batches(
 
 
 def _not_moving_to_target(
-    store: ZkMetadataStore, targets: Mapping[TopicPartition, Sequence[int]]
+    store: ZkMetadataStore, admin: KafkaAdmin, targets: Mapping[TopicPartition, Sequence[int]]
 ) -> list[TopicPartition]:
-    """The partitions of ``targets`` whose topic znode neither moves them to their target nor has
-    them there (one batched read of their topics)."""
+    """The partitions of ``targets`` neither moving to their target nor there: the controller's
+    list of reassignments in progress (queued behind whatever it was asked before, a cancel
+    included), then the topic znodes of those it does not list (done, or cancelled)."""
+    listed = admin.list_partition_reassignments(list(targets)).reassignments
+    stray = [tp for tp, ra in listed.items() if tp in targets and ra.target_replicas != tuple(targets[tp])]
+    rest = {tp: target for tp, target in targets.items() if tp not in listed}
     current: dict[TopicPartition, ReplicaAssignment] = {}
-    for read in store.get_replica_assignment_and_topic_ids(sorted({tp.topic for tp in targets})).values():
-        if not isinstance(read, MetadataStoreError):
-            current.update(read.assignment)
-    return sorted(
+    if rest:
+        for read in store.get_replica_assignment_and_topic_ids(sorted({tp.topic for tp in rest})).values():
+            if not isinstance(read, MetadataStoreError):
+                current.update(read.assignment)
+    stray += [
         tp
-        for tp, target in targets.items()
+        for tp, target in rest.items()
         if (ra := current.get(tp)) is None or ra.target_replicas != tuple(target)
-    )
+    ]
+    return sorted(stray)
 
 
 # -- throttles ---------------------------------------------------------------------------------------

@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 
-from kafka_controller.broker.controller_apis import AlterPartitionReassignmentsResponse, ReassignmentResult
+from kafka_controller.broker.controller_apis import (
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponse,
+    ReassignmentResult,
+)
 from kafka_controller.cli import common
 from kafka_controller.cli.reassign_extras import before_run, send_in_batches
 from kafka_controller.domain.errors import InvalidArgumentError
@@ -24,11 +28,31 @@ ORIGIN = (1, 2)
 
 
 class FakeAdmin:
-    """Records each AlterPartitionReassignments; ``refuse`` partitions get an error."""
+    """Records each AlterPartitionReassignments; ``refuse`` partitions get an error. The
+    partitions sent are moving, except those in ``cancelled``, which are back on their origin
+    (the controller's list and the topic znodes agree)."""
 
-    def __init__(self, refuse: Sequence[TopicPartition] = ()) -> None:
+    def __init__(
+        self, refuse: Sequence[TopicPartition] = (), cancelled: Sequence[TopicPartition] = ()
+    ) -> None:
         self.requests: list[list[TopicPartition]] = []
         self.refuse = set(refuse)
+        self.cancelled = set(cancelled)
+        self.completed: set[TopicPartition] = set()
+        self.lists = 0
+
+    def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        sent = any(tp in request for request in self.requests)
+        if not sent or tp in self.cancelled:
+            return ReplicaAssignment.of(ORIGIN)
+        if tp in self.completed:
+            return ReplicaAssignment.of(PLAN[tp])
+        return ReplicaAssignment.of([2, 3, 1], [3], [1])
+
+    def list_partition_reassignments(self, partitions: Sequence[TopicPartition]) -> Any:
+        self.lists += 1
+        moving = {tp: ra for tp in partitions if (ra := self.assignment(tp)).is_being_reassigned}
+        return ListPartitionReassignmentsResponse(Errors.NONE, moving)
 
     def alter_partition_reassignments(
         self, reassignments: Mapping[TopicPartition, Sequence[int] | None], operation_id: str | None = None
@@ -44,22 +68,13 @@ class FakeAdmin:
 
 
 class FakeStore:
-    """Topic ``t`` as the controller would leave it: the partitions sent are moving, except those in
-    ``cancelled``, which are back on their origin."""
+    """Topic ``t``'s znode as the fake controller left it."""
 
-    def __init__(self, admin: FakeAdmin, cancelled: Sequence[TopicPartition] = ()) -> None:
+    def __init__(self, admin: FakeAdmin) -> None:
         self.admin = admin
-        self.cancelled = set(cancelled)
 
     def get_replica_assignment_and_topic_ids(self, topics: Sequence[str]) -> dict[str, Any]:
-        sent = {tp for request in self.admin.requests for tp in request}
-        assignment = {
-            tp: ReplicaAssignment.of(ORIGIN)
-            if tp not in sent or tp in self.cancelled
-            else ReplicaAssignment.of([2, 3, 1], [3], [1])
-            for tp in PLAN
-        }
-        return {"t": TopicIdReplicaAssignment("t", None, assignment)}
+        return {"t": TopicIdReplicaAssignment("t", None, {tp: self.admin.assignment(tp) for tp in PLAN})}
 
 
 def _args(**kw: Any) -> argparse.Namespace:
@@ -102,15 +117,22 @@ def test_without_batch_size_the_plan_is_one_request_and_no_progress_line(
 
 
 def test_starting_stops_when_a_sent_partition_was_cancelled_meanwhile() -> None:
-    admin = FakeAdmin()
-    store = FakeStore(admin, cancelled=[TopicPartition("t", 1)])
+    admin = FakeAdmin(cancelled=[TopicPartition("t", 1)])
     with pytest.raises(common.CommandFailedError) as e:
-        send_in_batches(_args(), store, admin, PLAN, "started")  # type: ignore[arg-type]
+        send_in_batches(_args(), FakeStore(admin), admin, PLAN, "started")  # type: ignore[arg-type]
     assert admin.requests == [list(PLAN)[0:2]]  # nothing after the cancelled batch
+    assert admin.lists == 1  # asked the controller, behind whatever it was asked before
     assert str(e.value) == (
         "stopped after 2 of 5 partitions: 1 already sent are no longer moving to the plan's targets "
         "(cancelled?), e.g. t-1; the other 3 were not sent"
     )
+
+
+def test_moves_that_completed_meanwhile_do_not_stop_the_sending() -> None:
+    admin = FakeAdmin()
+    admin.completed = set(PLAN)  # each completes as soon as it is sent
+    _, unsent = send_in_batches(_args(), FakeStore(admin), admin, PLAN, "started")  # type: ignore[arg-type]
+    assert len(admin.requests) == 3 and unsent == 0
 
 
 def test_starting_stops_after_a_refused_batch_but_cancelling_goes_on() -> None:
