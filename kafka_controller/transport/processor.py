@@ -229,10 +229,13 @@ class Processor:
         assert tls is not None
         try:
             done = tls.handshake()
-        except (ssl.SSLError, ConnectionError) as e:
+        except ssl.SSLError as e:  # not TLS, or a certificate refused: worth a warning
             reason = getattr(e, "reason", None) or str(e)
             listener = self._listener_name or "the listener"
             self._close(conn, f"TLS handshake failed on {listener}: {reason}", logging.WARNING)
+            return
+        except ConnectionError as e:  # the peer left (a port probe): as any other peer that leaves
+            self._close(conn, f"the peer left during the TLS handshake: {e}", logging.INFO)
             return
         self._touch(conn, now)
         if not done:
