@@ -36,6 +36,7 @@ from kafka_controller.broker import session_file, zk_wait
 from kafka_controller.broker.admin_audit import AdminAudit, audited_cluster_id
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
+from kafka_controller.broker.authorization import BrokerAuthorization
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
@@ -211,12 +212,30 @@ class BrokerServer(SessionExpiry):
         )
         self._register_metrics(store)
 
-        apis = {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
-        private: Callable[[str, Any], Any] = self.handler.handle
+        # ACLs (kafka.security.authorizer.AclAuthorizer): loaded before the listener serves.
+        self.authorization = authorization = BrokerAuthorization(
+            props,
+            store,
+            self.metadata_cache,
+            lambda: self.controller is not None and bool(self.controller.is_active),
+            private_listeners=frozenset({inter_broker, listeners.controller_listener_name}),
+            listener_count=len(listeners.listeners),
+            clock=clock,
+        )
+        retry(lambda: authorization.start(self._tasks.put), "Loading the ACLs")
+        self._cleanup.append(("ACL change listener", authorization.stop))
+        apis = authorization.kafka_apis(
+            {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
+        )
+        private: Callable[[str, Any], Any] = authorization.private(self.handler.handle)
         if self.admin_audit is not None:  # who changed what, recorded where requests are dispatched
             apis, private = self.admin_audit.kafka_apis(apis), self.admin_audit.private(private)
         kafka = kw.KafkaProtocolHandler(
-            self.metadata_cache, lambda: self.cluster_id, apis, kw.auto_create_topics(self)
+            self.metadata_cache,
+            lambda: self.cluster_id,
+            apis,
+            kw.auto_create_topics(self),
+            authorization.requests,
         ).handle
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(

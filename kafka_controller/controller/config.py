@@ -161,8 +161,14 @@ LISTENER_PREFIX = "listener.name."
 KNOWN_KEYS: tuple[str, ...] = tuple(sorted(_KEYS))
 
 
+#: Authorizer keys: kept as given and parsed by ``kafka_controller.security.authorizer``.
+AUTHORIZER_KEYS: frozenset[str] = frozenset(
+    {"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}
+)
+
+
 def is_known_key(key: str) -> bool:
-    return key in _KEYS or key in LISTENER_KEYS or key.startswith(LISTENER_PREFIX)
+    return key in _KEYS or key in AUTHORIZER_KEYS or key in LISTENER_KEYS or key.startswith(LISTENER_PREFIX)
 
 
 def is_sensitive_key(key: str) -> bool:

@@ -45,6 +45,11 @@ class InvalidArgumentError(KafkaControllerError, ValueError):
     """Bad input from a caller: the message names what is wrong."""
 
 
+class ClusterAuthorizationError(KafkaControllerError):
+    """The caller's principal may not make this request (Kafka's ClusterAuthorizationException):
+    a server answers it with CLUSTER_AUTHORIZATION_FAILED."""
+
+
 class StaleBrokerEpochError(KafkaControllerError):
     """A request carried a broker epoch older than the controller's cached one (KIP-380)."""
 

@@ -59,6 +59,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_controller.domain.errors import ClusterAuthorizationError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.transport import framing
 from kafka_controller.transport.codec import (
@@ -318,6 +319,8 @@ class TransportServer:
         try:
             response = self._handler(api, request)
             return framing.encode_response(cid, self._apis.get(api).encode_response(response))
+        except ClusterAuthorizationError as e:  # the handler's authorizer refused the caller
+            return framing.encode_error(cid, Errors.CLUSTER_AUTHORIZATION_FAILED, str(e))
         except Exception as e:
             logger.exception("%s: handler failed on %s (cid %d)", self._name, api, cid)
             return framing.encode_error(cid, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")

@@ -13,6 +13,12 @@ live brokers with the endpoints they registered in ``/brokers/ids/<id>``, the co
 every partition's leader, leader epoch, replicas, ISR and offline replicas. A topic the cache does
 not know is auto-created when the broker and the request allow it (``auto.create.topics.enable``,
 Kafka's default true), else UNKNOWN_TOPIC_OR_PARTITION.
+
+With an authorizer (``authz.RequestAuthorization``), Metadata is filtered as Kafka's
+``handleTopicMetadataRequest`` filters it: a topic the caller may not DESCRIBE is left out of an
+all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named (whether it exists is not
+revealed); auto-creation needs CREATE on CLUSTER or on the topic. The authorized-operations
+bitfields are filled in when the request asks for them (Metadata v8+, DescribeCluster).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from kafka_controller.broker.kafka_wire import api_versions as av
+from kafka_controller.broker.kafka_wire import authz
 from kafka_controller.broker.kafka_wire import describe_cluster as dc
 from kafka_controller.broker.kafka_wire import metadata as md
 from kafka_controller.broker.kafka_wire.error_responses import (
@@ -46,6 +53,7 @@ from kafka_controller.broker.kafka_wire.topic_checks import ApiError
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
+from kafka_controller.security.authorizer import AclOperation, ResourceType
 from kafka_controller.transport.server import current_connection
 from kafka_controller.zk.paths import validate_topic_name
 
@@ -57,6 +65,7 @@ NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 LEADER_NOT_AVAILABLE = 5
 INVALID_TOPIC_EXCEPTION = 17
+TOPIC_AUTHORIZATION_FAILED = 29
 REPLICA_NOT_AVAILABLE = 9
 UNSUPPORTED_VERSION = 35
 UNKNOWN_TOPIC_ID = 100
@@ -103,8 +112,10 @@ class KafkaProtocolHandler:
         cluster_id: Callable[[], str | None],
         apis: Mapping[int, KioApi] | None = None,
         auto_create: AutoCreate | None = None,
+        authorization: authz.RequestAuthorization | None = None,
     ) -> None:
         self.cache = cache
+        self.authorization = authorization or authz.RequestAuthorization(None, cache)
         self.cluster_id = cluster_id
         self.auto_create = auto_create
         self.apis: Mapping[int, KioApi] = dict(apis or {})
@@ -166,11 +177,18 @@ class KafkaProtocolHandler:
             md.encode_response(writer, answer, version)
         else:
             assert key == DESCRIBE_CLUSTER
-            dc.decode_request(reader, version)
+            asked = dc.decode_request(reader, version)
             try:
                 md_view = self.metadata(md.MetadataRequest(topics=()), 1)
                 cluster = dc.DescribeClusterResponse(
-                    NONE, None, self.cluster_id() or "", md_view.controller_id, md_view.brokers
+                    NONE,
+                    None,
+                    self.cluster_id() or "",
+                    md_view.controller_id,
+                    md_view.brokers,
+                    cluster_authorized_operations=self.authorization.cluster_operations()
+                    if asked.include_cluster_authorized_operations
+                    else md.AUTHORIZED_OPERATIONS_OMITTED,
                 )
             except Exception:
                 _log_failure(header)
@@ -204,10 +222,15 @@ class KafkaProtocolHandler:
         topic creates nothing."""
         brokers = self.brokers()
         alive = {b.node_id for b in brokers}
+        authorization = self.authorization
         wanted: Iterable[md.MetadataRequestTopic]
         if request.topics is None:
             by_topic = self.cache.topic_partition_states()
-            wanted = (md.MetadataRequestTopic(name) for name in sorted(by_topic))
+            wanted = (
+                md.MetadataRequestTopic(name)
+                for name in sorted(by_topic)
+                if authorization.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+            )
         else:
             wanted = dict.fromkeys(request.topics)  # asked twice, answered once
             by_topic = self.cache.topic_partition_states(t.name for t in wanted if t.name is not None)
@@ -215,6 +238,15 @@ class KafkaProtocolHandler:
         missing: list[str] = []
         for t in wanted:
             name = t.name
+            if (
+                name is not None
+                and request.topics is not None
+                and not authorization.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+            ):
+                topics.append(
+                    md.MetadataTopic(TOPIC_AUTHORIZATION_FAILED, name, is_internal=name in INTERNAL_TOPICS)
+                )
+                continue
             states = by_topic.get(name) if name is not None else None
             if name is None or states is None:
                 if name is None:
@@ -239,14 +271,46 @@ class KafkaProtocolHandler:
                 )
             )
         if missing and self.auto_create is not None and request.allow_auto_topic_creation:
-            created = self.auto_create(missing)
+            refused = set()
+            if not authorization.cluster(AclOperation.CREATE):
+                refused = {
+                    n
+                    for n in missing
+                    if not authorization.allowed(AclOperation.CREATE, ResourceType.TOPIC, n)
+                }
+            created = (
+                dict(self.auto_create([n for n in missing if n not in refused]))
+                if len(refused) < len(missing)
+                else {}
+            )
+            created.update(dict.fromkeys(refused, TOPIC_AUTHORIZATION_FAILED))
             topics = [
                 dataclasses.replace(t, error_code=created[t.name])
                 if t.name is not None and t.error_code == UNKNOWN_TOPIC_OR_PARTITION and t.name in created
                 else t
                 for t in topics
             ]
-        return md.MetadataResponse(brokers, self.cluster_id(), self.cache.controller_id, tuple(topics))
+        if request.include_topic_authorized_operations:
+            topics = [
+                t
+                if t.name is None or t.error_code == TOPIC_AUTHORIZATION_FAILED
+                else dataclasses.replace(
+                    t, topic_authorized_operations=authorization.operations(ResourceType.TOPIC, t.name)
+                )
+                for t in topics
+            ]
+        cluster_operations = (
+            authorization.cluster_operations()
+            if request.include_cluster_authorized_operations
+            else md.AUTHORIZED_OPERATIONS_OMITTED
+        )
+        return md.MetadataResponse(
+            brokers,
+            self.cluster_id(),
+            self.cache.controller_id,
+            tuple(topics),
+            cluster_authorized_operations=cluster_operations,
+        )
 
 
 def _valid_topic_name(name: str) -> bool:
