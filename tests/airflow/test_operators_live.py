@@ -110,7 +110,9 @@ def test_controlled_shutdown_guard_stop_and_start_operators(env: Env, monkeypatc
     with pytest.raises(RefusedError, match=f"would take 1 partition\\(s\\) offline .*solo{b}-0"):
         guarded.execute(context("cs", dag_id="ops"))
     assert b in env.cluster.registered()
-    assert env.operations_by_id(guarded.operation_id)["status"] == "failed"
+    refused = env.operations_by_id(guarded.operation_id)
+    assert refused["status"] == "failed"
+    assert refused["cluster_id"] == env.cluster.store.get_cluster_id() is not None  # one store, many clusters
 
     # dry runs whose real run would be refused fail too, with their plan recorded and logged
     task_log = TaskLog()
