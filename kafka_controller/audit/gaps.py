@@ -75,8 +75,9 @@ _TABLES = (
 )
 
 
-def sequence_gaps(conn: Connection) -> list[Gap]:
-    """Every run of missing rows the sequence numbers show, by cluster, controller and epoch."""
+def sequence_gaps(conn: Connection, cluster_id: str | None = None) -> list[Gap]:
+    """Every run of missing rows the sequence numbers show, by cluster, controller and epoch (only
+    ``cluster_id``'s when given)."""
     u = union_all(*(_numbered(table, controller) for table, controller in _TABLES)).subquery("u")
     # One GROUP BY a table (cheaper than one over their union), merged here: a number is
     # unique within a table, and two tables never share one (the controller's single counter).
@@ -124,23 +125,25 @@ def sequence_gaps(conn: Connection) -> list[Gap]:
         if last is not None and low > last:
             candidates.append(low - last - 1 - filled(last + 1, low - 1))
         head = min(candidates)
-        cluster_id = cluster or None
+        named = cluster or None  # '' stands for rows without a cluster
         if head > 0:
             after = last if len(candidates) > 1 and head == candidates[1] else None
-            gaps.append(Gap(cluster_id, cid, epoch, "before", head, after, low))
+            gaps.append(Gap(named, cid, epoch, "before", head, after, low))
         inside = (high - low + 1) - count
         if inside > 0:
-            gaps.append(Gap(cluster_id, cid, epoch, "within", inside, low, high))
+            gaps.append(Gap(named, cid, epoch, "within", inside, low, high))
         previous[who] = high
-    return gaps
+    return gaps if cluster_id is None else [g for g in gaps if g.cluster_id == cluster_id]
 
 
-def store_replacements(conn: Connection) -> tuple[int, int | None]:
-    """How many times a writer found its database file deleted or replaced, and the last time."""
+def store_replacements(conn: Connection, cluster_id: str | None = None) -> tuple[int, int | None]:
+    """How many times a writer found its database file deleted or replaced, and the last time
+    (only ``cluster_id``'s writers when given: the loader stamps the row as any other)."""
     t = controller_events
-    n, last = conn.execute(
-        select(func.count(), func.max(t.c.started_ms)).where(t.c.kind == STORE_REPLACED)
-    ).one()
+    where = [t.c.kind == STORE_REPLACED]
+    if cluster_id is not None and "cluster_id" in t.c:
+        where.append(t.c["cluster_id"] == cluster_id)
+    n, last = conn.execute(select(func.count(), func.max(t.c.started_ms)).where(*where)).one()
     return int(n), None if last is None else int(last)
 
 

@@ -318,9 +318,9 @@ def build_report(
         with engine.connect() as conn:
             if not has_schema(conn):
                 return {**report, "empty": True, "summary": {}, "sections": {}, "charts": {}, "gaps": {}}
-            replaced, replaced_ms = gaps.store_replacements(conn)
+            replaced, replaced_ms = gaps.store_replacements(conn, cluster_id)
             report["gaps"] = {
-                **gaps.summarize(gaps.sequence_gaps(conn)),
+                **gaps.summarize(gaps.sequence_gaps(conn, cluster_id)),
                 "store_replaced": replaced,
                 "store_replaced_ms": replaced_ms,
             }
@@ -411,7 +411,7 @@ def _missing_lines(found: dict[str, Any]) -> list[str]:
     if found.get("runs"):
         out.append(
             f"Missing rows: at least {found['missing_rows']} in {found['runs']} run(s), "
-            "by the controllers' sequence numbers (whole store):"
+            "by the controllers' sequence numbers (all time: --since and --operation do not narrow it):"
         )
         out += [f"  {gaps.describe(g)}" for g in found["shown"][:TEXT_GAP_RUNS]]
         if found["runs"] > TEXT_GAP_RUNS:

@@ -15,8 +15,8 @@ from kafka_controller.domain.audit_records import AuditItem
 from tests.audit.factories import controller_event, partition_transition, replica_transition
 
 
-def store(url: str, tmp_path: Path, records: list[AuditItem]) -> None:
-    with AuditWriter(url, spool_dir=tmp_path / "spool") as writer:
+def store(url: str, tmp_path: Path, records: list[AuditItem], cluster_id: str | None = None) -> None:
+    with AuditWriter(url, spool_dir=tmp_path / f"spool-{cluster_id}", cluster_id=cluster_id) as writer:
         writer.record(records)
         assert writer.wait_replayed(60)
 
@@ -37,8 +37,8 @@ def run(cid: int, epoch: int, first: int, last: int, *, skip: tuple[int, ...] = 
     return out
 
 
-def gaps_of(url: str) -> list[Gap]:
-    report = build_report(url)
+def gaps_of(url: str, cluster_id: str | None = None) -> list[Gap]:
+    report = build_report(url, cluster_id=cluster_id)
     found = report["gaps"]
     return [Gap(**g) for g in found["shown"]]
 
@@ -113,3 +113,16 @@ def test_a_file_without_rows_says_nothing_recorded_or_counts(
     text = render_text(build_report(sqlite_url))
     assert ("Nothing recorded yet" in text) == (rows == 0)
     assert "Missing rows" not in text
+
+
+def test_a_report_for_one_cluster_names_only_that_clusters_missing_rows(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    store(sqlite_url, tmp_path, run(1, 3, 1, 20), cluster_id="whole")
+    store(sqlite_url, tmp_path, run(1, 3, 1, 20, skip=(5,)), cluster_id="holed")  # same ids, other cluster
+    assert gaps_of(sqlite_url, "whole") == []
+    assert gaps_of(sqlite_url, "holed") == [Gap("holed", 1, 3, "within", 1, 1, 20)]
+    assert gaps_of(sqlite_url) == [Gap("holed", 1, 3, "within", 1, 1, 20)]
+    assert "1 rows missing among sequences 1..20 of cluster holed controller 1 epoch 3" in render_text(
+        build_report(sqlite_url)
+    )
