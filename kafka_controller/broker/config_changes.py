@@ -11,6 +11,11 @@ to the controller:
   brokers' entities are theirs): both levels are handed to this broker's controller candidate,
   which recomputes its effective config (``kafka_controller.controller.dynamic_config``: which keys
   are followed, with what precedence, and the ``auto.leader.rebalance.enable`` deviation).
+* ``users/<sanitized name>`` (Kafka's ``UserConfigHandler`` feeding its ``CredentialProvider``):
+  the user's config is read and handed to ``on_user_config`` (the broker's SCRAM credential
+  cache), so a user added or changed on any broker is accepted by every broker without a restart;
+  ``load_users`` reads every user once when the watch is armed (a change made before then has no
+  notification left to see).
 
 The watch callback only hands work to the broker's task thread; there the new notifications and
 then every entity they name are read, each in one batched read. Notifications whose processing
@@ -30,6 +35,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_CHANGES_PATH = "/config/changes"
 TOPIC_CONFIG_TYPE = "topics"
+USER_CONFIG_TYPE = "users"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 #: ``(cluster default, this broker's)`` configs as read; None for a level that could not be read.
@@ -52,7 +58,11 @@ class ConfigChangeListener:
         broker_id: int | None = None,
         on_broker_config: BrokerConfigCallback | None = None,
         on_topic_config: Callable[[str, dict[str, str]], object] | None = None,
+        on_user_config: Callable[[str, dict[str, str]], object] | None = None,
+        load_users: Callable[[], object] | None = None,
     ) -> None:
+        self._on_user_config = on_user_config
+        self._load_users = load_users
         self._store = store
         self._on_topic_config = on_topic_config  # every changed topic's config (min ISR metrics)
         self._submit = submit
@@ -71,6 +81,17 @@ class ConfigChangeListener:
             # Kafka's DynamicBrokerConfig.initialize: a change made before the watch was armed
             # has no notification left to see, so read both levels once now.
             self._submit(self.sync_broker_configs)
+        if self._load_users is not None:
+            self._submit(self.sync_users)
+
+    def sync_users(self) -> None:
+        """Read every user's config once (Kafka's start-up pass over ``/config/users``)."""
+        if self._load_users is None:
+            return
+        try:
+            self._load_users()
+        except KafkaControllerError as e:
+            log.warning("Could not read the users' SCRAM credentials: %s", e)
 
     def sync_broker_configs(self) -> None:
         """Read both broker levels (one batched read) and hand them over."""
@@ -99,6 +120,7 @@ class ConfigChangeListener:
 
     def _act(self, notifications: list[str]) -> None:
         topics: set[str] = set()
+        users: set[str] = set()
         brokers_changed = False
         paths = self._store.get_config_change_entity_paths(notifications)
         for name, entity in zip(notifications, paths, strict=True):
@@ -106,11 +128,15 @@ class ConfigChangeListener:
                 entity_type, _, entity_name = entity.partition("/")
                 if entity_type == TOPIC_CONFIG_TYPE and entity_name:
                     topics.add(entity_name)
+                elif entity_type == USER_CONFIG_TYPE and entity_name and "/" not in entity_name:
+                    if self._on_user_config is not None:  # users/<u>/clients/<c>: quotas, not ours
+                        users.add(entity_name)
                 elif (entity_type, entity_name) in self._broker_entities:
                     brokers_changed = True
             elif entity is not None:
                 log.warning("Ignoring config change notification %s: %s", name, entity)
         wanted = [(TOPIC_CONFIG_TYPE, t) for t in sorted(topics)]
+        wanted += [(USER_CONFIG_TYPE, u) for u in sorted(users)]
         if brokers_changed:
             wanted += self._broker_entities
         if not wanted:
@@ -126,6 +152,12 @@ class ConfigChangeListener:
             if config.get(UNCLEAN_LEADER_ELECTION_ENABLE, "").strip().lower() == "true":
                 log.info("Unclean leader election enabled for topic %s", topic)
                 self._on_unclean_enabled(topic)
+        for user in sorted(users):
+            config = configs[(USER_CONFIG_TYPE, user)]
+            if isinstance(config, MetadataStoreError):
+                log.warning("Cannot read the config of user %s: %s", user, config)
+            elif self._on_user_config is not None:
+                self._on_user_config(user, config)
         if brokers_changed:
             self._hand_over(configs)
 

@@ -51,6 +51,7 @@ from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SystemClock
+from kafka_controller.security.credentials import ScramCredentialCache
 from kafka_controller.security.listeners import BrokerListeners, sasl_factory
 from kafka_controller.transport.limits import SocketSettings
 from kafka_controller.zk.paths import CONTROLLER_EPOCH_PATH
@@ -160,7 +161,12 @@ class BrokerServer(SessionExpiry):
             else zookeeper_store(self._zookeeper, cfg, clock)
         )
         self.store = store
-        endpoints = listeners.endpoints(sasl_factory(props, store))
+        # SCRAM users: loaded when /config/changes is followed (below), then kept by its notifications.
+        self.credentials = ScramCredentialCache(store)  # type: ignore[arg-type]
+        kafka_answer: list[Callable[[bytes], bytes | None]] = []  # the ApiVersions answer, once built
+        endpoints = listeners.endpoints(
+            sasl_factory(props, self.credentials, lambda payload: kafka_answer[0](payload))
+        )
         self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
         store.add_session_listener(self._on_session_event)
         retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
@@ -237,6 +243,7 @@ class BrokerServer(SessionExpiry):
             kw.auto_create_topics(self),
             authorization.requests,
         ).handle
+        kafka_answer.append(kafka)
         name = f"broker-{self.broker_id}"
         self.transport = TransportServer(
             "",
@@ -315,6 +322,8 @@ class BrokerServer(SessionExpiry):
             broker_id=self.broker_id,
             on_broker_config=controller.update_dynamic_broker_configs,
             on_topic_config=self.min_isr.on_topic_config,
+            on_user_config=self.credentials.update,
+            load_users=self.credentials.load,
         )
         retry(self.config_changes.start, "Watching /config/changes")
         self._cleanup.append(("config change listener", self.config_changes.stop))

@@ -11,7 +11,7 @@ import argparse
 import re
 from typing import Any
 
-from kafka_controller.cli import common, kafka_client
+from kafka_controller.cli import common, configs_users, kafka_client
 from kafka_controller.domain.errors import brief
 
 PROG = "kafka-controller configs"
@@ -36,9 +36,13 @@ def register(subparsers: Any) -> None:
         c = sub.add_parser(name, help=helptext, description=helptext.capitalize() + ".")
         kafka_client.add_connection_options(c)
         c.add_argument(
-            "--entity-type", required=True, choices=("topics", "brokers"), help="what to configure"
+            "--entity-type",
+            required=True,
+            choices=("topics", "brokers", "users"),
+            help="what to configure (users: SCRAM credentials; without --bootstrap-server written "
+            "to ZooKeeper directly, as kafka-configs.sh --zookeeper does)",
         )
-        c.add_argument("--entity-name", help="the topic, or the broker id")
+        c.add_argument("--entity-name", help="the topic, the broker id, or the user")
         c.add_argument(
             "--entity-default", action="store_true", help="brokers only: the cluster-wide default configs"
         )
@@ -102,6 +106,8 @@ def run_describe(args: argparse.Namespace) -> int:
     from kafka.admin import ConfigResource
     from kafka.errors import KafkaError
 
+    if args.entity_type == "users":
+        return configs_users.run_describe(args)
     rtype, name, what = _entity(args)
     with kafka_client.kafka_admin(args) as admin:
         try:
@@ -139,6 +145,15 @@ def run_alter(args: argparse.Namespace) -> int:
     from kafka.admin import AlterConfigOp, ConfigResource
     from kafka.errors import KafkaError
 
+    if args.entity_type == "users":
+        deleted = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+        try:
+            added = parse_add_config(args.add_config) if args.add_config else {}
+        except common.UsageError:  # never echo the text: it holds a password
+            raise common.UsageError(
+                "bad --add-config: expected 'SCRAM-SHA-512=[iterations=N,password=PASSWORD]'"
+            ) from None
+        return configs_users.run_alter(args, added, deleted)
     rtype, name, what = _entity(args)
     changes: dict[str, Any] = {}
     if args.add_config:

@@ -174,6 +174,11 @@ class TopicZNodes(StoreCore):
     def get_topic_config(self, topic: str) -> dict[str, str]:
         return self.get_entity_config(P.CONFIG_TYPE_TOPIC, topic)
 
+    def get_entity_names(self, entity_type: str) -> list[str]:
+        """Kafka's ``getAllEntitiesWithConfig``: the children of ``/config/<type>``, sorted (as
+        stored: user names sanitized)."""
+        return self._children(P.config_entity_type_path(entity_type))
+
     def get_entity_configs(
         self, entities: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], dict[str, str] | MetadataStoreError]:

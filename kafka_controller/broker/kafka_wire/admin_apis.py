@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from kafka_controller.broker.kafka_wire.config_apis import ConfigApis
 from kafka_controller.broker.kafka_wire.kio_api import KioApi
+from kafka_controller.broker.kafka_wire.scram_apis import ScramApis
 from kafka_controller.broker.kafka_wire.topic_admin import TopicAdmin
 from kafka_controller.broker.kafka_wire.topic_apis import TopicApis
 from kafka_controller.broker.metadata_cache import MetadataCache
@@ -27,8 +28,9 @@ class _Broker(Protocol):
 
 
 def admin_apis(broker: _Broker) -> dict[int, KioApi]:
-    """CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs and
-    IncrementalAlterConfigs of ``broker``."""
+    """CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
+    IncrementalAlterConfigs, SaslHandshake/SaslAuthenticate (after authentication) and
+    Describe/AlterUserScramCredentials of ``broker``."""
     assert broker.store is not None
     kafka = broker.config.kafka
 
@@ -42,7 +44,8 @@ def admin_apis(broker: _Broker) -> dict[int, KioApi]:
         lambda: bool(kafka.delete_topic_enable),
         lambda: configs.broker_levels()[0],
     )
-    return {**topics.apis(), **configs.apis()}
+    scram = ScramApis(broker.store, is_controller)  # type: ignore[arg-type]
+    return {**topics.apis(), **configs.apis(), **scram.apis()}
 
 
 def _topic_admin(broker: _Broker, is_controller: Callable[[], bool]) -> TopicAdmin:
