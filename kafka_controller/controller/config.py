@@ -154,6 +154,10 @@ LISTENER_KEYS: frozenset[str] = frozenset(
         "ssl.client.auth",
         "ssl.principal.mapping.rules",
         "ssl.endpoint.identification.algorithm",
+        # SASL (kafka_controller.security.sasl); JAAS: listener.name.<l>.<mechanism>.sasl.jaas.config
+        "sasl.enabled.mechanisms",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.jaas.config",
     }
 )
 LISTENER_PREFIX = "listener.name."
