@@ -153,3 +153,40 @@ def test_a_cluster_id_is_checked_before_it_can_reach_sql(bad: object) -> None:
 def test_a_kafka_cluster_id_passes() -> None:
     assert checked_cluster_id("dv0ZiRgnCln8VvI8dab0hQ") == "dv0ZiRgnCln8VvI8dab0hQ"
     assert checked_cluster_id(None) is None
+
+
+def _unique_indexes(path: Path) -> dict[str, str]:
+    import sqlite3
+
+    with sqlite3.connect(path) as raw:
+        rows = raw.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name LIKE 'uq_%'"
+        ).fetchall()
+    return {name: " ".join(sql.split()) for name, sql in rows}
+
+
+def test_the_per_cluster_keys_are_the_same_from_migrations_and_from_sql_files(tmp_path: Path) -> None:
+    """Alembic cannot compare expression indexes on SQLite (``schema_diff`` skips them): compare
+    the index definitions themselves."""
+    import sqlite3
+
+    from tests.audit.test_ddl import SQL_DIR
+
+    migrated, from_sql = tmp_path / "migrated.db", tmp_path / "from-sql.db"
+    upgrade_database(f"sqlite:///{migrated}", "0003")
+    upgrade_database(f"sqlite:///{migrated}")
+    with sqlite3.connect(from_sql) as raw:
+        raw.executescript((SQL_DIR / "sqlite" / "schema.sql").read_text())
+    cluster = "coalesce(cluster_id, ''))"
+    expected = {
+        "uq_controller_events_key": f"(broker_id, controller_epoch, kind, started_ms, {cluster}",
+        "uq_partition_transitions_key": f"(controller_id, controller_epoch, sequence, {cluster}",
+        "uq_replica_transitions_key": f"(controller_id, controller_epoch, sequence, {cluster}",
+    }
+    for path in (migrated, from_sql):
+        got = _unique_indexes(path)
+        assert sorted(got) == sorted(expected)
+        for name, columns in expected.items():
+            assert got[name].startswith(f"CREATE UNIQUE INDEX {name} ON ") and got[name].endswith(columns), (
+                got[name]
+            )
