@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.errors import InvalidArgumentError, brief, cut
 from kafka_controller.domain.values import EndPoint
 from kafka_controller.security.tls import (
     PREFIX,
@@ -133,11 +133,11 @@ def parse_protocol_map(text: str | None) -> dict[str, str]:
         name, protocol = name.strip().upper(), protocol.strip().upper()
         if not sep or not name or protocol not in PROTOCOLS:
             raise InvalidArgumentError(
-                f"invalid listener.security.protocol.map entry {item.strip()!r}: expected NAME:PROTOCOL "
+                f"invalid listener.security.protocol.map entry {brief(item.strip())}: expected NAME:PROTOCOL "
                 f"with PROTOCOL one of {', '.join(PROTOCOLS)}"
             )
         if name in out:
-            raise InvalidArgumentError(f"listener.security.protocol.map names {name} twice")
+            raise InvalidArgumentError(f"listener.security.protocol.map names {cut(name)} twice")
         out[name] = protocol
     return out
 
@@ -150,14 +150,14 @@ def parse_endpoints(key: str, text: str, protocol_map: Mapping[str, str]) -> tup
             continue
         match = _ENDPOINT.match(item)
         if match is None:
-            raise InvalidArgumentError(f"invalid {key} entry {item!r}: expected NAME://HOST:PORT")
+            raise InvalidArgumentError(f"invalid {key} entry {brief(item)}: expected NAME://HOST:PORT")
         name, host, port = match.group(1).upper(), match.group(2), int(match.group(3))
         if not 0 <= port <= 65535:
-            raise InvalidArgumentError(f"invalid {key} entry {item!r}: port must be 0-65535")
+            raise InvalidArgumentError(f"invalid {key} entry {brief(item)}: port must be 0-65535")
         protocol = protocol_map.get(name)
         if protocol is None:
             raise InvalidArgumentError(
-                f"invalid {key} entry {item!r}: no security protocol defined for listener {name} "
+                f"invalid {key} entry {brief(item)}: no security protocol defined for listener {cut(name)} "
                 f"(listener.security.protocol.map)"
             )
         if any(existing.name == name for existing in out):
