@@ -105,17 +105,20 @@ class BrokerConfig:
 
 
 def zookeeper_store(connect: str, config: BrokerConfig, clock: Clock) -> MetadataStore:
-    """The broker's ZooKeeper client, its session timeout from ``zookeeper.session.timeout.ms``."""
+    """The broker's ZooKeeper client, its session timeout from ``zookeeper.session.timeout.ms``,
+    its SASL login from ``$KAFKA_OPTS``'s JAAS file and its TLS and ACLs from ``zookeeper.*``."""
+    from kafka_controller.zk.client_security import ZK_CLIENT_KEYS, client_settings
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
+    from kafka_controller.zk.security import ZkClientConfig
 
     session_ms = config.kafka.zookeeper_session_timeout_ms
+    props = {k: v for k, v in config.kafka.security_originals().items() if k in ZK_CLIENT_KEYS}
     return KazooMetadataStore(
         ZkClientConfig(
             connect,
             session_timeout_ms=session_ms,
             connection_timeout_ms=max(session_ms, 10_000),
-            digest=digest_from_env(),
+            **client_settings(props),  # SASL from $KAFKA_OPTS, zookeeper.ssl.*, zookeeper.set.acl
         ),
         clock=clock,
     )

@@ -67,6 +67,7 @@ def add_zookeeper_option(
         help="ZooKeeper connect string, host:port[,host:port][/chroot] "
         f"(default: ${ZOOKEEPER_ENV}; one of the two is needed)",
     )
+    add_zk_tls_option(p)
     if timeout:
         p.add_argument(
             "--timeout",
@@ -76,6 +77,19 @@ def add_zookeeper_option(
             help="how long to wait for ZooKeeper (connecting), the controller, or the operation "
             "(default: %(default)s)",
         )
+
+
+def add_zk_tls_option(p: argparse.ArgumentParser) -> None:
+    """Kafka's tools' ``--zk-tls-config-file``, beside every ``--zookeeper``."""
+    p.add_argument(
+        "--zk-tls-config-file",
+        metavar="FILE",
+        default=None,
+        help="properties file with Kafka's ZooKeeper TLS settings (zookeeper.ssl.client.enable=true, "
+        "zookeeper.ssl.keystore.location/password/type, zookeeper.ssl.truststore.location/type, "
+        "PEM only), as kafka-configs.sh takes it; SASL to ZooKeeper comes from $KAFKA_OPTS' "
+        "-Djava.security.auth.login.config JAAS file (its Client section)",
+    )
 
 
 def resolve_zookeeper(args: argparse.Namespace) -> str:
@@ -132,17 +146,25 @@ BROKER_IDS = "/brokers/ids"
 
 def client_config(args: argparse.Namespace, *, create_paths: bool = False) -> ZkClientConfig:
     """The command's ZooKeeper client settings: connecting waits up to ``--timeout`` (and a failure
-    says how long it waited); the session lasts ``--timeout`` too, within ZooKeeper's usual 6-30 s."""
-    from kafka_controller.zk.security import ZkClientConfig, digest_from_env
+    says how long it waited); the session lasts ``--timeout`` too, within ZooKeeper's usual 6-30 s.
+    SASL comes from ``$KAFKA_OPTS``' JAAS file and TLS from ``--zk-tls-config-file``, as for
+    Kafka's own tools."""
+    from kafka_controller.zk.client_security import client_settings
+    from kafka_controller.zk.security import ZkClientConfig
 
     timeout_ms = max(100, round(check_timeout(args) * 1000))
-    return ZkClientConfig(
-        resolve_zookeeper(args),
-        session_timeout_ms=max(6000, min(timeout_ms, 30000)),
-        connection_timeout_ms=timeout_ms,
-        create_paths=create_paths,
-        digest=digest_from_env(),
-    )
+    connect = resolve_zookeeper(args)
+    try:
+        security = client_settings(tls_file=getattr(args, "zk_tls_config_file", None))
+        return ZkClientConfig(
+            connect,
+            session_timeout_ms=max(6000, min(timeout_ms, 30000)),
+            connection_timeout_ms=timeout_ms,
+            create_paths=create_paths,
+            **security,
+        )
+    except InvalidArgumentError as e:  # a bad TLS file or JAAS file: nothing was tried yet
+        raise UsageError(str(e)) from None
 
 
 @contextmanager

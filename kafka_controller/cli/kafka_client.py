@@ -31,6 +31,7 @@ def add_connection_options(p: argparse.ArgumentParser) -> None:
         help=f"ZooKeeper connect string to find the brokers in when --bootstrap-server is not given "
         f"(default: ${common.ZOOKEEPER_ENV})",
     )
+    common.add_zk_tls_option(p)
     p.add_argument(
         "--timeout",
         type=float,

@@ -165,6 +165,28 @@ LISTENER_PREFIX = "listener.name."
 KNOWN_KEYS: tuple[str, ...] = tuple(sorted(_KEYS))
 
 
+#: Kafka's ZooKeeper client security keys: kept as given and read by
+#: ``kafka_controller.zk.client_security`` (its ``ZK_CLIENT_KEYS`` is the same set).
+ZOOKEEPER_CLIENT_KEYS: frozenset[str] = frozenset(
+    {
+        "zookeeper.set.acl",
+        "zookeeper.ssl.client.enable",
+        "zookeeper.clientCnxnSocket",
+        *(
+            f"zookeeper.ssl.{s}.{k}"
+            for s in ("keystore", "truststore")
+            for k in ("location", "password", "type")
+        ),
+        "zookeeper.ssl.protocol",
+        "zookeeper.ssl.enabled.protocols",
+        "zookeeper.ssl.cipher.suites",
+        "zookeeper.ssl.endpoint.identification.algorithm",
+        "zookeeper.ssl.crl.enable",
+        "zookeeper.ssl.ocsp.enable",
+    }
+)
+
+
 #: Authorizer keys: kept as given and parsed by ``kafka_controller.security.authorizer``.
 AUTHORIZER_KEYS: frozenset[str] = frozenset(
     {"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}
@@ -172,7 +194,13 @@ AUTHORIZER_KEYS: frozenset[str] = frozenset(
 
 
 def is_known_key(key: str) -> bool:
-    return key in _KEYS or key in AUTHORIZER_KEYS or key in LISTENER_KEYS or key.startswith(LISTENER_PREFIX)
+    return (
+        key in _KEYS
+        or key in AUTHORIZER_KEYS
+        or key in LISTENER_KEYS
+        or key.startswith(LISTENER_PREFIX)
+        or key in ZOOKEEPER_CLIENT_KEYS
+    )
 
 
 def is_sensitive_key(key: str) -> bool:

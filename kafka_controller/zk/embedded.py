@@ -54,6 +54,7 @@ from kafka_controller.zk.java import (
     ZooKeeperJarsNotFoundError,
     find_java,
     find_zookeeper_classpath,
+    zookeeper_version,
 )
 from kafka_controller.zk.server_files import (
     HOST,
@@ -65,6 +66,7 @@ from kafka_controller.zk.server_files import (
     render_logback_xml,
     render_zoo_cfg,
 )
+from kafka_controller.zk.server_security import ZkServerSecurity, write_private
 
 __all__ = [
     "EmbeddedZooKeeper",
@@ -95,7 +97,8 @@ class EmbeddedZooKeeper:
     a temporary directory is used and removed by ``close()`` (or leaving the ``with`` block); data
     always survives ``stop``/``restart``/``kill``. ``heap_mb`` bounds the JVM heap (raise it for
     trees of several hundred thousand znodes); ``java`` and ``jars_dir`` override the look-ups
-    described in ``java.py``.
+    described in ``java.py``. ``security`` adds SASL logins (optionally required) and a TLS
+    ``secureClientPort`` (see ``server_security.py``).
     """
 
     #: Where clients reach it, and what its command runs under (``ip netns exec NS`` for a server
@@ -115,6 +118,7 @@ class EmbeddedZooKeeper:
         jars_dir: str | os.PathLike[str] | None = None,
         heap_mb: int = 512,
         force_sync: bool = False,
+        security: ZkServerSecurity | None = None,
     ) -> None:
         _check_int("port", port, 0, 65535)
         _check_int("tick_time_ms", tick_time_ms, 1, 60_000)
@@ -132,6 +136,9 @@ class EmbeddedZooKeeper:
         self.max_session_timeout_ms = max_session_timeout_ms
         self.heap_mb = heap_mb
         self.force_sync = force_sync
+        self.security = security or ZkServerSecurity()
+        self._secure_port = self.security.secure_port
+        self._zk_version: tuple[int, ...] | None = None
         self._java_arg = java
         self._jars_dir = jars_dir
         self._command: list[str] | None = None
@@ -149,6 +156,15 @@ class EmbeddedZooKeeper:
     @property
     def connect_string(self) -> str:
         return f"{self.host}:{self._port}"
+
+    @property
+    def secure_port(self) -> int | None:
+        """The TLS client port (None without TLS; 0 until a port-0 one has started once)."""
+        return self._secure_port
+
+    @property
+    def secure_connect_string(self) -> str | None:
+        return None if self._secure_port is None else f"{self.host}:{self._secure_port}"
 
     @property
     def data_dir(self) -> Path:
@@ -184,6 +200,8 @@ class EmbeddedZooKeeper:
                     self._port = _free_port()
                 elif not _port_free(self._port):
                     raise ZooKeeperStartError(f"port {self._port} on {self.host} is already in use")
+                if self.security.secure_port == 0 and (not self._secure_port or attempt > 0):
+                    self._secure_port = _free_port()
                 self._write_config(_free_port(), _free_port())
                 try:
                     self._spawn(command)
@@ -252,6 +270,7 @@ class EmbeddedZooKeeper:
         if self._command is None:
             java = find_java(self._java_arg)
             classpath = find_zookeeper_classpath(self._jars_dir)
+            self._zk_version = zookeeper_version(classpath)
             self._command = [
                 *self.command_prefix,
                 java,
@@ -267,6 +286,7 @@ class EmbeddedZooKeeper:
                 "-Dzookeeper.jmx.log4j.disable=true",
                 f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.xml'}",
                 f"-Dlogback.configurationFile={self.data_dir / 'logback.xml'}",
+                *self.security.jvm_flags(self.data_dir),
                 "-cp",
                 os.pathsep.join(str(p) for p in classpath),
                 MAIN_CLASS,
@@ -278,18 +298,18 @@ class EmbeddedZooKeeper:
         d = self.data_dir
         d.mkdir(parents=True, exist_ok=True)
         (d / "myid").write_text(f"{SERVER_ID}\n")
-        (d / "zoo.cfg").write_text(
-            render_zoo_cfg(
-                data_dir=d,
-                port=self._port,
-                quorum_port=quorum_port,
-                election_port=election_port,
-                tick_time_ms=self.tick_time_ms,
-                min_session_timeout_ms=self.min_session_timeout_ms,
-                max_session_timeout_ms=self.max_session_timeout_ms,
-                force_sync=self.force_sync,
-            )
-        )
+        zoo_cfg = render_zoo_cfg(
+            data_dir=d,
+            port=self._port,
+            quorum_port=quorum_port,
+            election_port=election_port,
+            tick_time_ms=self.tick_time_ms,
+            min_session_timeout_ms=self.min_session_timeout_ms,
+            max_session_timeout_ms=self.max_session_timeout_ms,
+            force_sync=self.force_sync,
+        ) + self.security.zoo_cfg_lines(self._secure_port, self._zk_version, d, self.host)
+        write_private(d / "zoo.cfg", zoo_cfg)  # may hold ssl.keyStore.password
+        self.security.write_files(d)
         (d / "log4j2.xml").write_text(render_log4j2_xml(d / LOG_FILE))
         (d / "logback.xml").write_text(render_logback_xml(d / LOG_FILE))
 

@@ -38,6 +38,16 @@ OPTIONAL_ARTIFACTS = (
     "log4j-slf4j2-impl",
     "log4j-api",
     "log4j-core",
+    # Netty: the TLS client port (NettyServerCnxnFactory); loaded only when it is configured.
+    "netty-buffer",
+    "netty-codec",
+    "netty-codec-base",
+    "netty-common",
+    "netty-handler",
+    "netty-resolver",
+    "netty-transport",
+    "netty-transport-native-unix-common",
+    "netty-transport-classes-epoll",
 )
 #: Used only when the log4j2 binding is absent (ZooKeeper's own distribution logs with logback).
 LOGBACK_ARTIFACTS = ("logback-classic", "logback-core")

@@ -1,9 +1,13 @@
-"""How to reach ZooKeeper: connect string (with chroot), session timeout, digest credentials and
-ACLs, TLS, and the adapter's tuning knobs. Validated up front, one clear error per mistake.
+"""How to reach ZooKeeper: connect string (with chroot), session timeout, credentials (SASL
+DIGEST-MD5 as Kafka's JAAS ``Client`` section gives it, or the ``digest`` scheme) and ACLs, TLS,
+and the adapter's tuning knobs. Validated up front, one clear error per mistake.
 
 ACLs follow Kafka's ``zookeeper.set.acl``: when on, every znode we create gets "creator has all"
-(the authenticated digest identity) plus world-read, except under Kafka's sensitive roots
-(``/config/users``, ``/config/brokers``, ``/delegation_token``), which get no world-read.
+(every identity the session authenticated as: ``sasl:<user>``, ``digest:<user>:<hash>``, or
+``x509:<subject>`` for a client certificate) plus world-read, except under Kafka's sensitive roots
+(``/config/users``, ``/config/brokers``, ``/delegation_token``), which get no world-read
+(``ZkData.defaultAcls``). Where Kafka's settings come from (``$KAFKA_OPTS``, ``zookeeper.ssl.*``)
+is ``client_security``'s business; this object only holds the result.
 """
 
 from __future__ import annotations
@@ -57,7 +61,10 @@ class ZkClientConfig:
     connection_timeout_ms: int = 18_000  # zookeeper.connection.timeout.ms (defaults to the session's)
     #: ``(user, password)`` for digest authentication, or None.
     digest: tuple[str, str] | None = field(default=None, repr=False)  # never in a log line
-    #: Kafka's ``zookeeper.set.acl``; None = on exactly when ``digest`` is set.
+    #: ``(username, password)`` for SASL DIGEST-MD5 (Kafka's JAAS ``Client`` section), or None.
+    sasl: tuple[str, str] | None = field(default=None, repr=False)  # never in a log line
+    #: Kafka's ``zookeeper.set.acl``; None = on exactly when ``digest`` is set (the project's
+    #: ``$KAFKA_CONTROLLER_ZK_DIGEST`` always meant ACLs); Kafka's own default is off.
     set_acl: bool | None = None
     use_ssl: bool = False
     certfile: str | None = None
@@ -65,6 +72,9 @@ class ZkClientConfig:
     keyfile_password: str | None = field(default=None, repr=False)
     ca: str | None = None
     verify_certs: bool = True
+    #: ``zookeeper.ssl.endpoint.identification.algorithm=HTTPS``: the server's certificate must name
+    #: the host connected to.
+    check_hostname: bool = False
     #: Create the chroot and Kafka's top-level paths when missing (Kafka's broker does).
     create_paths: bool = True
     #: Multi-read (opcode 22): None = use it and fall back if the server rejects it; False = never.
@@ -85,12 +95,24 @@ class ZkClientConfig:
                 raise InvalidArgumentError(f"digest user {user!r} must be non-empty and contain no ':'")
             if not password:
                 raise InvalidArgumentError("digest password is empty")
-        if self.acl_enabled and self.digest is None:
-            raise InvalidArgumentError("set_acl needs digest credentials (the creator must be authenticated)")
+        if self.sasl is not None:
+            user, password = self.sasl
+            if not user:
+                raise InvalidArgumentError("ZooKeeper SASL username is empty")
+            if not password:
+                raise InvalidArgumentError("ZooKeeper SASL password is empty")
+        if self.acl_enabled and not self.authenticated:
+            # Kafka's KafkaServer refuses zookeeper.set.acl=true without SASL or TLS likewise.
+            raise InvalidArgumentError(
+                "zookeeper.set.acl needs an authenticated ZooKeeper client (SASL, digest "
+                "credentials or a TLS client certificate): the creator must have an identity"
+            )
         if (self.certfile is None) != (self.keyfile is None):
             raise InvalidArgumentError("TLS certfile and keyfile must be given together")
         if (self.certfile or self.ca) and not self.use_ssl:
             raise InvalidArgumentError("TLS files were given but use_ssl is off")
+        if self.check_hostname and not (self.use_ssl and self.verify_certs):
+            raise InvalidArgumentError("check_hostname needs use_ssl and verify_certs")
         if not 1 <= self.read_chunk <= 10_000:
             raise InvalidArgumentError(f"read_chunk {self.read_chunk} is outside 1..10000")
         if not 1 <= self.max_in_flight <= 64:
@@ -107,6 +129,19 @@ class ZkClientConfig:
     @property
     def acl_enabled(self) -> bool:
         return self.digest is not None if self.set_acl is None else self.set_acl
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether the session will have an identity of its own for "creator has all" ACLs."""
+        return (
+            self.digest is not None or self.sasl is not None or (self.use_ssl and self.certfile is not None)
+        )
+
+    def sasl_options(self) -> dict[str, str] | None:
+        """kazoo's ``sasl_options`` for DIGEST-MD5 (pure-sasl does the mechanism)."""
+        if self.sasl is None:
+            return None
+        return {"mechanism": "DIGEST-MD5", "username": self.sasl[0], "password": self.sasl[1]}
 
     def auth_data(self) -> list[tuple[str, str]]:
         return [("digest", f"{self.digest[0]}:{self.digest[1]}")] if self.digest else []
@@ -128,6 +163,8 @@ class ZkClientConfig:
             "connection_retry": {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 2.0},
             "command_retry": {"max_tries": 0},
         }
+        if self.sasl is not None:
+            kwargs["sasl_options"] = self.sasl_options()
         if self.use_ssl:
             kwargs.update(
                 use_ssl=True,
@@ -136,5 +173,6 @@ class ZkClientConfig:
                 keyfile_password=self.keyfile_password,
                 ca=self.ca,
                 verify_certs=self.verify_certs,
+                check_hostname=self.check_hostname,
             )
         return kwargs
