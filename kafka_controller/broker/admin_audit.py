@@ -68,6 +68,8 @@ PRIVATE_APIS: dict[str, str] = {
 SECRET_FIELDS = frozenset({"value", "values", "password", "secret"})
 #: The most values of a request copied into its row (the rest is counted); the row is bounded too.
 MAX_VALUES = 2000
+#: The most characters of one string copied (a name can be as long as the client makes it).
+MAX_TEXT = 256
 QUEUE_SIZE = 1000
 WARN_INTERVAL_S = 60.0
 
@@ -310,7 +312,9 @@ def _plain(value: Any, budget: list[int]) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
         return "..."
-    if value is None or isinstance(value, bool | int | float | str):
+    if isinstance(value, str):
+        return value if len(value) <= MAX_TEXT else f"{value[:MAX_TEXT]}... ({len(value)} characters)"
+    if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, enum.Enum):
         return value.name

@@ -71,7 +71,14 @@ class FakeLog:
             raise ConnectionError("audit store down")
         kind, requester, reason, parameters, dry_run = args
         self.started.append(
-            {"kind": kind, "requester": requester, "reason": reason, "parameters": parameters, **kwargs}
+            {
+                "kind": kind,
+                "requester": requester,
+                "reason": reason,
+                "parameters": parameters,
+                "dry_run": dry_run,
+                **kwargs,
+            }
         )
         return str(kwargs["operation_id"])
 
@@ -114,6 +121,7 @@ def test_a_kafka_request_outside_an_operation_is_recorded_with_api_client_and_pr
     assert SECRET not in json.dumps(row)
     ((op, status, error, result, times),) = log.finished
     assert (op, status, error) == (row["operation_id"], "succeeded", None) and times == {"finished_ms": 1000}
+    assert result == {"errors": {"NONE": 1}} and row["dry_run"] is False
 
 
 def test_per_resource_errors_fail_the_operation_and_are_counted(fake: tuple[AdminAudit, FakeLog]) -> None:
@@ -242,3 +250,13 @@ def test_kafka_python_create_topics_leaves_an_operations_row(tmp_path: Path) -> 
         if admin is not None:
             admin.close()
         assert server.shutdown() is True
+
+
+def test_a_huge_request_makes_a_bounded_row(fake: tuple[AdminAudit, FakeLog]) -> None:
+    audit, log = fake
+    topics = tuple(_Topic("t" * 10_000 + str(i), 1, (_Config("c" * 10_000, SECRET),)) for i in range(5_000))
+    audit.kafka(RequestHeader(19, 5, 7, "x" * 100_000), _CreateTopics(topics), lambda h, r: _Response(()))
+    assert log.done.wait(10)
+    (row,) = log.started
+    assert len(json.dumps(row)) < 2_000_000 and len(row["client_id"]) == 255
+    assert "more" in json.dumps(row["parameters"])  # the topics left out are counted
