@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from kafka_controller.audit.reports import SECTIONS, format_ms, format_value
+from kafka_controller.audit.reports import SECTIONS, SOURCE_WORDS, format_ms, format_value
 
 COLORS = {"ok": "#3a8f5c", "invalid": "#d99a1e", "failed": "#c0392b"}
 #: The report's style, shared with the plugin's pages so that both read alike.
@@ -159,6 +159,11 @@ def render_html(report: dict[str, Any]) -> str:
                     "failed": s["failed"],
                     "controller events": s["controller_events"],
                     "operations": s["operations"],
+                    **{
+                        f"operations {SOURCE_WORDS[k]}": n
+                        for k, n in (s.get("operations_by_source") or {}).items()
+                        if n
+                    },
                     "first_ms": s["first_ms"],
                     "last_ms": s["last_ms"],
                 }

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, func, select, union, union_all
+from sqlalchemy import Connection, Engine, Select, case, func, literal, select, union, union_all
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -90,6 +90,15 @@ SECTIONS: tuple[Section, ...] = (
         ("controller_epoch",),
     ),
 )
+
+
+#: Where an operation came from, as ``summary``'s ``operations_by_source`` counts them.
+OPERATION_SOURCES = ("airflow", "command_line", "listener")
+SOURCE_WORDS = {
+    "airflow": "from Airflow",
+    "command_line": "from the command line or the API",
+    "listener": "admin requests to a broker outside any operation",
+}
 
 
 def _plain(value: Any) -> Any:
@@ -200,10 +209,22 @@ def summary(
         op_where.append(operations.c.dry_run.is_(False))
     if cluster_id is not None:
         op_where.append(operations.c.cluster_id == cluster_id)
-    n_operations = conn.execute(select(func.count()).select_from(operations).where(*op_where)).scalar_one()
+    o = operations.c
+    source = case(
+        (o.airflow_dag_id.is_not(None), literal("airflow")),
+        (o.principal.is_not(None), literal("listener")),
+        else_=literal("command_line"),
+    )
+    by_source = {
+        str(k): int(n)
+        for k, n in conn.execute(select(source, func.count()).where(*op_where).group_by(source)).all()
+    }
     return {
         **counts,
-        "operations": int(n_operations),
+        "operations": sum(by_source.values()),
+        # who changed things: Airflow tasks, the CLI (or the Python API), or admin requests a broker
+        # received outside any operation (Kafka clients, scripts)
+        "operations_by_source": {k: by_source.get(k, 0) for k in OPERATION_SOURCES},
         **{outcome: int(by_outcome.get(outcome, 0)) for outcome in ("ok", "invalid", "failed")},
         "first_ms": _plain(span[0]),
         "last_ms": _plain(span[1]),
@@ -419,6 +440,12 @@ def _missing_lines(found: dict[str, Any]) -> list[str]:
     return [*out, ""] if out else []
 
 
+def _sources(summary: dict[str, Any]) -> str:
+    by = summary.get("operations_by_source") or {}
+    parts = [f"{by[k]} {SOURCE_WORDS[k]}" for k in OPERATION_SOURCES if by.get(k)]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def render_text(report: dict[str, Any]) -> str:
     head = f"Audit report for {report['database']}"
     filters = report["filters"]
@@ -441,7 +468,7 @@ def render_text(report: dict[str, Any]) -> str:
     out += [
         f"Transitions: {s['partition_transitions']} partition, {s['replica_transitions']} replica "
         f"({s['ok']} ok, {s['invalid']} invalid, {s['failed']} failed); "
-        f"{s['controller_events']} controller events; {s['operations']} operations",
+        f"{s['controller_events']} controller events; {s['operations']} operations{_sources(s)}",
         f"Covering {format_ms(s['first_ms'])} .. {format_ms(s['last_ms'])}",
     ]
     if filters.get("dry_runs"):

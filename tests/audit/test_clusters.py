@@ -142,6 +142,19 @@ def test_operations_carry_cluster_and_the_request_that_made_them(sqlite_url: str
     )
     assert build_report(sqlite_url, cluster_id="clusterA")["summary"]["operations"] == 1
     assert build_report(sqlite_url, cluster_id="other")["summary"]["operations"] == 0
+    with OperationLog(sqlite_url) as log:
+        log.start_operation("topics_create", "alice", "OPS-1", None, False, cluster_id="clusterA")
+        log.start_operation("rolling_restart", "bob", "r", None, False, airflow_dag_id="kc_rolling_restart")
+    report = build_report(sqlite_url)
+    assert report["summary"]["operations_by_source"] == {"airflow": 1, "command_line": 1, "listener": 1}
+    from kafka_controller.audit.html import render_html
+    from kafka_controller.audit.reports import render_text
+
+    assert (
+        "3 operations (1 from Airflow, 1 from the command line or the API, 1 admin requests to a broker"
+        in (render_text(report))
+    )
+    assert "operations admin requests to a broker outside any operation" in render_html(report)
 
 
 @pytest.mark.parametrize("bad", ["", "a'b", "x" * 65, "id with space", "a;drop", 7])
