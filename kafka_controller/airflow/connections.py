@@ -8,6 +8,10 @@ without an Airflow installation. Two connection types, declared in ``provider.ge
     *login*/*password* digest credentials, *extra* ``{"lifecycle": ..., "broker_defaults": {...},
     "session_timeout_ms": ..., "bootstrap_servers": "k1:9092,k2:9092", TLS options}``; without
     ``bootstrap_servers`` the Kafka admin requests go to the controller found in ZooKeeper.
+    ZooKeeper as Kafka secures it: ``zk_jaas_config_file`` (a JAAS file whose ``Client`` section,
+    or the one ``zk_sasl_client_config`` names, holds the DIGEST-MD5 login, as Kafka's
+    ``-Djava.security.auth.login.config``) and ``zk_tls_config_file`` (Kafka's
+    ``--zk-tls-config-file`` properties); the secrets stay in those files on the workers.
 ``kafka_controller_audit``
     *extra* ``{"url": "postgresql+psycopg://user@host/db"}`` with the password in *password*, or the
     URL built from the fields: *host*, *port*, *login*, *password*, *schema* (database, or the SQLite
@@ -49,6 +53,9 @@ _CLUSTER_EXTRAS = frozenset(
         "broker_defaults",
         "request_timeout_s",
         "bootstrap_servers",
+        "zk_jaas_config_file",
+        "zk_sasl_client_config",
+        "zk_tls_config_file",
     }
 )
 _AUDIT_EXTRAS = frozenset({"url", "driver", "query"})
@@ -61,6 +68,8 @@ class ClusterConnection:
     conn_id: str
     connect_string: str  #: hosts and chroot; never credentials
     digest: tuple[str, str] | None = field(default=None, repr=False)
+    #: SASL DIGEST-MD5 ``(username, password)`` from ``zk_jaas_config_file``.
+    sasl: tuple[str, str] | None = field(default=None, repr=False)
     session_timeout_ms: int = 18_000
     connection_timeout_ms: int = 15_000
     set_acl: bool | None = None
@@ -69,6 +78,8 @@ class ClusterConnection:
     keyfile: str | None = None
     ca: str | None = None
     verify_certs: bool = True
+    check_hostname: bool = False
+    keyfile_password: str | None = field(default=None, repr=False)
     request_timeout_s: float = 30.0
     #: ``"local"``, ``{"type": "command", "stop": ..., "start": ...}``, or None (not configured).
     lifecycle: Any = None
@@ -86,12 +97,15 @@ class ClusterConnection:
             session_timeout_ms=self.session_timeout_ms,
             connection_timeout_ms=self.connection_timeout_ms,
             digest=self.digest,
+            sasl=self.sasl,
             set_acl=self.set_acl,
             use_ssl=self.use_ssl,
             certfile=self.certfile,
             keyfile=self.keyfile,
             ca=self.ca,
             verify_certs=self.verify_certs,
+            check_hostname=self.check_hostname,
+            keyfile_password=self.keyfile_password,
             create_paths=False,
             request_timeout_s=self.request_timeout_s,
         )
@@ -102,6 +116,7 @@ class ClusterConnection:
             "conn_id": self.conn_id,
             "zookeeper": self.connect_string,
             "digest_user": self.digest[0] if self.digest else None,
+            "zk_sasl_user": self.sasl[0] if self.sasl else None,
             "tls": self.use_ssl,
             "bootstrap_servers": ",".join(self.bootstrap_servers) if self.bootstrap_servers else None,
         }
@@ -189,18 +204,22 @@ def _cluster_connection(
         from kafka_controller.controller.config import KafkaConfig
 
         KafkaConfig.of(0, dict(defaults))  # unknown keys and bad values refused here, one line
+    tls = _zk_tls(conn_id, ex) or {
+        "use_ssl": _flag(conn_id, "use_ssl", ex.get("use_ssl", False)),
+        "certfile": ex.get("certfile"),
+        "keyfile": ex.get("keyfile"),
+        "ca": ex.get("ca"),
+        "verify_certs": _flag(conn_id, "verify_certs", ex.get("verify_certs", True)),
+    }
     conn = ClusterConnection(
         conn_id=conn_id,
         connect_string=connect,
         digest=(login, password) if login and password else None,
+        sasl=_zk_sasl(ex),
         session_timeout_ms=_int(conn_id, "session_timeout_ms", ex.get("session_timeout_ms", 18_000)),
         connection_timeout_ms=_int(conn_id, "connection_timeout_ms", ex.get("connection_timeout_ms", 15_000)),
         set_acl=_flag(conn_id, "set_acl", ex["set_acl"]) if "set_acl" in ex else None,
-        use_ssl=_flag(conn_id, "use_ssl", ex.get("use_ssl", False)),
-        certfile=ex.get("certfile"),
-        keyfile=ex.get("keyfile"),
-        ca=ex.get("ca"),
-        verify_certs=_flag(conn_id, "verify_certs", ex.get("verify_certs", True)),
+        **tls,
         request_timeout_s=float(ex.get("request_timeout_s", 30.0)),
         lifecycle=ex.get("lifecycle"),
         broker_defaults={str(k): str(v) for k, v in defaults.items()},
@@ -208,6 +227,33 @@ def _cluster_connection(
     )
     conn.zk_config()  # every remaining rule (timeouts, TLS pairs, ACL needs digest)
     return conn
+
+
+def _zk_sasl(ex: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The DIGEST-MD5 login of ``zk_jaas_config_file``'s client section, as Kafka reads it."""
+    from kafka_controller.zk import client_security as cs
+
+    path = ex.get("zk_jaas_config_file")
+    if not path:
+        return None
+    section = str(ex.get("zk_sasl_client_config") or cs.DEFAULT_CLIENT_SECTION)
+    login = cs.sasl_from_jaas_file(str(path), section)
+    if login is None:
+        raise InvalidArgumentError(f"zk_jaas_config_file {path} has no {section} section")
+    return login
+
+
+def _zk_tls(conn_id: str, ex: Mapping[str, Any]) -> dict[str, Any]:
+    """Kafka's ``--zk-tls-config-file`` settings, in place of the ``use_ssl``/``certfile``/... extras."""
+    from kafka_controller.zk.client_security import tls_config_file
+
+    path = ex.get("zk_tls_config_file")
+    if not path:
+        return {}
+    clash = sorted({"use_ssl", "certfile", "keyfile", "ca", "verify_certs"} & set(ex))
+    if clash:
+        raise InvalidArgumentError(f"connection {conn_id!r}: give zk_tls_config_file or {clash[0]}, not both")
+    return tls_config_file(str(path))
 
 
 def _bootstrap(value: Any) -> tuple[str, ...] | None:

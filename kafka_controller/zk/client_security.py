@@ -199,11 +199,18 @@ def sasl_from_kafka_opts(environ: Mapping[str, str] | None = None) -> tuple[str,
     if not path:
         return None
     section = props.get(SASL_CLIENT_CONFIG_PROPERTY) or DEFAULT_CLIENT_SECTION
+    sasl_on = props.get(SASL_CLIENT_PROPERTY, "true").strip().lower() != "false"
+    return sasl_from_jaas_file(path, section, sasl_client=sasl_on)
+
+
+def sasl_from_jaas_file(
+    path: str, section: str = DEFAULT_CLIENT_SECTION, *, sasl_client: bool = True
+) -> tuple[str, str] | None:
+    """The DIGEST-MD5 login in ``section`` of the JAAS file at ``path``, or None without it."""
     body = read_jaas_file(path).get(section)
     if body is None:
         return None
-    sasl_on = props.get(SASL_CLIENT_PROPERTY, "true").strip().lower() != "false"
-    if not sasl_on:
+    if not sasl_client:
         raise InvalidArgumentError(
             f"JAAS file {path} has a {section} section but -D{SASL_CLIENT_PROPERTY}=false turns "
             "SASL off for ZooKeeper: remove one of the two"

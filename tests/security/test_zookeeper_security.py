@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -351,3 +352,49 @@ def test_server_security_refuses_bad_settings(tmp_path: Path) -> None:
         ZkServerSecurity(secure_port=0)
     with pytest.raises(InvalidArgumentError, match="has no Server section"):
         ZkServerSecurity(jaas_config_file=_jaas(tmp_path / "client-only.conf"))
+
+
+def test_airflow_connection_reaches_a_secured_zookeeper(
+    secure_zk: EmbeddedZooKeeper, pki: dict[str, Path], tmp_path: Path
+) -> None:
+    """The cluster connection's ``zk_jaas_config_file`` and ``zk_tls_config_file`` extras: what the
+    hooks and triggers open (``ClusterConnection.zk_config``) authenticates and speaks TLS."""
+    from kafka_controller.airflow.connections import cluster_connection
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+
+    assert secure_zk.secure_connect_string is not None
+    jaas = _jaas(tmp_path / "airflow_jaas.conf", section="ZkClient")
+    tls_file = tmp_path / "zk-tls.properties"
+    tls_file.write_text("".join(f"{k}={v}\n" for k, v in _tls_props(pki).items()))
+    extra = {
+        "zk_jaas_config_file": str(jaas),
+        "zk_sasl_client_config": "ZkClient",
+        "zk_tls_config_file": str(tls_file),
+    }
+    conn = cluster_connection("secured", host=secure_zk.secure_connect_string, schema="/airflow", extra=extra)
+    described = repr(conn) + repr(conn.describe()) + repr(conn.zk_config())
+    assert conn.describe()["zk_sasl_user"] == USER
+    for secret in (PASSWORD, KEY_PASSWORD):
+        assert secret not in described
+    cfg = conn.zk_config()
+    assert cfg.use_ssl and cfg.check_hostname and cfg.sasl == (USER, PASSWORD)
+    store = KazooMetadataStore(replace(cfg, create_paths=True, set_acl=True))
+    try:
+        assert store.path_exists("/brokers/ids")
+    finally:
+        store.close()
+    owner = _client(secure_zk.connect_string)
+    try:
+        acls, _ = owner.get_acls("/airflow/brokers/ids")
+        assert {(a.perms, a.id.scheme) for a in acls} == {
+            (PERM_ALL, "sasl"),
+            (PERM_ALL, "x509"),
+            (PERM_READ, "world"),
+        }
+    finally:
+        owner.stop()
+        owner.close()
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        cluster_connection("bad", host="h:1", extra={**extra, "use_ssl": True})
+    with pytest.raises(InvalidArgumentError, match="has no Client section"):
+        cluster_connection("bad", host="h:1", extra={"zk_jaas_config_file": str(jaas)})
