@@ -5,8 +5,8 @@ Revises: 0003
 Create Date: 2026-12-07
 
 * ``cluster_id`` (ZooKeeper's ``/cluster/id``) on ``operations``, both transition tables,
-  ``controller_events`` and ``reconciliation_runs`` (the snapshot's cluster): NULL on every existing row, which reports and the reconciliation read as
-  before when no cluster is asked for.
+  ``controller_events`` and ``reconciliation_runs`` (the snapshot's cluster): NULL on every
+  existing row, which reports and the reconciliation read as before when no cluster is asked for.
 * Each loaded table's idempotency key becomes a unique index that includes the cluster (see
   ``schema._unique_key``): two clusters in one database both have a controller 1 at epoch 1, and
   the old key dropped the second cluster's rows as duplicates of the first's.
