@@ -51,6 +51,8 @@ ANONYMOUS = "User:ANONYMOUS"
 KAFKA_APIS: dict[int, str] = {
     19: "CreateTopics",
     20: "DeleteTopics",
+    30: "CreateAcls",
+    31: "DeleteAcls",
     33: "AlterConfigs",
     37: "CreatePartitions",
     43: "ElectLeaders",

@@ -309,6 +309,37 @@ def test_metadata_hides_what_alice_may_not_describe(cluster: Cluster) -> None:
     assert {AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION} <= ops
 
 
+def test_metadata_auto_creation_needs_create(cluster: Cluster) -> None:
+    port = cluster.controller().transport.ports["SSL"]
+
+    def ask(name: str) -> int:
+        topic = _nested(3, 9, "MetadataRequestTopic", name=name)
+        response = _kafka_call(
+            port,
+            cluster.context(cluster.alice),
+            3,
+            9,
+            topics=(topic,),
+            allow_auto_topic_creation=True,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        (answer,) = response.topics
+        return int(answer.error_code)
+
+    grant(
+        cluster,
+        allow(ResourceType.TOPIC, "auto-", AclOperation.DESCRIBE, pattern=ResourcePatternType.PREFIXED),
+    )
+    assert ask("auto-1") == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert "auto-1" not in topics_in_zk(cluster)
+    grant(
+        cluster, allow(ResourceType.TOPIC, "auto-", AclOperation.CREATE, pattern=ResourcePatternType.PREFIXED)
+    )
+    assert ask("auto-1") in (0, KafkaError.LEADER_NOT_AVAILABLE)
+    assert "auto-1" in topics_in_zk(cluster)
+
+
 def _topics(names: list[str]) -> Any:
     from confluent_kafka import TopicCollection
 
