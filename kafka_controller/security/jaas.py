@@ -92,7 +92,8 @@ class _Tokens:
         return "char", ch
 
     def _quoted(self, quote: str) -> str:
-        text, out = self.text, []
+        text = self.text
+        out: list[str] = []
         self.pos += 1
         while self.pos < len(text):
             ch = text[self.pos]

@@ -278,16 +278,19 @@ class SaslServerAuthenticator:
             return answer
         if key == wire.SASL_HANDSHAKE and state in (_State.HANDSHAKE_OR_VERSIONS, _State.HANDSHAKE):
             if not wire.HANDSHAKE_VERSIONS[0] <= version <= wire.HANDSHAKE_VERSIONS[1]:
-                return self._fail(f"SaslHandshake v{version} is not supported")
+                self._fail(f"SaslHandshake v{version} is not supported")
+                return None
             return self._handshake(cid, version, wire.read_handshake(reader))
         if key == wire.SASL_AUTHENTICATE and state is _State.AUTHENTICATE:
             if not wire.AUTHENTICATE_VERSIONS[0] <= version <= wire.AUTHENTICATE_VERSIONS[1]:
-                return self._fail(f"SaslAuthenticate v{version} is not supported")
+                self._fail(f"SaslAuthenticate v{version} is not supported")
+                return None
             return self._authenticate(cid, version, wire.read_authenticate(reader, version))
         if key == wire.SASL_HANDSHAKE and state is _State.AUTHENTICATE and version <= 1:
             self._fail("a second SaslHandshake")
             return wire.handshake_response(cid, wire.ILLEGAL_SASL_STATE, ())
-        return self._fail(f"api key {key} v{version} is not allowed while {state.value}")
+        self._fail(f"api key {key} v{version} is not allowed while {state.value}")
+        return None
 
     def _handshake(self, cid: int, version: int, mechanism: str) -> bytes:
         enabled = self._settings.mechanisms
