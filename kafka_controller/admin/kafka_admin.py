@@ -27,6 +27,7 @@ from kafka_controller.domain.errors import InvalidArgumentError, KafkaController
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 from kafka_controller.ports import MetadataStore
+from kafka_controller.security.client_config import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def parse_bootstrap_servers(value: str | Sequence[str] | None) -> tuple[str, ...
     return tuple(out) or None
 
 
-def brokers_from_zookeeper(store: MetadataStore) -> tuple[str, ...]:
+def brokers_from_zookeeper(store: MetadataStore, listener_name: str = "PLAINTEXT") -> tuple[str, ...]:
     """``host:port`` of the active controller (from ``/controller`` and its ``/brokers/ids``
     registration), else of every registered broker.
 
@@ -89,7 +90,7 @@ def brokers_from_zookeeper(store: MetadataStore) -> tuple[str, ...]:
     )
     found = []
     for broker in chosen:
-        ep = broker.endpoint()
+        ep = broker.endpoint(listener_name)
         if ep is not None:
             found.append(f"{ep.host}:{ep.port}")
     if not found:
@@ -116,6 +117,7 @@ class KafkaAdmin:
         *,
         timeout_s: float = 30.0,
         client_factory: Callable[..., Any] | None = None,
+        security: ClientSecurity | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -129,6 +131,8 @@ class KafkaAdmin:
         self.store = store
         self.timeout_s = timeout_s
         self._factory = client_factory
+        #: TLS and SASL for every client made (``security.client_config``); PLAINTEXT without.
+        self.security = security
         self._clock, self._sleep = clock, sleep
         self._clients: dict[str | None, Any] = {}
 
@@ -137,7 +141,8 @@ class KafkaAdmin:
         if self.bootstrap is not None:
             return self.bootstrap
         assert self.store is not None
-        return brokers_from_zookeeper(self.store)
+        listener = "PLAINTEXT" if self.security is None else self.security.listener_name
+        return brokers_from_zookeeper(self.store, listener)
 
     def client(self, operation_id: str | None = None) -> Any:
         """The kafka-python admin client whose client id carries ``operation_id``."""
@@ -158,6 +163,7 @@ class KafkaAdmin:
                     # the answer time to arrive.
                     request_timeout_ms=timeout_ms + ANSWER_MARGIN_MS,
                     bootstrap_timeout_ms=timeout_ms,
+                    **(self.security.kafka_python() if self.security is not None else {}),
                 )
             except KafkaControllerError:
                 raise

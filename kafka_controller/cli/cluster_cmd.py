@@ -10,6 +10,12 @@ requires a client certificate (the brokers' own connections too); it prints a li
 properties file (``kcat -F FILE``), and ``--json`` adds ``bootstrap_servers`` and ``client_config``
 for ``AdminClient({"bootstrap.servers": ..., **client_config})``.
 
+``--security sasl_ssl`` (or ``sasl_plaintext``, without TLS) gives every broker one SASL listener
+with SCRAM-SHA-512 and Kafka's ACL authorizer on: a super user ``admin`` and an inter-broker user
+``broker`` with random passwords (credentials in ZooKeeper's ``/config/users``), and the super
+user's client properties in DATA_DIR/client.properties (mode 0600), which both ``kcat -F FILE`` and
+this package's ``--command-config FILE`` read.
+
 While it runs, ``cluster stop-broker N``, ``start-broker N``, ``restart-broker N`` and ``status``
 (from another terminal) act on its brokers through its control socket (found by ``--data-dir``, or
 as the only ``cluster up`` of this user running).
@@ -86,11 +92,12 @@ def register(subparsers: Any) -> None:
     )
     up.add_argument(
         "--security",
-        choices=["plaintext", "ssl"],
+        choices=["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"],
         default="plaintext",
-        help="plaintext (default, loopback) or ssl: a private CA in DATA_DIR/tls, each broker's only "
-        "listener SSL with client certificates required, and a client certificate for you (its "
-        "librdkafka properties file is printed)",
+        help="plaintext (default, loopback); ssl: a private CA in DATA_DIR/tls, each broker's only "
+        "listener SSL with client certificates required, and a client certificate for you; "
+        "sasl_ssl/sasl_plaintext: SCRAM-SHA-512 logins (TLS from that CA for sasl_ssl), the ACL "
+        "authorizer on, and a super user whose password is in the printed client properties file",
     )
     up.add_argument("--start-timeout", type=float, default=90.0, help="seconds to wait for the cluster")
     up.add_argument(
@@ -145,8 +152,14 @@ def run_up(args: argparse.Namespace) -> int:
         info["audit_url"] = _redacted(cluster.audit_url)
         info["control_socket"] = str(control.path)
         info["bootstrap_servers"] = ",".join(cluster.listener(b) for b in cluster.broker_ids)
-        info["client_config"] = {} if cluster.tls is None else cluster.tls.client_settings(certificate=True)
-        properties = None if cluster.tls is None else cluster.tls.write_client_properties()
+        info["client_config"] = (
+            cluster.client_security().librdkafka() if cluster.security != "plaintext" else {}
+        )
+        properties = cluster.client_properties
+        if properties is None and cluster.tls is not None:
+            properties = cluster.tls.write_client_properties()
+        if properties is not None:
+            info["client_properties"] = str(properties)
         if args.json:
             common.print_json(info, one_line=True)
             _say(_audit_line(cluster))
@@ -157,7 +170,10 @@ def run_up(args: argparse.Namespace) -> int:
                 common.say(f"broker {b['id']}: {b['listener']} (pid {b['pid']}, log {b['log']}{metrics})")
             common.say(f"controller: broker {controller} (epoch {epoch})")
             if properties is not None:
-                common.say(f"TLS: client properties {properties} (kcat -F {properties} -b BROKER -L)")
+                common.say(
+                    f"{cluster.security.upper()}: client properties {properties} "
+                    f"(kcat -F {properties} -b BROKER -L; kafka-controller ... --command-config {properties})"
+                )
             common.say(_audit_line(cluster))
             common.say(f"try: kafka-controller describe --zookeeper {cluster.connect_string}")
         _say(f"ready; press Ctrl-C to stop (pid {os.getpid()}, control socket {control.path})")

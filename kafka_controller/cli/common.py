@@ -26,6 +26,7 @@ from kafka_controller.domain.errors import InvalidArgumentError, KafkaController
 if TYPE_CHECKING:
     from kafka_controller.admin.kafka_admin import KafkaAdmin
     from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.security.client_config import ClientSecurity
     from kafka_controller.zk.security import ZkClientConfig
     from kafka_controller.zk.store import ZkMetadataStore
 
@@ -60,6 +61,7 @@ def add_zookeeper_option(
             default=None,
             help="Kafka brokers to send admin requests to (default: the brokers in /brokers/ids)",
         )
+        add_command_config_option(p)
     p.add_argument(
         "--zookeeper",
         metavar="CONNECT",
@@ -77,6 +79,36 @@ def add_zookeeper_option(
             help="how long to wait for ZooKeeper (connecting), the controller, or the operation "
             "(default: %(default)s)",
         )
+
+
+def add_command_config_option(p: argparse.ArgumentParser) -> None:
+    """Kafka's tools' ``--command-config``, beside every way of reaching brokers."""
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        default=None,
+        help="client properties for a secured cluster, as Kafka's tools take them: security.protocol, "
+        "sasl.mechanism, sasl.jaas.config (PlainLoginModule/ScramLoginModule username and password), "
+        "ssl.truststore.location, ssl.keystore.location and ssl.key.password (PEM); librdkafka's "
+        "sasl.username, sasl.password and ssl.ca.location too",
+    )
+
+
+def client_security(args: argparse.Namespace) -> ClientSecurity:
+    """The command's ``--command-config``, read once (PLAINTEXT without one); a bad file is a
+    ``UsageError`` naming the key."""
+    from kafka_controller.security.client_config import PLAINTEXT, read_command_config
+
+    cached = getattr(args, "_client_security", None)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    path = getattr(args, "command_config", None)
+    try:
+        security = PLAINTEXT if path is None else read_command_config(path)
+    except InvalidArgumentError as e:
+        raise UsageError(str(e)) from None
+    args._client_security = security
+    return security
 
 
 def add_zk_tls_option(p: argparse.ArgumentParser) -> None:
@@ -202,7 +234,14 @@ def open_admin_client(args: argparse.Namespace, store: ZkMetadataStore) -> Itera
     """A client for the controller's admin APIs, found through ``store``."""
     from kafka_controller.broker.admin_client import AdminClient
 
-    client = AdminClient(store, timeout_s=check_timeout(args))
+    security = client_security(args)
+    client = AdminClient(
+        store,
+        timeout_s=check_timeout(args),
+        listener_name=security.listener_name,
+        ssl_context=security.ssl_context(),
+        authenticate=security.authenticate(),
+    )
     try:
         yield client
     finally:
@@ -215,7 +254,12 @@ def open_kafka_admin(args: argparse.Namespace, store: ZkMetadataStore) -> Iterat
     ``--bootstrap-server`` or the brokers registered in ZooKeeper."""
     from kafka_controller.admin.kafka_admin import KafkaAdmin
 
-    client = KafkaAdmin(getattr(args, "bootstrap_server", None), store, timeout_s=check_timeout(args))
+    client = KafkaAdmin(
+        getattr(args, "bootstrap_server", None),
+        store,
+        timeout_s=check_timeout(args),
+        security=client_security(args),
+    )
     try:
         yield client
     finally:

@@ -31,6 +31,7 @@ def add_connection_options(p: argparse.ArgumentParser) -> None:
         help=f"ZooKeeper connect string to find the brokers in when --bootstrap-server is not given "
         f"(default: ${common.ZOOKEEPER_ENV})",
     )
+    common.add_command_config_option(p)
     common.add_zk_tls_option(p)
     p.add_argument(
         "--timeout",
@@ -41,7 +42,7 @@ def add_connection_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def bootstrap_servers(args: argparse.Namespace) -> list[str]:
+def bootstrap_servers(args: argparse.Namespace, listener_name: str = "PLAINTEXT") -> list[str]:
     if args.bootstrap_server:
         servers = [s.strip() for s in args.bootstrap_server.split(",") if s.strip()]
         if not servers or not all(map(_host_and_port, servers)):
@@ -53,7 +54,7 @@ def bootstrap_servers(args: argparse.Namespace) -> list[str]:
     common.resolve_zookeeper(args)
     with common.open_store(args) as store:
         brokers = sorted(store.get_all_brokers_and_epochs(), key=lambda b: b.id)
-    servers = [ep.connection_string() for b in brokers if (ep := b.endpoint()) is not None]
+    servers = [ep.connection_string() for b in brokers if (ep := b.endpoint(listener_name)) is not None]
     if not servers:
         raise common.CommandFailedError(f"no broker is registered at {args.zookeeper}: nothing to connect to")
     return servers
@@ -76,7 +77,8 @@ def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> It
 
     from kafka_controller.admin.kafka_admin import client_id
 
-    servers = bootstrap_servers(args)
+    security = common.client_security(args)  # a bad file is named before anything is reached
+    servers = bootstrap_servers(args, security.listener_name)
     timeout_ms = max(1000, round(common.check_timeout(args) * 1000))
     try:
         admin = KafkaAdminClient(
@@ -84,6 +86,7 @@ def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> It
             client_id=client_id(common.operation_id(args)),  # the broker links the change to it
             request_timeout_ms=timeout_ms + round(answer_margin_s * 1000),
             bootstrap_timeout_ms=timeout_ms,
+            **security.kafka_python(),
         )
     except KafkaError as e:
         raise common.CommandFailedError(

@@ -27,7 +27,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.cli.common import add_zookeeper_option, open_admin_client, open_store
+from kafka_controller.cli.common import (
+    add_command_config_option,
+    add_zookeeper_option,
+    open_admin_client,
+    open_store,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -36,6 +41,7 @@ def register(subparsers: Any) -> None:
 
     e = sub.add_parser("export", help="export a snapshot from ZooKeeper (and the brokers' own views)")
     add_zookeeper_option(e)
+    add_command_config_option(e)  # --broker-views asks every broker
     e.add_argument("--out", required=True, help="snapshot directory to create")
     e.add_argument("--broker-views", action="store_true", help="ask every broker for its replicas")
     e.add_argument(

@@ -31,6 +31,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     common.add_zookeeper_option(p)
+    common.add_command_config_option(p)  # the controlled shutdown goes to the controller
     p.add_argument("--broker-id", type=int, required=True, help="the broker to shut down")
     p.add_argument(
         "--pid",

@@ -36,6 +36,7 @@ def add_connection_options(p: argparse.ArgumentParser) -> None:
         help="ZooKeeper connect string, host:port[,host:port][/chroot], to write directly (as "
         f"kafka-topics.sh --zookeeper; default: ${common.ZOOKEEPER_ENV}, used without --bootstrap-server)",
     )
+    common.add_command_config_option(p)
     common.add_zk_tls_option(p)
     p.add_argument(
         "--timeout",

@@ -44,13 +44,20 @@ if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
     from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
     from kafka_controller.security.certs import ClusterPki
+    from kafka_controller.security.client_config import ClientSecurity
     from kafka_controller.zk.embedded import EmbeddedZooKeeper
     from kafka_controller.zk.ensemble import ZooKeeperEnsemble
     from kafka_controller.zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
-#: ``LocalCluster(security=...)``: the SASL modes come with SASL's own settings.
-SECURITY_MODES = ("plaintext", "ssl")
+#: ``LocalCluster(security=...)``.
+SECURITY_MODES = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+#: The SASL modes' users: the super user a person (and this cluster's own clients) log in as, and
+#: the brokers' own (inter-broker) user. Both are ``super.users``, as Kafka's docs set them up.
+SUPER_USER = "admin"
+INTER_BROKER_USER = "broker"
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 
 DEFAULT_BROKER_CONFIG: dict[str, str] = {
     "zookeeper.session.timeout.ms": "6000",
@@ -94,13 +101,18 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         """``listener_port``: broker i (0-based) listens on ``listener_port + i`` (None: a free port
         each, picked at start). ``security``: ``plaintext``, or ``ssl``: every broker's only
         listener is SSL with client certificates required (brokers and this cluster's own admin
-        client present theirs), from a private CA made in ``data_dir/tls`` (``tls``)."""
+        client present theirs), from a private CA made in ``data_dir/tls`` (``tls``);
+        ``sasl_plaintext``/``sasl_ssl``: every broker's only listener is SASL (SCRAM-SHA-512, over
+        that CA's TLS for ``sasl_ssl``) with Kafka's ACL authorizer on, a super user and an
+        inter-broker user with random passwords (``client_properties``: the super user's, mode 0600)."""
         if security not in SECURITY_MODES:
             raise InvalidArgumentError(
                 f"security must be one of {', '.join(SECURITY_MODES)}, got {security!r}"
             )
         self.security = security
         self.tls: ClusterPki | None = None
+        self._passwords: dict[str, str] = {}  # SASL user -> password; never logged
+        self.client_properties: Path | None = None
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
         if first_broker_id < 0:
@@ -157,12 +169,14 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         if self._admin is None:
             from kafka_controller.broker.admin_client import AdminClient
 
-            if self.tls is None:
-                self._admin = AdminClient(self.store, timeout_s=30.0)
-            else:
-                self._admin = AdminClient(
-                    self.store, timeout_s=30.0, listener_name="SSL", ssl_context=self.tls.client_context()
-                )
+            security = self.client_security()
+            self._admin = AdminClient(
+                self.store,
+                timeout_s=30.0,
+                listener_name=security.listener_name,
+                ssl_context=security.ssl_context(),
+                authenticate=security.authenticate(),
+            )
         return self._admin
 
     def start(self, timeout: float = 90.0) -> LocalCluster:
@@ -182,11 +196,13 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 )
                 self.zk.start(timeout=max(1.0, deadline - time.monotonic()))
             self._open_store()
-            if self.security == "ssl" and self.tls is None:
+            if self.security in ("ssl", "sasl_ssl") and self.tls is None:
                 from kafka_controller.security.certs import make_cluster_pki
 
                 hosts = {"localhost", "127.0.0.1", self.host, *(h for h, _ in self.broker_hosts.values())}
                 self.tls = make_cluster_pki(self.data_dir / "tls", self.broker_ids, hosts=sorted(hosts))
+            if self.security.startswith("sasl_") and not self._passwords:
+                self._make_users()
             if self.supervisor is None:
                 self._supervise()
             if self.audit_url:
@@ -200,6 +216,72 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             self.close(graceful=False)
             raise
         return self
+
+    def client_security(self) -> ClientSecurity:
+        """How a client with every right reaches the brokers: the super user over SASL, the
+        client certificate over SSL, nothing over PLAINTEXT."""
+        from kafka_controller.security.client_config import PLAINTEXT, ClientSecurity
+
+        if self.security == "plaintext":
+            return PLAINTEXT
+        if self.security == "ssl":
+            if self.tls is None:
+                raise ClusterError("the cluster is not started")
+            return ClientSecurity(
+                "SSL",
+                cafile=str(self.tls.truststore),
+                certfile=str(self.tls.client_certificate),
+                keyfile=str(self.tls.client_key),
+            )
+        if not self._passwords:
+            raise ClusterError("the cluster is not started")
+        return ClientSecurity(
+            self.security.upper(),
+            SCRAM_MECHANISM,
+            SUPER_USER,
+            self._passwords[SUPER_USER],
+            cafile=None if self.tls is None else str(self.tls.truststore),
+        )
+
+    def _make_users(self) -> None:
+        """SCRAM-SHA-512 credentials for the super user and the inter-broker user in ZooKeeper
+        (``/config/users``, before any broker starts: the brokers log in to each other with
+        theirs), and the super user's client properties, mode 0600."""
+        from kafka_controller.security.certs import new_password
+        from kafka_controller.security.credentials import alter_user_credentials
+        from kafka_controller.security.scram import ScramFormatter
+
+        formatter = ScramFormatter(SCRAM_MECHANISM)
+        passwords = {SUPER_USER: new_password(), INTER_BROKER_USER: new_password()}
+        for user, password in passwords.items():
+            credential = formatter.credential(password, 8192)
+            alter_user_credentials(self.store, user, {SCRAM_MECHANISM: credential})  # type: ignore[arg-type]
+        self._passwords = passwords
+        target = self.data_dir / "client.properties"
+        lines = [f"{k}={v}" for k, v in self.client_security().librdkafka().items()]
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o600)  # an existing file keeps its mode through O_CREAT
+            f.write("\n".join(lines) + "\n")
+        self.client_properties = target
+
+    def _sasl_settings(self) -> dict[str, str]:
+        """The broker settings of the SASL modes: SCRAM-SHA-512 only, the inter-broker login in the
+        listener's JAAS entry, Kafka's ACL authorizer with both users as super users."""
+        listener = self.security.upper()
+        password = self._passwords[INTER_BROKER_USER].replace("\\", "\\\\").replace('"', '\\"')
+        jaas = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{INTER_BROKER_USER}" password="{password}";'
+        )
+        return {
+            "security.inter.broker.protocol": listener,
+            "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+            f"listener.name.{listener.lower()}.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": jaas,
+            "authorizer.class.name": ACL_AUTHORIZER,
+            "super.users": f"User:{SUPER_USER};User:{INTER_BROKER_USER}",
+        }
 
     def _open_store(self) -> None:
         if self._store is not None:
@@ -267,13 +349,16 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             port = free_port(self.host)
         self.ports[broker_id] = port
         config = self.broker_config
-        if self.tls is not None:
+        if self.security == "ssl" and self.tls is not None:
             config = {
                 **config,
                 "security.inter.broker.protocol": "SSL",
                 "ssl.client.auth": "required",
                 **self.tls.broker_settings(broker_id),
             }
+        elif self.security.startswith("sasl_"):
+            tls = {} if self.tls is None else self.tls.broker_settings(broker_id)
+            config = {**config, **self._sasl_settings(), **tls}
         command = broker_command(
             broker_id,
             self.connect_string,
@@ -286,7 +371,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             log_level=self.log_level,
             data_dir=self.broker_data_dir(broker_id),
             metrics_port=self._metrics_port(broker_id),
-            listener_name="PLAINTEXT" if self.tls is None else "SSL",
+            listener_name=self.security.upper(),
         )
         command[:0] = prefix
         proc = self.processes.get(broker_id)
@@ -401,11 +486,13 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 for p in order:
                     per_broker = max(1.0, self._left(deadline) / max(1, len(order)))
                     p.stop(per_broker)
+            if graceful:
+                self._stop_relaunched(signal.SIGTERM, deadline)
         finally:
             for p in self.processes.values():
                 p.kill()
             wait_all_exited(list(self.processes.values()), time.monotonic() + 5.0)
-            self._kill_relaunched()
+            self._stop_relaunched(signal.SIGKILL, time.monotonic() + 5.0)
             if self._admin is not None:
                 self._admin.close()
             if self._store is not None:
@@ -416,20 +503,22 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             if self._owns_dir:
                 shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def _kill_relaunched(self) -> None:
-        """Brokers of this cluster that something else relaunched (Airflow's ``local`` lifecycle
-        backend restarts them detached) are not our children, but they are this cluster's: stop
-        them too, or they outlive ``cluster up`` and keep the ports and the ZooKeeper paths."""
+    def _stop_relaunched(self, sig: int, deadline: float) -> None:
+        """Brokers of this cluster that something else started (by hand, or Airflow's ``local``
+        lifecycle backend when no ``cluster up`` owned them) are not our children, but they are
+        this cluster's: stop them too (SIGTERM: their controlled shutdown, one at a time; SIGKILL
+        for what is left), or they outlive ``cluster up`` and keep the ports and ZooKeeper paths."""
         if self.zk is None and self.external_zookeeper is None:
             return  # never started: no connect string, no broker of ours can exist
-        killed = []
         for broker_id in self.broker_ids:
+            signalled = []
             for pid in broker_pids(broker_id, self.connect_string):
                 with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-        # ``close`` returns once they are gone, as it does for its own children.
-        wait_pids_exited(killed, time.monotonic() + 5.0)
+                    os.kill(pid, sig)
+                    signalled.append(pid)
+            # ``close`` returns once they are gone, as it does for its own children; a controlled
+            # shutdown runs one broker at a time, as for the children
+            wait_pids_exited(signalled, deadline if sig == signal.SIGTERM else time.monotonic() + 5.0)
 
     def __enter__(self) -> LocalCluster:
         return self.start()
