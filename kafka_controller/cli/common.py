@@ -368,6 +368,8 @@ AUDIT_URL_ENV = "KAFKA_CONTROLLER_AUDIT_URL"
 #: Arguments never copied into an operation's parameters (a URL may hold a password; the rest is in
 #: the row's own columns or is the parser's).
 _NOT_PARAMETERS = frozenset({"func", "audit_url", "requester", "reason", "operation_id", "audit_kind"})
+#: Arguments whose name says they may hold a credential: recorded as present, never their value.
+_SECRET_WORDS = ("password", "secret", "token", "jaas", "credential")
 #: ``K=V,K2=V2`` arguments: only their names are recorded (a value may be a password).
 _CONFIG_ARGUMENTS = frozenset({"add_config", "config", "configs"})
 #: A command's operation kind, or a function of its arguments that says (None: this invocation
@@ -438,13 +440,23 @@ def operation_parameters(args: argparse.Namespace) -> dict[str, Any]:
                     if part.strip()
                 }
             )
-        elif value is None or isinstance(value, bool | int | float | str):
-            out[key] = value
-        elif isinstance(value, list | tuple):
-            out[key] = [v if isinstance(v, bool | int | float | str) else str(v) for v in value]
+        elif any(word in key for word in _SECRET_WORDS):
+            out[key] = "<not recorded>" if value is not None else None
         else:
-            out[key] = str(value)
+            out[key] = _plain_argument(value)
     return out
+
+
+def _plain_argument(value: Any) -> Any:
+    """Plain values and paths as they are; anything else (an object a command stored in its
+    arguments, which may hold credentials) only by its type: its text could hold a password."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_plain_argument(v) for v in value]
+    return f"<{type(value).__name__}>"
 
 
 class _Audited:

@@ -125,6 +125,8 @@ def test_parameters_keep_config_names_and_drop_the_audit_options() -> None:
         path=Path("/x"),
         func=print,
         operation_id=None,
+        sasl_password="hunter3",
+        security=object(),
     )
     got = common.operation_parameters(args)
     assert got == {
@@ -133,5 +135,7 @@ def test_parameters_keep_config_names_and_drop_the_audit_options() -> None:
         "configs_command": "alter",
         "entity_name": "t",
         "path": "/x",
+        "sasl_password": "<not recorded>",
+        "security": "<object>",
     }
-    assert "hunter2" not in str(got) and "s3cret" not in str(got)
+    assert "hunter2" not in str(got) and "s3cret" not in str(got) and "hunter3" not in str(got)
