@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "describe_cmd",
     "reassign_cmd",
     "elect_cmd",
+    "acls_cmd",
     "shutdown_cmd",
     "audit_cmd",
     "reconcile_cmd",
