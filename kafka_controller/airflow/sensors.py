@@ -54,6 +54,12 @@ class ReassignmentSensor(BaseSensorOperator):
 
         return KafkaClusterHook(self.kafka_controller_conn_id)
 
+    @staticmethod
+    def _needed_brokers(plan: Any) -> list[int]:
+        """The plan's target brokers: while one of them is not registered, its new replicas cannot
+        catch up and the wait could only time out."""
+        return sorted({b for rs in plan.values() for b in rs})
+
     def poke(self, context: Any) -> bool:
         from kafka_controller.airflow.runbooks import reassignment_progress
 
@@ -80,7 +86,11 @@ class ReassignmentSensor(BaseSensorOperator):
             return self._finish(context, {"status": "complete", "partitions": len(plan)})
         self.defer(
             trigger=ReassignmentTrigger(
-                self.kafka_controller_conn_id, plan_to_json(plan), self.poke_interval, float(self.timeout)
+                self.kafka_controller_conn_id,
+                plan_to_json(plan),
+                self.poke_interval,
+                float(self.timeout),
+                brokers=self._needed_brokers(plan),
             ),
             method_name="execute_complete",
         )
@@ -88,6 +98,19 @@ class ReassignmentSensor(BaseSensorOperator):
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
         from kafka_controller.airflow.runbooks import OperationFailedError
 
+        if event and event.get("status") == "broker_lost":
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from kafka_controller.airflow.hooks.cluster import BrokerLostError
+
+            left = event.get("progress") or {}
+            lost = BrokerLostError(
+                event.get("brokers") or [],
+                f"the reassignment's verification; stopped there ({left.get('in_progress', 0)} "
+                "partition(s) left in flight with the controller)",
+            )
+            self.log.error("verify result: %s", lost)
+            raise AirflowFailException(str(lost))  # no retry: a lost broker needs a person
         if not event or event.get("status") != "complete":
             error = OperationFailedError(f"reassignment not verified: {event}")
             self.log.error("verify result: %s", error)

@@ -16,7 +16,10 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 
 class ReassignmentTrigger(BaseTrigger):
-    """Fires ``{"status": "complete" | "timeout" | "error", ...}`` for ``plan`` (``plan_to_json`` form)."""
+    """Fires ``{"status": "complete" | "timeout" | "error" | "broker_lost", ...}`` for ``plan``
+    (``plan_to_json`` form). ``brokers``: the plan's target brokers; a poll that finds one of them
+    unregistered fires ``broker_lost`` (its new replicas cannot catch up: the wait could only time
+    out)."""
 
     def __init__(
         self,
@@ -24,12 +27,14 @@ class ReassignmentTrigger(BaseTrigger):
         plan: list[dict[str, Any]],
         poll_interval_s: float = 2.0,
         timeout_s: float = 3600.0,
+        brokers: list[int] | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.kafka_controller_conn_id = kafka_controller_conn_id
         self.plan = plan
         self.poll_interval_s = poll_interval_s
         self.timeout_s = timeout_s
+        self.brokers = brokers
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -39,6 +44,7 @@ class ReassignmentTrigger(BaseTrigger):
                 "plan": self.plan,
                 "poll_interval_s": self.poll_interval_s,
                 "timeout_s": self.timeout_s,
+                "brokers": self.brokers,
             },
         )
 
@@ -60,9 +66,14 @@ class ReassignmentTrigger(BaseTrigger):
             while True:
                 try:
                     progress = await asyncio.to_thread(_progress, store, plan)
+                    gone = sorted(set(self.brokers or ()) - set(await asyncio.to_thread(_registered, store)))
                 except Exception as e:  # a poll that fails is retried until the deadline
                     self.log.warning("reassignment poll failed: %s", e)
-                    progress = None
+                    progress, gone = None, []
+                if gone and progress is not None:
+                    left = {k: len(v) for k, v in progress.items()}
+                    yield _event({"status": "broker_lost", "brokers": gone, "progress": left})
+                    return
                 if progress is not None and not progress["in_progress"] and not progress["pending"]:
                     yield _event({"status": "complete", "partitions": len(progress["complete"])})
                     return
@@ -83,6 +94,10 @@ def _open_store(conn: Any) -> Any:
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 
     return KazooMetadataStore(conn.zk_config())
+
+
+def _registered(store: Any) -> list[int]:
+    return list(store.get_sorted_broker_list())
 
 
 def _progress(store: Any, plan: Any) -> dict[str, list[str]]:

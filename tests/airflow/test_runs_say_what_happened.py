@@ -157,6 +157,7 @@ def test_the_rolling_restart_takes_demote_from_its_conf(env: Env) -> None:
 def test_a_broker_killed_during_a_reassignment_is_named_at_once(env: Env) -> None:
     """The target broker is paused (nothing can copy to it), then killed: the execute task fails at
     once naming it, without its retries, instead of waiting out the batch timeout."""
+    import contextlib
     import os
     import signal
 
@@ -196,5 +197,59 @@ def test_a_broker_killed_during_a_reassignment_is_named_at_once(env: Env) -> Non
         assert row["status"] == "failed" and f"broker {target} left the cluster" in row["error"]
     finally:
         thread.join(120)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)  # a test that failed before the kill leaves no paused broker
         _restore(env)
     env.wait(lambda: not assignment(env, "doomed")[0].is_being_reassigned, "the move to complete", 120)
+
+
+def test_a_broker_killed_while_the_dag_verifies_a_reassignment_is_named_at_once(env: Env) -> None:
+    """The DAG's execute task submits the move and the deferrable verify task waits for it; its
+    target broker is paused once the plan is generated (nothing can copy to it), then killed: the
+    verify task fails within seconds naming it, instead of waiting out its hour."""
+    import contextlib
+    import os
+    import signal
+
+    from kafka_controller.airflow.audit_queries import list_operations
+    from tests.airflow.cluster_env import assignment
+
+    env.healthy()
+    controller, _ = env.cluster.controller()
+    target = max(b for b in (1, 2, 3) if b != controller)
+    first, second = (b for b in (1, 2, 3) if b != target)
+    env.cluster.create_topic("stranded", {0: [first, second]})
+    env.cluster.wait_topic_healthy("stranded")
+    plan = {"version": 1, "partitions": [{"topic": "stranded", "partition": 0, "replicas": [first, target]}]}
+    (pid,) = env.lifecycle.pids(target)
+    since_ms = int(time.time() * 1000)
+
+    def generated() -> bool:
+        rows = list_operations(env.engine, limit=20, since_ms=since_ms, kind="reassignment_generate")
+        return any(r["status"] == "succeeded" for r in rows)
+
+    def kill_mid_run() -> float:
+        # paused only now: a paused broker's ZooKeeper session lapses after 10 s in this cluster
+        env.wait(generated, "the plan to be generated", 120)
+        os.kill(pid, signal.SIGSTOP)  # registered, but it copies nothing: the move must wait
+        env.wait(lambda: assignment(env, "stranded")[0].is_being_reassigned, "the move to start", 30)
+        env.lifecycle.kill(target, 30)
+        return time.monotonic()
+
+    killer, killed = run_in_thread(kill_mid_run)
+    try:
+        run, tis = env.run("partition_reassignment", {"plan": plan, "dry_run": False})
+        ended_at = time.monotonic()
+        killer.join(60)
+        assert "result" in killed, killed
+        took = ended_at - killed["result"]
+        assert run.state == "failed" and tis["verify"][0] == "failed", tis
+        assert took < 60, f"the run took {took:.0f}s after the kill (the verify timeout is an hour)"
+        error = env.operations(run)["airflow_task:verify"]["error"]
+        assert f"broker {target} left the cluster during the reassignment's verification" in error, error
+    finally:
+        killer.join(120)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+        _restore(env)
+    env.wait(lambda: not assignment(env, "stranded")[0].is_being_reassigned, "the move to complete", 120)
