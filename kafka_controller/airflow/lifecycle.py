@@ -1,8 +1,13 @@
 """Stopping and starting brokers: a pluggable backend per cluster (the connection's ``lifecycle``).
 
 * ``local`` — brokers on this host started by ``kafka-controller cluster up`` (or ``LocalCluster``).
-  A broker is found by its command line (``... broker --broker-id N --zookeeper CONNECT``); stop is
-  SIGTERM (the broker's own controlled shutdown), kill is SIGKILL. Before a broker goes, its command
+  When a ``cluster up`` of this user runs the brokers of the connection's ZooKeeper, it stays their
+  one owner: a stop or a start is asked of it through its control socket (``cluster stop-broker``,
+  ``start-broker``), so it restarts the broker as its own child, with the same command line, and
+  ``cluster status`` and its shutdown keep covering it. Otherwise (``LocalCluster`` in a test, or
+  brokers started by hand) a broker is found by its command line (``... broker --broker-id N
+  --zookeeper CONNECT``); stop is SIGTERM (the broker's own controlled shutdown). Kill is SIGKILL
+  either way: a hard failure is one nobody asked its owner for. Before a broker goes, its command
   line, working directory and log file are saved (mode 0600: the line may carry an audit URL with a
   password), so a later task, in another process, can start it again with the same settings, detached
   so that it outlives the task.
@@ -29,7 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from kafka_controller.cluster.process import argv_of
+from kafka_controller.cluster.process import argv_of, parent_of
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 POLL_S = 0.05
@@ -144,7 +149,36 @@ class LocalLifecycle:
                 raise LifecycleError(f"broker {broker_id} did not exit within {timeout_s:g}s of {what}")
             time.sleep(POLL_S)
 
+    def _owner(self) -> tuple[int, Path] | None:
+        """The ``cluster up`` running this connect string's brokers (its pid and control socket)."""
+        from kafka_controller.cluster.control import ControlError, cluster_up_of
+
+        try:
+            return cluster_up_of(self.connect_string)
+        except ControlError:  # an unusable runtime directory: no owner we can talk to
+            return None
+
+    def _ask_owner(self, sock: Path, action: str, broker_id: int, timeout_s: float) -> None:
+        from kafka_controller.cluster.control import ControlError, ask
+
+        try:
+            reply = ask(sock, action, broker_id, timeout_s)
+        except ControlError as e:
+            raise LifecycleError(f"{action} of broker {broker_id} through `cluster up`: {e}") from None
+        if not reply.get("ok"):
+            raise LifecycleError(
+                f"{action} of broker {broker_id} through `cluster up`: {reply.get('error', 'failed')}"
+            )
+
     def stop(self, broker_id: int, timeout_s: float) -> None:
+        pids = self.pids(broker_id)
+        if not pids:
+            return
+        owner = self._owner()
+        if owner is not None and all(parent_of(pid) == owner[0] for pid in pids):
+            self.remember(broker_id)  # so that a start works even once `cluster up` has gone
+            self._ask_owner(owner[1], "stop-broker", broker_id, timeout_s)
+            return
         self._signal_and_wait(broker_id, signal.SIGTERM, timeout_s, "SIGTERM")
 
     def kill(self, broker_id: int, timeout_s: float) -> None:
@@ -153,6 +187,10 @@ class LocalLifecycle:
     def start(self, broker_id: int, timeout_s: float) -> None:
         if self.pids(broker_id):
             raise LifecycleError(f"broker {broker_id} is already running")
+        owner = self._owner()
+        if owner is not None:
+            self._ask_owner(owner[1], "start-broker", broker_id, timeout_s)
+            return
         saved = self._recalled(broker_id)
         env = {k: v for k, v in os.environ.items() if not k.startswith(_PRIVATE_ENV_PREFIXES)}
         log_path = saved.get("log")

@@ -80,12 +80,18 @@ def _print_status(reply: dict[str, Any], *, as_json: bool) -> None:
         return
     common.say(f"ZooKeeper: {reply.get('zookeeper')}")
     rows = [
-        [str(b["id"]), "running" if b["pid"] else "stopped", str(b["pid"] or "-"), str(b["listener"] or "-"),
+        [str(b["id"]), _state(b), str(b["pid"] or "-"), str(b["listener"] or "-"),
          str(b.get("metrics") or "-")]
         for b in brokers
     ]  # fmt: skip
     for line in common.format_table(rows, ["BROKER", "STATE", "PID", "LISTENER", "METRICS"]):
         common.say(line)
+
+
+def _state(broker: dict[str, Any]) -> str:
+    if not broker["pid"]:
+        return "stopped"
+    return "running (started outside)" if broker.get("outside") else "running"
 
 
 # -- the `cluster up` side: runs in its main thread ------------------------------------------------------
@@ -112,7 +118,15 @@ def _do(cluster: LocalCluster, request: Request, reported: set[int]) -> dict[str
     from kafka_controller.cluster.waits import ClusterError
 
     if request.action == "status":
+        from kafka_controller.cluster.process import broker_pids
+
         info = cluster.info()
+        for row in info["brokers"]:
+            # a broker of this cluster that something else started (by hand, or a backend that
+            # relaunched it): running, and said to be outside, so the table never says "stopped"
+            outside = [] if row["pid"] else broker_pids(row["id"], cluster.connect_string)
+            if outside:
+                row["pid"], row["outside"] = outside[0], True
         return {"zookeeper": info["zookeeper"], "brokers": info["brokers"]}
     b = request.broker
     if b is None:

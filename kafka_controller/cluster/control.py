@@ -197,10 +197,8 @@ def _pointer(data_dir: Path) -> dict[str, Any]:
     return value
 
 
-def find_socket(data_dir: Path | None) -> Path:
-    """The control socket of the ``cluster up`` using ``data_dir``, or of the only one running."""
-    if data_dir is not None:
-        return Path(_pointer(data_dir)["socket"])
+def live_sockets() -> dict[int, Path]:
+    """The control sockets of this user's running ``cluster up`` processes, by their pid."""
     directory = runtime_dir()
     live: dict[int, Path] = {}
     if directory.is_dir():
@@ -208,6 +206,28 @@ def find_socket(data_dir: Path | None) -> Path:
             pid = sock.stem.removeprefix("cluster-")
             if pid.isdigit() and process_alive(int(pid)):
                 live[int(pid)] = sock
+    return live
+
+
+def cluster_up_of(connect_string: str, timeout: float = 10.0) -> tuple[int, Path] | None:
+    """The pid and control socket of the running ``cluster up`` whose ZooKeeper is
+    ``connect_string``, or None: each live one is asked its status (a few, at most)."""
+    for pid, sock in live_sockets().items():
+        try:
+            reply = ask(sock, "status", None, timeout)
+        except ControlError:
+            continue
+        if reply.get("ok") and reply.get("zookeeper") == connect_string:
+            return pid, sock
+    return None
+
+
+def find_socket(data_dir: Path | None) -> Path:
+    """The control socket of the ``cluster up`` using ``data_dir``, or of the only one running."""
+    if data_dir is not None:
+        return Path(_pointer(data_dir)["socket"])
+    directory = runtime_dir()
+    live = live_sockets()
     if not live:
         raise ControlError(f"no `cluster up` is running (none has a control socket in {directory})")
     if len(live) > 1:

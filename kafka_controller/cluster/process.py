@@ -296,6 +296,15 @@ def broker_pids(broker_id: int, connect_string: str) -> list[int]:
     ]
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid`` (None when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def children_of(pid: int) -> set[int]:
     """Live processes whose parent is ``pid``. Brokers and ZooKeeper run in sessions of their own
     (signals to a terminal do not reach them), so the parent link is what ties them to a command."""
