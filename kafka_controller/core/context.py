@@ -13,9 +13,6 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from kafka_controller.core.context_brokers import ContextBrokers
-from kafka_controller.core.context_shutdown import ContextShutdown
-from kafka_controller.core.context_states import ContextStates
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
@@ -52,7 +49,11 @@ def has_preferred_leader(assignment: ReplicaAssignment, leadership: LeaderIsrAnd
 
 
 @dataclass
-class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
+class ControllerContext:
+    """Kafka's ``ControllerContext``: one object, as in Kafka, since its states, brokers and
+    assignments are read together by every decision (a partition's state, its replicas' brokers,
+    its assignment); its sections below are grouped by what they cache."""
+
     stats: ControllerStats = field(default_factory=ControllerStats)
     offline_partition_count: int = 0
     preferred_replica_imbalance_count: int = 0
@@ -396,3 +397,211 @@ class ControllerContext(ContextStates, ContextBrokers, ContextShutdown):
         self.replica_states.clear()
         self.offline_partition_count = 0
         self.preferred_replica_imbalance_count = 0
+
+    # ----------------------------------------------------------------------------- states
+    # Partition and replica states, the valid-transition checks, and the offline partition
+    # count kept as states change (Kafka keeps it in ``updatePartitionStateMetrics``).
+    def partitions_in_state(self, state: PartitionState) -> list[TopicPartition]:
+        return [tp for tp, s in self.partition_states.items() if s is state]
+
+    def partitions_in_states(self, states: Collection[PartitionState]) -> list[TopicPartition]:
+        return [tp for tp, s in self.partition_states.items() if s in states]
+
+    def partitions_in_state_for_topic(self, topic: str, state: PartitionState) -> list[TopicPartition]:
+        return [tp for tp in self.partitions_for_topic(topic) if self.partition_states.get(tp) is state]
+
+    def check_valid_partition_state_change(
+        self, partitions: Iterable[TopicPartition], target: PartitionState
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        """Split into (valid, invalid) for ``target``, keeping input order; a missing entry is NonExistent."""
+        allowed = target.valid_previous_states
+        states = self.partition_states
+        valid: list[TopicPartition] = []
+        invalid: list[TopicPartition] = []
+        for tp in partitions:
+            (valid if states.get(tp, _NON_EXISTENT) in allowed else invalid).append(tp)
+        return valid, invalid
+
+    def check_valid_replica_state_change(
+        self, replicas: Iterable[PartitionAndReplica], target: ReplicaState
+    ) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+        """Split into (valid, invalid) for ``target``, keeping input order; a missing entry is NonExistent."""
+        allowed = target.valid_previous_states
+        states = self.replica_states
+        valid: list[PartitionAndReplica] = []
+        invalid: list[PartitionAndReplica] = []
+        for r in replicas:
+            (valid if states.get(r, ReplicaState.NON_EXISTENT_REPLICA) in allowed else invalid).append(r)
+        return valid, invalid
+
+    def partition_state(self, tp: TopicPartition) -> PartitionState:
+        return self.partition_states[tp]
+
+    def put_partition_state(self, tp: TopicPartition, target: PartitionState) -> None:
+        current = self.partition_states.get(tp, _NON_EXISTENT)
+        self.partition_states[tp] = target
+        self._update_partition_state_metrics(tp, current, target)
+
+    def put_partition_states(self, items: Iterable[tuple[TopicPartition, PartitionState]]) -> None:
+        """``put_partition_state`` for many partitions at once (a failover sets all of them): the
+        same states and offline count, without a method call per partition.
+
+        Without topics whose deletion started and without a partition given twice, the count moves
+        by the targets' Offline count minus the replaced states' one, and the whole update runs at
+        C speed; otherwise partition by partition."""
+        pairs = items if isinstance(items, list) else list(items)
+        states = self.partition_states
+        deletion_started = self.topics_with_deletion_started
+        if not deletion_started:
+            updates = dict(pairs)
+            if len(updates) == len(pairs):
+                currents = list(map(states.get, updates))
+                states.update(updates)
+                targets = list(updates.values())
+                self.offline_partition_count += targets.count(_OFFLINE) - currents.count(_OFFLINE)
+                return
+        delta = 0
+        for tp, target in pairs:
+            current = states.get(tp, _NON_EXISTENT)
+            states[tp] = target
+            if tp.topic in deletion_started:
+                continue
+            if current is not _OFFLINE and target is _OFFLINE:
+                delta += 1
+            elif current is _OFFLINE and target is not _OFFLINE:
+                delta -= 1
+        self.offline_partition_count += delta
+
+    def put_partition_state_if_not_exists(self, tp: TopicPartition, state: PartitionState) -> None:
+        if tp not in self.partition_states:
+            self.partition_states[tp] = state
+            self._update_partition_state_metrics(tp, _NON_EXISTENT, state)
+
+    def _update_partition_state_metrics(
+        self, tp: TopicPartition, current: PartitionState, target: PartitionState
+    ) -> None:
+        if tp.topic in self.topics_with_deletion_started:
+            return
+        if current is not _OFFLINE and target is _OFFLINE:
+            self.offline_partition_count += 1
+        elif current is _OFFLINE and target is not _OFFLINE:
+            self.offline_partition_count -= 1
+
+    def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
+        return self.replica_states[replica]
+
+    def put_replica_state(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
+        self.replica_states[replica] = state
+
+    def put_replica_state_if_not_exists(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
+        self.replica_states.setdefault(replica, state)
+
+    def remove_replica_state(self, replica: PartitionAndReplica) -> None:
+        self.replica_states.pop(replica, None)
+
+    def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
+        return {r for r in self.replicas_for_topic(topic) if self._replica_state_or_raise(r) is state}
+
+    def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return all(self._replica_state_or_raise(r) is state for r in self.replicas_for_topic(topic))
+
+    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return any(self._replica_state_or_raise(r) is state for r in self.replicas_for_topic(topic))
+
+    def _replica_state_or_raise(self, replica: PartitionAndReplica) -> ReplicaState:
+        state = self.replica_states.get(replica)
+        if state is None:
+            raise IllegalControllerStateError(f"replica {replica} has no state")
+        return state
+
+    # ----------------------------------------------------------------------------- brokers
+    # Which brokers are live or shutting down, their epochs, whether a replica is online.
+    @property
+    def live_broker_ids(self) -> set[int]:
+        return self._live_broker_epochs.keys() - self.shutting_down_broker_ids
+
+    @property
+    def live_or_shutting_down_broker_ids(self) -> set[int]:
+        return set(self._live_broker_epochs)
+
+    @property
+    def live_or_shutting_down_brokers(self) -> list[Broker]:
+        return list(self._live_brokers.values())
+
+    @property
+    def live_broker_id_and_epochs(self) -> dict[int, int]:
+        return dict(self._live_broker_epochs)
+
+    def live_broker_epoch(self, broker_id: int) -> int | None:
+        return self._live_broker_epochs.get(broker_id)
+
+    def live_or_shutting_down_broker(self, broker_id: int) -> Broker | None:
+        return self._live_brokers.get(broker_id)
+
+    def is_live_or_shutting_down(self, broker_id: int) -> bool:
+        return broker_id in self._live_broker_epochs
+
+    def set_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
+        self.clear_live_brokers()
+        self.add_live_brokers(broker_and_epochs)
+
+    def add_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
+        for broker, epoch in broker_and_epochs.items():
+            self._live_brokers[broker.id] = broker
+            self._live_broker_epochs[broker.id] = epoch
+
+    def remove_live_brokers(self, broker_ids: Iterable[int]) -> None:
+        for b in broker_ids:
+            self._live_brokers.pop(b, None)
+            self._live_broker_epochs.pop(b, None)
+
+    def update_broker_metadata(self, old: Broker, new: Broker) -> None:
+        self._live_brokers[new.id] = new
+
+    def clear_live_brokers(self) -> None:
+        self._live_brokers.clear()
+        self._live_broker_epochs.clear()
+
+    def is_replica_online(
+        self, broker_id: int, tp: TopicPartition, include_shutting_down_brokers: bool = False
+    ) -> bool:
+        if include_shutting_down_brokers:
+            alive = broker_id in self._live_broker_epochs
+        else:
+            alive = broker_id in self._live_broker_epochs and broker_id not in self.shutting_down_broker_ids
+        if not alive:
+            return False
+        offline = self.replicas_on_offline_dirs.get(broker_id)
+        return offline is None or tp not in offline
+
+    # ----------------------------------------------------------------------------- controlled shutdown
+    def partitions_to_move_off(self, broker_id: int) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        """Kafka's ``partitionsToActOn`` of a controlled shutdown, split into ``(led, followed)``
+        by the broker: its partitions with more than one replica, a cached leadership and a topic
+        not queued for deletion, in assignment order. One pass over the assignments that makes
+        shared ``TopicPartition``s only for the broker's partitions: at 25,000 topics it is a third
+        of ``partitions_on_broker`` and the filter after it."""
+        queued = self.topics_to_be_deleted
+        leadership = self._partition_leadership_info
+        shared_by_topic = self._topic_partitions
+        led: list[TopicPartition] = []
+        followed: list[TopicPartition] = []
+        for topic, parts in self.partition_assignments.items():
+            shared: dict[int, TopicPartition] | None = None
+            for p, assignment in parts.items():
+                replicas = assignment.replicas
+                if broker_id not in replicas or len(replicas) <= 1:
+                    continue
+                if topic in queued:
+                    break
+                if shared is None:
+                    shared = shared_by_topic.get(topic)
+                    if shared is None:
+                        shared = shared_by_topic[topic] = {}
+                tp = shared.get(p)
+                if tp is None:
+                    tp = shared[p] = TopicPartition(topic, p)
+                info = leadership.get(tp)
+                if info is not None:
+                    (led if info.leader_and_isr.leader == broker_id else followed).append(tp)
+        return led, followed
