@@ -47,7 +47,9 @@ def test_the_hooks_kafka_admin_keeps_transport_chatter_at_debug(records: Records
     from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
 
     hook = KafkaClusterHook()
-    hook.__dict__["connection"] = SimpleNamespace(bootstrap_servers="127.0.0.1:1", request_timeout_s=1.0)
+    hook.__dict__["connection"] = SimpleNamespace(
+        bootstrap_servers="127.0.0.1:1", request_timeout_s=1.0, kafka_security=None
+    )
     hook._store = object()  # not read: the admin connects on its first request
     hook.get_kafka_admin()
     _chatter()
