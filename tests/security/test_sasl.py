@@ -621,3 +621,70 @@ def test_cli_users_help_and_bad_input_never_echo_the_password() -> None:
         check=False,
     )
     assert worse.returncode != 0 and "Leak-Me-7" not in worse.stderr + worse.stdout
+
+
+def test_configs_alter_users_on_a_real_zookeeper_reaches_running_brokers(zk_connect: str, pki: Pki) -> None:
+    """The command as an operator runs it: ``kafka-controller configs alter --entity-type users``
+    writes ZooKeeper (a real server) and both running brokers accept the user at once; ``describe``
+    shows the mechanism and iterations only; ``--delete-config`` takes it away again."""
+    from confluent_kafka import KafkaException
+
+    from kafka_controller.broker.config import BrokerConfig
+    from tests.security.conftest import BASE_SETTINGS
+
+    settings = {
+        **BASE_SETTINGS,
+        "listeners": "INTERNAL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.enabled.mechanisms": SCRAM_SHA_512,
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": f"{SCRAM_MODULE} required;",
+    }
+    brokers = [BrokerServer(BrokerConfig.of(b, settings), zk_connect) for b in (1, 2)]
+    try:
+        for broker in brokers:
+            broker.startup()
+        cli = [str(Path(sys.executable).with_name("kafka-controller")), "configs"]
+        where = ["--zookeeper", zk_connect, "--entity-type", "users", "--entity-name", "dave"]
+        secret = "dave-Real-Zk-5"
+        added = subprocess.run(
+            [*cli, "alter", *where, "--add-config", f"SCRAM-SHA-512=[iterations=8192,password={secret}]"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert added.returncode == 0, added.stderr
+        assert secret not in added.stdout + added.stderr
+
+        def works(server: BrokerServer) -> bool:
+            config = {"sasl.mechanism": SCRAM_SHA_512, "sasl.username": "dave", "sasl.password": secret}
+            try:
+                return bool(
+                    _confluent(server, "SASL_PLAINTEXT", pki, **config).list_topics(timeout=3).brokers
+                )
+            except KafkaException:
+                return False
+
+        for server in brokers:
+            wait_until(lambda server=server: works(server), "a running broker to accept the new user")
+        described = subprocess.run(
+            [*cli, "describe", *where, "--json"], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert described.returncode == 0, described.stderr
+        assert json.loads(described.stdout)["users"] == {
+            "dave": [{"mechanism": SCRAM_SHA_512, "iterations": 8192}]
+        }
+        deleted = subprocess.run(
+            [*cli, "alter", *where, "--delete-config", SCRAM_SHA_512],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert deleted.returncode == 0, deleted.stderr
+        for server in brokers:
+            wait_until(lambda server=server: not works(server), "the deleted user to be refused")
+    finally:
+        for broker in brokers:
+            broker.crash()
