@@ -5,8 +5,7 @@ project's brokers and any Apache Kafka with an authorizer alike.
 ``--add`` makes one ACL per (principal, host, operation) for the resource: ``--allow-principal``
 with ``--allow-host`` (default ``*``) makes ALLOW entries, ``--deny-principal`` with ``--deny-host``
 DENY entries. ``--remove`` deletes the ACLs matching the same options (none given: every ACL of the
-resource, as kafka-acls.sh does after its confirmation, which ``--force`` skips here by being the
-only mode). ``--list`` shows the ACLs of the resource (or of every resource), optionally of one
+resource) without asking, as kafka-acls.sh does with ``--force``. ``--list`` shows the ACLs of the resource (or of every resource), optionally of one
 ``--principal``. ``--resource-pattern-type`` is ``literal`` (default), ``prefixed``, or for
 ``--list``/``--remove`` also ``any`` and ``match``. The caller needs ALTER (add, remove) or DESCRIBE
 (list) on the cluster; a broker without an authorizer answers SECURITY_DISABLED. Exit 0 when every

@@ -26,8 +26,15 @@ class Broker:
     def __init__(self, settings: dict[str, str]) -> None:
         from types import SimpleNamespace
 
+        from kafka_controller.domain.requests import UpdateMetadataRequest
+        from kafka_controller.domain.values import Broker as Registered
+        from kafka_controller.domain.values import EndPoint
+
         self.store = InMemoryMetadataStore()
         cache = MetadataCache(1)
+        me = Registered(1, (EndPoint("127.0.0.1", 9092),))
+        self.store.register_broker(me)
+        cache.update_metadata(UpdateMetadataRequest(7, 1, 1, 1, (), (me,), {}))
         self.authorization = BrokerAuthorization(
             settings,
             self.store,
@@ -167,3 +174,51 @@ def test_without_alter_on_the_cluster_nothing_is_written() -> None:
     created = broker.call(30, 2, creations=(creation(),))
     assert [int(r.error_code) for r in created.results] == [31]
     assert not broker.store.path_exists("/kafka-acl/Topic/orders")
+
+
+def test_created_topics_configs_are_hidden_without_describe_configs() -> None:
+    from kafka_controller.security.authorizer import (
+        AccessControlEntry,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    broker = Broker({**ON, "super.users": "User:admin"})
+    authorizer, store = broker.authorization.authorizer, broker.authorization.acl_store
+    assert authorizer is not None and store is not None
+
+    def grant(op: AclOperation) -> None:
+        pattern = ResourcePattern(ResourceType.TOPIC, "new-", PatternType.PREFIXED)
+        entry = AccessControlEntry("User:ANONYMOUS", "*", op, AclPermissionType.ALLOW)
+        authorizer.cache.update(pattern, store.update(pattern, lambda cur: cur | {entry}))
+
+    def create() -> Any:
+        topic = req_nested(
+            19,
+            5,
+            "CreatableTopic",
+            name="new-1",
+            num_partitions=1,
+            replication_factor=1,
+            assignments=(),
+            configs=(),
+        )
+        (result,) = broker.call(19, 5, topics=(topic,), timeout=_seconds(5), validate_only=True).topics
+        return result
+
+    assert int(create().error_code) == 29
+    grant(AclOperation.CREATE)
+    created = create()
+    assert int(created.error_code) == 0 and int(created.topic_config_error_code) == 29 and not created.configs
+    grant(AclOperation.DESCRIBE_CONFIGS)
+    created = create()
+    assert int(created.error_code) == 0 and int(created.topic_config_error_code) == 0 and created.configs
+
+
+def _seconds(n: int) -> Any:
+    import datetime
+
+    return datetime.timedelta(seconds=n)

@@ -3,6 +3,7 @@ znodes' and change notices' formats (``ZkData.scala``), and the cache kept by th
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from kafka_controller.domain.errors import InvalidArgumentError
@@ -179,18 +180,31 @@ def test_authorizer_settings() -> None:
         {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin"}
     )
     assert a is not None and a.super_users == {"User:admin"} and not a.allow_everyone_if_no_acl_found
-    with pytest.raises(InvalidArgumentError, match="authorizer.class.name"):
+    with pytest.raises(InvalidArgumentError, match=r"authorizer\.class\.name"):
         authorizer_from({"authorizer.class.name": "kafka.security.authorizer.AclAuthoriser"})
 
 
 # -- ZooKeeper formats ------------------------------------------------------------------------------
 def test_znode_and_notice_formats_are_kafkas() -> None:
     data = encode_entries({acl(ALICE, Op.READ)})
-    assert (
-        data
-        == b'{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"Read","host":"*"}]}'
+    assert orjson.loads(data) == {
+        "version": 1,
+        "acls": [{"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}],
+    }
+    assert data.startswith(b'{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow"')
+    kafka_written = orjson.dumps(
+        {
+            "version": 1,
+            "acls": [
+                {
+                    "principal": "User:bob",
+                    "permissionType": "DENY",
+                    "operation": "DESCRIBE_CONFIGS",
+                    "host": "10.0.0.1",
+                }
+            ],
+        }
     )
-    kafka_written = b'{"version":1,"acls":[{"principal":"User:bob","permissionType":"DENY","operation":"DESCRIBE_CONFIGS","host":"10.0.0.1"}]}'
     assert decode_entries(kafka_written, "/p") == {acl(BOB, Op.DESCRIBE_CONFIGS, DENY, "10.0.0.1")}
     assert encode_notice(topic("orders")) == ("/kafka-acl-changes", b"TOPIC:orders")
     path, notice = encode_notice(ResourcePattern(T.TRANSACTIONAL_ID, "tx", P.PREFIXED))
@@ -236,3 +250,29 @@ def test_writes_land_in_kafkas_paths_and_reach_another_brokers_cache() -> None:
         reader_zk, ZkAclStore(reader_zk._backend), reader_zk._backend, late, tasks.append
     ).start()
     assert late.snapshot() == {topic("ord", P.PREFIXED): {acl(BOB, Op.WRITE)}}
+
+
+def test_notices_older_than_fifteen_minutes_are_purged_by_whoever_reads_them() -> None:
+    now = [0]
+    tree = InMemoryZooKeeper(clock_ms=lambda: now[0])
+    zk = InMemoryMetadataStore(tree)
+    store = ZkAclStore(zk._backend)
+    store.create_paths()
+    old = store.notify(topic("a"))
+    tasks: list = []
+
+    class Clock:
+        def time_ms(self) -> int:
+            return now[0]
+
+    listener = AclChangeListener(zk, store, zk._backend, AclCache(), tasks.append, Clock())  # type: ignore[arg-type]
+    listener.start()
+    assert zk.path_exists(old)  # young: kept
+    now[0] = 15 * 60 * 1000 + 1
+    fresh = store.notify(topic("b"))
+    while tasks:
+        tasks.pop(0)()
+    assert zk.path_exists(fresh)
+    # the old one was seen at start; a broker starting now purges it
+    AclChangeListener(zk, store, zk._backend, AclCache(), tasks.append, Clock()).start()  # type: ignore[arg-type]
+    assert not zk.path_exists(old) and zk.path_exists(fresh)

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode as E
+from kio.static.primitive import i16
 
 from kafka_controller.broker.kafka_wire.error_responses import kio_error_response
 from kafka_controller.broker.kafka_wire.header import RequestHeader
@@ -179,7 +180,25 @@ class RequestAuthorization:
                 or len({t.name for t in r.topics}) != len(r.topics)  # duplicates: INVALID_REQUEST first
             ),
         )
-        return split
+
+        def handle(header: RequestHeader, request: Any) -> Any:
+            """Kafka also hides a created topic's configs from a caller without DESCRIBE_CONFIGS on it
+            (v5+: ``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED, no configs)."""
+            response = split(header, request)
+            if header.api_version < 5:
+                return response
+            topics = tuple(
+                dataclasses.replace(
+                    t, topic_config_error_code=i16(E.topic_authorization_failed.value), configs=()
+                )
+                if t.error_code == E.none
+                and not self.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name)
+                else t
+                for t in response.topics
+            )
+            return dataclasses.replace(response, topics=topics)
+
+        return handle
 
     def _delete_topics(self, inner: KioHandler) -> KioHandler:
         def name_of(t: Any) -> str | None:
