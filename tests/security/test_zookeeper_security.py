@@ -144,6 +144,11 @@ def test_client_config_sasl_and_acls() -> None:
     assert 'user_kafka="k@fka-\\"zk\\"-secret\\\\"' in render_server_jaas({USER: PASSWORD})
 
 
+#: kazoo's connection thread raises the server's refusal of an anonymous or TLS-less session
+#: (``SessionClosedRequireSaslError``, an SSL EOF) after the test has already seen it fail.
+_THREAD_REFUSAL = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+
+
 # -- a real server ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
@@ -207,6 +212,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@_THREAD_REFUSAL
 def test_sasl_required_refuses_an_anonymous_client(secure_zk: EmbeddedZooKeeper) -> None:
     anonymous = KazooClient(hosts=secure_zk.connect_string, timeout=5.0)
     try:
@@ -286,6 +292,7 @@ def test_broker_and_cli_over_sasl_with_kafkas_acls(
     assert oct((secure_zk.data_dir / "zookeeper-jaas.conf").stat().st_mode & 0o777) == "0o600"
 
 
+@_THREAD_REFUSAL
 def test_broker_and_cli_over_tls(
     secure_zk: EmbeddedZooKeeper, pki: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -398,3 +405,72 @@ def test_airflow_connection_reaches_a_secured_zookeeper(
         cluster_connection("bad", host="h:1", extra={**extra, "use_ssl": True})
     with pytest.raises(InvalidArgumentError, match="has no Client section"):
         cluster_connection("bad", host="h:1", extra={"zk_jaas_config_file": str(jaas)})
+
+
+@_THREAD_REFUSAL
+def test_zookeeper_command_requires_sasl_and_serves_tls(pki: dict[str, Path], tmp_path: Path) -> None:
+    """``kafka-controller zookeeper --jaas-config F --require-sasl --secure-port 0 --tls-config-file F``:
+    the ready line names both ports; SASL logins work, anonymous sessions do not; SIGTERM stops it."""
+    jaas = tmp_path / "zookeeper_jaas.conf"
+    jaas.write_text(render_server_jaas({USER: PASSWORD}))
+    tls = tmp_path / "zookeeper-tls.properties"
+    tls.write_text(
+        f"ssl.keyStore.location={pki['server']}\nssl.keyStore.password={KEY_PASSWORD}\n"
+        f"ssl.keyStore.type=PEM\nssl.trustStore.location={pki['ca']}\nssl.trustStore.type=PEM\n"
+    )
+    command = [str(Path(sys.executable).parent / "kafka-controller"), "zookeeper", "--port", "0"]
+    command += [
+        "--jaas-config",
+        str(jaas),
+        "--require-sasl",
+        "--secure-port",
+        "0",
+        "--tls-config-file",
+        str(tls),
+    ]
+    command += ["--data-dir", str(tmp_path / "zk")]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        ready = proc.stderr.readline()
+        match = re.search(r"ready on (\S+), TLS on (\S+) ", ready)
+        assert match, ready
+        plain, secure = match.groups()
+        client = _client(plain)
+        assert client.get_children("/") == ["zookeeper"]
+        client.stop()
+        client.close()
+        client = _client(
+            secure, use_ssl=True, ca=str(pki["ca"]), certfile=str(pki["broker"]), keyfile=str(pki["broker"]),
+            keyfile_password=KEY_PASSWORD, check_hostname=True,
+        )  # fmt: skip
+        assert client.get_children("/") == ["zookeeper"]
+        client.stop()
+        client.close()
+        anonymous = KazooClient(hosts=plain, timeout=5.0)
+        try:
+            with pytest.raises((KazooException, KazooTimeoutError)):
+                anonymous.start(timeout=10.0)
+                anonymous.get_children("/")
+        finally:
+            anonymous.stop()
+            anonymous.close()
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+        rest = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    logs = "".join(p.read_text() for p in (tmp_path / "zk").glob("zookeeper.*"))
+    for text in (ready, rest, logs):
+        assert PASSWORD not in text and KEY_PASSWORD not in text
+    assert "kafka-controller zookeeper" in rest  # the stopping line
+    bad = subprocess.run(
+        [*command[:2], "--port", "0", "--require-sasl"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "requiring SASL needs" in bad.stderr
