@@ -8,7 +8,28 @@ from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError
 
-__all__ = ["_extras", "_flag", "_int"]
+__all__ = ["KAFKA_SECURITY_EXTRAS", "KAFKA_SECURITY_FIELDS", "_extras", "_flag", "_int"]
+
+#: The cluster connection's broker security extras (kafka-python's names), with the connection
+#: form's label and description of each; ``security.client_config.from_fields`` reads them.
+KAFKA_SECURITY_FIELDS: dict[str, tuple[str, str]] = {
+    "security_protocol": (
+        "Kafka security protocol",
+        "PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL, as the brokers' listener; with SASL "
+        "the login and password fields are the SASL username and password",
+    ),
+    "sasl_mechanism": ("SASL mechanism", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"),
+    "ssl_cafile": (
+        "Kafka TLS CA file",
+        "PEM CA certificates the brokers' certificates chain to (SSL, SASL_SSL)",
+    ),
+    "ssl_certfile": (
+        "Kafka TLS client certificate",
+        "PEM client certificate, for brokers with ssl.client.auth=required (with the key file)",
+    ),
+    "ssl_keyfile": ("Kafka TLS client key", "PEM private key of the client certificate (unencrypted)"),
+}
+KAFKA_SECURITY_EXTRAS = frozenset(KAFKA_SECURITY_FIELDS)
 
 
 def _extras(

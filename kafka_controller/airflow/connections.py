@@ -12,6 +12,10 @@ without an Airflow installation. Two connection types, declared in ``provider.ge
     or the one ``zk_sasl_client_config`` names, holds the DIGEST-MD5 login, as Kafka's
     ``-Djava.security.auth.login.config``) and ``zk_tls_config_file`` (Kafka's
     ``--zk-tls-config-file`` properties); the secrets stay in those files on the workers.
+    The brokers as Kafka secures them: ``security_protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT,
+    SASL_SSL), ``sasl_mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), ``ssl_cafile``,
+    ``ssl_certfile``, ``ssl_keyfile`` (kafka-python's names); with a SASL protocol *login* and
+    *password* are the SASL username and password (and not ZooKeeper digest credentials).
 ``kafka_controller_audit``
     *extra* ``{"url": "postgresql+psycopg://user@host/db"}`` with the password in *password*, or the
     URL built from the fields: *host*, *port*, *login*, *password*, *schema* (database, or the SQLite
@@ -27,12 +31,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_controller.airflow.connection_fields import _extras, _flag, _int
+from kafka_controller.airflow.connection_fields import KAFKA_SECURITY_EXTRAS, _extras, _flag, _int
 from kafka_controller.airflow.spark_connection import DEFAULT_SPARK_CONN_ID as DEFAULT_SPARK_CONN_ID
 from kafka_controller.airflow.spark_connection import SPARK_CONN_TYPE as SPARK_CONN_TYPE
 from kafka_controller.airflow.spark_connection import SparkConnection as SparkConnection
 from kafka_controller.airflow.spark_connection import spark_connection as spark_connection
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.security.client_config import PLAINTEXT, ClientSecurity
 
 CLUSTER_CONN_TYPE = "kafka_controller_cluster"
 AUDIT_CONN_TYPE = "kafka_controller_audit"
@@ -56,6 +61,7 @@ _CLUSTER_EXTRAS = frozenset(
         "zk_jaas_config_file",
         "zk_sasl_client_config",
         "zk_tls_config_file",
+        *KAFKA_SECURITY_EXTRAS,
     }
 )
 _AUDIT_EXTRAS = frozenset({"url", "driver", "query"})
@@ -87,6 +93,9 @@ class ClusterConnection:
     broker_defaults: dict[str, str] = field(default_factory=dict)
     #: Kafka brokers (``host:port``) for admin requests; None: the controller from ZooKeeper.
     bootstrap_servers: tuple[str, ...] | None = None
+    #: TLS and SASL to the brokers (``security_protocol``... extras; with SASL the connection's
+    #: login and password are the SASL username and password).
+    kafka_security: ClientSecurity = field(default=PLAINTEXT, repr=False)
 
     def zk_config(self) -> Any:
         """A ``ZkClientConfig`` that never creates paths: operations read and act, they do not bootstrap."""
@@ -119,6 +128,7 @@ class ClusterConnection:
             "zk_sasl_user": self.sasl[0] if self.sasl else None,
             "tls": self.use_ssl,
             "bootstrap_servers": ",".join(self.bootstrap_servers) if self.bootstrap_servers else None,
+            **self.kafka_security.described(),
         }
 
 
@@ -204,6 +214,7 @@ def _cluster_connection(
         from kafka_controller.controller.config import KafkaConfig
 
         KafkaConfig.of(0, dict(defaults))  # unknown keys and bad values refused here, one line
+    security = _kafka_security(conn_id, ex, login, password)
     tls = _zk_tls(conn_id, ex) or {
         "use_ssl": _flag(conn_id, "use_ssl", ex.get("use_ssl", False)),
         "certfile": ex.get("certfile"),
@@ -214,7 +225,7 @@ def _cluster_connection(
     conn = ClusterConnection(
         conn_id=conn_id,
         connect_string=connect,
-        digest=(login, password) if login and password else None,
+        digest=(login, password) if login and password and not security.sasl else None,
         sasl=_zk_sasl(ex),
         session_timeout_ms=_int(conn_id, "session_timeout_ms", ex.get("session_timeout_ms", 18_000)),
         connection_timeout_ms=_int(conn_id, "connection_timeout_ms", ex.get("connection_timeout_ms", 15_000)),
@@ -224,9 +235,29 @@ def _cluster_connection(
         lifecycle=ex.get("lifecycle"),
         broker_defaults={str(k): str(v) for k, v in defaults.items()},
         bootstrap_servers=_bootstrap(ex.get("bootstrap_servers")),
+        kafka_security=security,
     )
     conn.zk_config()  # every remaining rule (timeouts, TLS pairs, ACL needs digest)
     return conn
+
+
+def _kafka_security(conn_id: str, ex: Mapping[str, Any], login: Any, password: Any) -> ClientSecurity:
+    """The brokers' TLS and SASL from the extras, mapped as ``--command-config`` is
+    (``security.client_config``): with a SASL protocol the login and password are SASL's."""
+    from kafka_controller.security.client_config import from_fields
+
+    protocol = str(ex.get("security_protocol") or "PLAINTEXT")
+    sasl = protocol.strip().upper().startswith("SASL_")
+    return from_fields(
+        security_protocol=protocol,
+        sasl_mechanism=ex.get("sasl_mechanism"),
+        username=login or None if sasl else None,
+        password=password or None if sasl else None,
+        ssl_cafile=ex.get("ssl_cafile"),
+        ssl_certfile=ex.get("ssl_certfile"),
+        ssl_keyfile=ex.get("ssl_keyfile"),
+        where=f"connection {conn_id!r}",
+    )
 
 
 def _zk_sasl(ex: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_controller.airflow.connection_fields import KAFKA_SECURITY_FIELDS
 from kafka_controller.airflow.connections import AUDIT_CONN_TYPE, CLUSTER_CONN_TYPE
 
 _NAME = "Kafka controller (ZooKeeper mode)"
@@ -84,14 +85,18 @@ def get_provider_info() -> dict[str, Any]:
                     "ca": _field("CA file", "string", "TLS CA bundle path"),
                     "certfile": _field("Client certificate", "string", "TLS client certificate path"),
                     "keyfile": _field("Client key", "string", "TLS client key path"),
+                    **{
+                        name: _field(label, "string", description)
+                        for name, (label, description) in KAFKA_SECURITY_FIELDS.items()
+                    },
                 },
                 "ui-field-behaviour": {
                     "hidden-fields": [],
                     "relabeling": {
                         "host": "ZooKeeper hosts",
                         "schema": "Chroot",
-                        "login": "Digest user",
-                        "password": "Digest password",
+                        "login": "Digest user (SASL username with a SASL protocol)",
+                        "password": "Digest password (SASL password with a SASL protocol)",
                     },
                     "placeholders": {
                         "host": "zk1:2181,zk2:2181,zk3:2181",

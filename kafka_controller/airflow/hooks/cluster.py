@@ -170,7 +170,14 @@ class KafkaClusterHook(BaseHook):
         if self._admin is None:
             from kafka_controller.broker.admin_client import AdminClient
 
-            self._admin = AdminClient(self.get_store(), timeout_s=self.connection.request_timeout_s)
+            security = self.connection.kafka_security
+            self._admin = AdminClient(
+                self.get_store(),
+                timeout_s=self.connection.request_timeout_s,
+                listener_name=security.listener_name,
+                ssl_context=security.ssl_context(),
+                authenticate=security.authenticate(),
+            )
         admin: AdminClient = self._admin
         return admin
 
@@ -185,7 +192,10 @@ class KafkaClusterHook(BaseHook):
 
             conn = self.connection
             self._kafka_admin = KafkaAdmin(
-                conn.bootstrap_servers, self.get_store(), timeout_s=conn.request_timeout_s
+                conn.bootstrap_servers,
+                self.get_store(),
+                timeout_s=conn.request_timeout_s,
+                security=conn.kafka_security,
             )
         admin: KafkaAdmin = self._kafka_admin
         return admin
