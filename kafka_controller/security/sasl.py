@@ -257,6 +257,12 @@ class SaslServerAuthenticator:
     def complete(self) -> bool:
         return self._state is _State.COMPLETE
 
+    @property
+    def failed(self) -> bool:
+        """The exchange is over without success: the transport closes the connection once the
+        refusal (if any) is written."""
+        return self._state is _State.FAILED
+
     def receive(self, payload: bytearray) -> bytes | None:
         try:
             if self._state is _State.AUTHENTICATE and self._legacy:

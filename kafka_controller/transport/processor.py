@@ -494,7 +494,10 @@ class Processor:
     def _write_out(self, conn: Connection, out: memoryview, now: float) -> None:
         if not len(out) and conn.tls is None:  # its handler thread wrote it all
             conn.out = None
-            self._set_state(conn, State.READING, selectors.EVENT_READ)
+            if conn.refusal is not None:  # e.g. a failed SASL exchange: answered, now closed
+                self._linger(conn, now)
+            else:
+                self._set_state(conn, State.READING, selectors.EVENT_READ)
             return
         conn.out = out
         self._set_state(conn, State.WRITING, selectors.EVENT_WRITE)

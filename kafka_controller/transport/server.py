@@ -294,6 +294,10 @@ class TransportServer:
         try:
             if not conn.authenticated:
                 answer = conn.authenticator.receive(payload)
+                if answer is not None and getattr(conn.authenticator, "failed", False):
+                    # Kafka's SaslServerAuthenticator: the refusal is sent, then the connection
+                    # closed (read by the network thread once the answer is written)
+                    conn.refusal = "authentication failed"
             elif self._raw_handler is not None and is_raw_frame(payload):
                 answer = self._raw_handler(payload)
             else:

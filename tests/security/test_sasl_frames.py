@@ -135,6 +135,7 @@ def test_plain_success_and_kafkas_refusal() -> None:
         b"",
     )
     assert not auth.complete and auth.principal == "User:ANONYMOUS"
+    assert auth.failed  # the transport closes once the refusal is written
     assert _token(auth, b"\0carol\0carol-pw") is None  # failed for good
 
 
