@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import chain
+from typing import NoReturn
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
@@ -63,7 +64,7 @@ _DEBUG = logging.DEBUG
 _INFO = logging.INFO
 
 
-class ControllerBrokerRequestBatch(RequestBatchSender):
+class ControllerBrokerRequestBatch:
     """Kafka's ``ControllerBrokerRequestBatch``: four structures, cleared by a successful send."""
 
     def __init__(
@@ -98,6 +99,11 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
         # The last LeaderAndIsr state built per partition by a one-entry call, and its inputs (see
         # ``add_leader_and_isr_request_for_brokers``); lives as long as the queues.
         self._lai_memo: LeaderAndIsrMemo = {}
+        versions = (self._lai_version, self._um_version, self._sr_version)
+        queues = (self._lai, self._sr, self._um_brokers, self._um_partitions, self._lai_memo)
+        self._sender = RequestBatchSender(
+            controller_id, context, channel, event_sink, versions, inter_broker_listener_name, queues
+        )
 
     # ------------------------------------------------------------------ the four structures (read-only)
     @property
@@ -118,7 +124,32 @@ class ControllerBrokerRequestBatch(RequestBatchSender):
     ) -> Mapping[TopicPartition, UpdateMetadataPartitionState]:
         return self._um_partitions
 
+    def _resolve_um_brokers(self) -> set[int]:
+        if self._um_to_all_live:
+            self._um_to_all_live = False
+            self._um_brokers.update(self._context.live_or_shutting_down_broker_ids)
+        return self._um_brokers
+
     # ------------------------------------------------------------------ lifecycle
+    def send_requests_to_brokers(self, controller_epoch: int) -> None:
+        """LeaderAndIsr, then UpdateMetadata, then StopReplica; only to live-or-shutting-down brokers.
+
+        On any error the structures are left as they are (the controller's ``handle_illegal_state``
+        clears them and resigns) and the error is re-raised as ``IllegalControllerStateError``.
+        """
+        try:
+            self._resolve_um_brokers()
+            self._sender.send(controller_epoch)
+        except Exception as e:
+            self._fail(e)
+
+    def _fail(self, e: Exception) -> NoReturn:
+        um = f"{sorted(self._resolve_um_brokers())} for {len(self._um_partitions)} partitions"
+        lai, sr = summarize_requests(self._lai), summarize_requests(self._sr)
+        pending = f"LeaderAndIsr {lai}, UpdateMetadata to {um}, StopReplica {sr}"
+        log.error("Haven't been able to send controller requests (%s): %r", pending, e)
+        raise IllegalControllerStateError(f"failed to send controller requests to brokers: {e!r}") from e
+
     def new_batch(self) -> None:
         """Raise if a previous batch was neither sent nor cleared; the partition map alone is allowed."""
         prefix = "Controller to broker state change requests batch is not empty while creating a new one."

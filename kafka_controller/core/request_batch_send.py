@@ -1,7 +1,7 @@
 """Sending a ``ControllerBrokerRequestBatch``: Kafka's ``sendRequestsToBrokers`` and the
 ``sendLeaderAndIsrRequest`` / ``sendUpdateMetadataRequests`` / ``sendStopReplicaRequests`` it calls
-(``ControllerChannelManager.scala``). ``ControllerBrokerRequestBatch`` inherits these and holds the
-queues they drain; see ``core.request_batch`` for what each request carries per version.
+(``ControllerChannelManager.scala``), as an object ``ControllerBrokerRequestBatch`` builds over the
+queues it fills; see ``core.request_batch`` for what each request carries per version.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from operator import attrgetter
-from typing import NoReturn
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.events import (
@@ -50,7 +49,6 @@ LeaderAndIsrMemo = dict[
     tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, bool, LeaderAndIsrPartitionState],
 ]
 
-log = logging.getLogger("kafka_controller.core.request_batch")
 state_change_log = logging.getLogger("kafka_controller.state_change")
 
 _DEBUG = logging.DEBUG
@@ -58,50 +56,46 @@ _INFO = logging.INFO
 
 
 class RequestBatchSender:
-    """The send half of ``ControllerBrokerRequestBatch``, which sets these attributes."""
+    """The send half of a ``ControllerBrokerRequestBatch``: it drains the queues it is given (the
+    batch's own dicts and set, which the batch fills and never replaces) into one request per
+    broker and kind, and empties them as each kind is handed to the channel. A separate object so
+    that what a send reads (the context's brokers and epochs, the channel, the versions) is its
+    constructor's arguments, not attributes shared with the queueing code."""
 
-    controller_id: int
-    _context: ControllerContext
-    _channel: BrokerChannel
-    _event_sink: Callable[[object], None]
-    _listener: str | None
-    _lai_version: int
-    _um_version: int
-    _sr_version: int
-    _lai: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]]
-    _sr: dict[int, dict[TopicPartition, StopReplicaPartitionState]]
-    _um_brokers: set[int]
-    _um_to_all_live: bool
-    _um_partitions: dict[TopicPartition, UpdateMetadataPartitionState]
-    _lai_memo: LeaderAndIsrMemo
+    def __init__(
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        channel: BrokerChannel,
+        event_sink: Callable[[object], None],
+        versions: tuple[int, int, int],
+        listener: str | None,
+        queues: tuple[
+            dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]],
+            dict[int, dict[TopicPartition, StopReplicaPartitionState]],
+            set[int],
+            dict[TopicPartition, UpdateMetadataPartitionState],
+            LeaderAndIsrMemo,
+        ],
+    ) -> None:
+        """``versions``: LeaderAndIsr, UpdateMetadata and StopReplica request versions;
+        ``queues``: the batch's LeaderAndIsr, StopReplica, UpdateMetadata broker and partition
+        queues and its LeaderAndIsr memo (cleared with the LeaderAndIsr queue)."""
+        self.controller_id = controller_id
+        self._context = context
+        self._channel = channel
+        self._event_sink = event_sink
+        self._lai_version, self._um_version, self._sr_version = versions
+        self._listener = listener
+        self._lai, self._sr, self._um_brokers, self._um_partitions, self._lai_memo = queues
 
-    def _resolve_um_brokers(self) -> set[int]:
-        if self._um_to_all_live:
-            self._um_to_all_live = False
-            self._um_brokers.update(self._context.live_or_shutting_down_broker_ids)
-        return self._um_brokers
-
-    def send_requests_to_brokers(self, controller_epoch: int) -> None:
-        """LeaderAndIsr, then UpdateMetadata, then StopReplica; only to live-or-shutting-down brokers.
-
-        On any error the structures are left as they are (the controller's ``handle_illegal_state``
-        clears them and resigns) and the error is re-raised as ``IllegalControllerStateError``.
-        """
-        try:
-            self._resolve_um_brokers()
-            epochs = self._context.live_broker_id_and_epochs
-            self._send_leader_and_isr_requests(controller_epoch, epochs)
-            self._send_update_metadata_requests(controller_epoch, epochs)
-            self._send_stop_replica_requests(controller_epoch, epochs)
-        except Exception as e:
-            self._fail(e)
-
-    def _fail(self, e: Exception) -> NoReturn:
-        um = f"{sorted(self._resolve_um_brokers())} for {len(self._um_partitions)} partitions"
-        lai, sr = summarize_requests(self._lai), summarize_requests(self._sr)
-        pending = f"LeaderAndIsr {lai}, UpdateMetadata to {um}, StopReplica {sr}"
-        log.error("Haven't been able to send controller requests (%s): %r", pending, e)
-        raise IllegalControllerStateError(f"failed to send controller requests to brokers: {e!r}") from e
+    def send(self, controller_epoch: int) -> None:
+        """LeaderAndIsr, then UpdateMetadata, then StopReplica, each only to live-or-shutting-down
+        brokers; the UpdateMetadata broker set is resolved already (the batch's caller did)."""
+        epochs = self._context.live_broker_id_and_epochs
+        self._send_leader_and_isr_requests(controller_epoch, epochs)
+        self._send_update_metadata_requests(controller_epoch, epochs)
+        self._send_stop_replica_requests(controller_epoch, epochs)
 
     def _send_leader_and_isr_requests(self, controller_epoch: int, epochs: Mapping[int, int]) -> None:
         version = self._lai_version
