@@ -33,9 +33,9 @@ from kafka_controller.core import (  # the modules whose methods make up the pha
     partition_election,
     partition_state_machine,
     replica_isr,
+    replica_offline,
     replica_state_machine,
     request_batch,
-    request_batch_send,
 )
 
 _RSM = replica_state_machine.ReplicaStateMachine
@@ -50,8 +50,8 @@ PHASES: list[tuple[Any, str, str]] = [
     ),
     (_RSM, "_to_online_in_bulk", "2 OnlineReplica: states"),
     (_RSM, "_queue_online_requests", "3 OnlineReplica: requests"),
-    (_RSM, "_to_offline", "4 OfflineReplica"),
-    (replica_isr.ReplicaIsrRemoval, "remove_replicas_from_isr", "4a OfflineReplica: ISR removal"),
+    (replica_offline.OfflineReplicaStep, "to_offline", "4 OfflineReplica"),
+    (replica_isr.IsrRemoval, "remove_replicas_from_isr", "4a OfflineReplica: ISR removal"),
     (_PSM, "startup", "P partition state machine startup"),
     (
         partition_state_machine.AbstractPartitionStateMachine,
@@ -64,7 +64,7 @@ PHASES: list[tuple[Any, str, str]] = [
         "add_leader_and_isr_requests",
         "x LeaderAndIsr entries queued",
     ),
-    (request_batch_send.RequestBatchSender, "send_requests_to_brokers", "x requests sent"),
+    (request_batch.ControllerBrokerRequestBatch, "send_requests_to_brokers", "x requests sent"),
 ]
 
 

@@ -1,5 +1,5 @@
 """Taking a replica out of the ISR: Kafka's ``removeReplicasFromIsr`` and ``doRemoveReplicasFromIsr``
-(``ReplicaStateMachine.scala``), which ``ReplicaStateMachine`` inherits (it sets the attributes).
+(``ReplicaStateMachine.scala``), as the ``IsrRemoval`` object the OfflineReplica step calls.
 
 Per replica id, one batched read and one batched conditional write per round; only partitions whose
 write hit BADVERSION go round again.
@@ -26,8 +26,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.early_write import EarlyWrite
-from kafka_controller.core.replica_records import ReplicaTransitionLog
+from kafka_controller.core.replica_records import ReplicaTransitionRecorder
 from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -47,23 +48,34 @@ from kafka_controller.domain.values import (
 )
 from kafka_controller.ports import AuditSink, PartitionStateStore
 
-__all__ = ["ReplicaIsrRemoval"]
+__all__ = ["IsrRemoval"]
 
 _STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
 _OFFLINE = ReplicaState.OFFLINE_REPLICA
 _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 
 
-class ReplicaIsrRemoval(ReplicaTransitionLog):
-    """The ISR-removal rounds of ``ReplicaStateMachine`` (failures logged through ``_log_failed``)."""
+class IsrRemoval:
+    """The ISR-removal rounds of the replica state machine's OfflineReplica step; final failures
+    are logged through the ``recorder``."""
 
-    _store: PartitionStateStore
-    _audit: AuditSink
-    _auditing: bool
-    #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
-    write_on_cached_zk_version: bool = False
-    #: The first round started ahead of its turn (replica id, write) until the OfflineReplica step takes it.
-    _prewrite: tuple[int, EarlyWrite] | None = None
+    def __init__(
+        self,
+        context: ControllerContext,
+        store: PartitionStateStore,
+        recorder: ReplicaTransitionRecorder,
+        audit: AuditSink | None,
+    ) -> None:
+        """``audit``: where a started first round nobody took records its writes (None: nowhere)."""
+        self.controller_context = context
+        self._store = store
+        self._recorder = recorder
+        self._audit = audit
+        #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
+        self.write_on_cached_zk_version = False
+        #: The first round started ahead of its turn (replica id, write) until the OfflineReplica
+        #: step takes it.
+        self.prewrite: tuple[int, EarlyWrite] | None = None
 
     def start_isr_prewrite(self, replica_id: int, partitions: Sequence[TopicPartition]) -> None:
         """Start the cached first round for ``replica_id`` now, on a thread (module docs): only
@@ -78,13 +90,13 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
             shrink = _isr_remover(replica_id)
             adjusted = {tp: shrink(info.leader_and_isr) for tp, info in cached.items()}
             early = EarlyWrite(self._store, adjusted, ctx.epoch, ctx.epoch_zk_version, "isr-prewrite")
-            self._prewrite = (replica_id, early)
+            self.prewrite = (replica_id, early)
 
     def abandon_isr_prewrite(self) -> None:
         """Wait for a started round nobody took (startup failed before its OfflineReplica step)."""
-        pre, self._prewrite = self._prewrite, None
+        pre, self.prewrite = self.prewrite, None
         if pre is not None:
-            pre[1].cache_written(self.controller_context, self._audit if self._auditing else None)
+            pre[1].cache_written(self.controller_context, self._audit)
 
     def remove_replicas_from_isr(
         self,
@@ -108,7 +120,7 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         states = self.controller_context.replica_states
         for tp, error in failed.items():
             replica = PartitionAndReplica(tp, replica_id)
-            self._log_failed(replica, states.get(replica, _NON_EXISTENT), _OFFLINE, error)
+            self._recorder.log_failed(replica, states.get(replica, _NON_EXISTENT), _OFFLINE, error)
         return results
 
     def _remove_replicas_from_cached_isr(
@@ -121,9 +133,9 @@ class ReplicaIsrRemoval(ReplicaTransitionLog):
         """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
         to_retry: list[TopicPartition] = []
         round_failures: dict[TopicPartition, Exception] = {}
-        if self._prewrite is not None and self._prewrite[0] == replica_id:
-            pre = self._prewrite[1]
-            self._prewrite = None
+        if self.prewrite is not None and self.prewrite[0] == replica_id:
+            pre = self.prewrite[1]
+            self.prewrite = None
             written = pre.states
             partitions = [tp for tp in partitions if tp not in written]
             del written  # the shrunk states held by the callee alone (it drops them)

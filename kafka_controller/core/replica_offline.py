@@ -1,5 +1,6 @@
-"""OfflineReplica for ``ReplicaStateMachine`` (spec §4.4), which inherits it and sets the attributes;
-and the startup's partitions left to the election (README deviation 20).
+"""``OfflineReplicaStep``: the replica state machine's move to OfflineReplica (Kafka's
+``ReplicaStateMachine.doHandleStateChanges``, its OfflineReplica case), and the startup's partitions
+left to the election (the README's deviations table).
 
 Kafka's controller startup moves every offline replica to OfflineReplica before the partition
 state machine starts. A partition the dead broker led is then written twice: by the ISR removal
@@ -31,17 +32,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
+from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.election import LiveReplicaFilter
-from kafka_controller.core.log_budget import LogBudget
-from kafka_controller.core.replica_isr import ReplicaIsrRemoval
+from kafka_controller.core.replica_isr import IsrRemoval
+from kafka_controller.core.replica_records import ReplicaTransitionRecorder
 from kafka_controller.domain.audit_records import OUTCOME_FAILED
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
 
-__all__ = ["ReplicaOffline"]
+__all__ = ["OfflineReplicaStep", "left_to_election"]
 
 _STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
 _OFFLINE = ReplicaState.OFFLINE_REPLICA
@@ -51,65 +52,65 @@ _DROPPED = "state znode missing and the topic is queued for deletion: change dro
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
 
 
-class ReplicaOffline(ReplicaIsrRemoval):
-    """``_to_offline`` and the startup's offline replicas of ``ReplicaStateMachine``."""
+class OfflineReplicaStep:
+    """Moves one replica id's valid replicas to OfflineReplica: StopReplica, the ``isr_removal``'s
+    write, LeaderAndIsr to the remaining replicas (or UpdateMetadata for a partition without a
+    leader), each outcome told to the ``recorder``; and, at startup, which partitions it leaves to
+    the election."""
 
-    _batch: RequestBatch
-    _tracking: bool
-    _isr_lines: LogBudget
-    #: Leave the partitions the offline election will write to it at startup (module docs).
-    leave_offline_leaders_to_election: bool = False
-    #: Start startup's ISR-removal write while its online replicas move (``core.replica_isr``).
-    prewrite_isr_removal: bool = False
-    #: Told the partitions left to the election before the online replicas move, to start its write
-    #: (``PartitionStateMachine.start_election_prewrite``; ``KafkaController`` sets it).
-    on_left_to_election: Callable[[frozenset[TopicPartition]], None] | None = None
-    # The startup's partitions left to the election while its offline replicas move, then their
-    # offline replicas until ``finish_offline_left_to_election``.
-    _leaving: frozenset[TopicPartition] = frozenset()
-    _left: Sequence[PartitionAndReplica] = ()
+    def __init__(
+        self,
+        context: ControllerContext,
+        batch: RequestBatch,
+        isr_removal: IsrRemoval,
+        recorder: ReplicaTransitionRecorder,
+    ) -> None:
+        self.controller_context = context
+        self._batch = batch
+        self._isr_removal = isr_removal
+        self._recorder = recorder
+        #: Leave the partitions the offline election will write to it at startup (module docs).
+        self.leave_offline_leaders_to_election = False
+        #: Start startup's ISR-removal write while its online replicas move (``core.replica_isr``).
+        self.prewrite_isr_removal = False
+        #: Told the partitions left to the election before the online replicas move, to start its
+        #: write (``PartitionStateMachine.start_election_prewrite``; ``KafkaController`` sets it).
+        self.on_left_to_election: Callable[[frozenset[TopicPartition]], None] | None = None
+        #: The startup's partitions left to the election while its offline replicas move (the
+        #: OnlineReplica step skips their requests too).
+        self.leaving: frozenset[TopicPartition] = frozenset()
+        # their offline replicas, until ``take_left``
+        self._left: Sequence[PartitionAndReplica] = ()
 
-    if TYPE_CHECKING:
-
-        def handle_state_changes(
-            self, replicas: Sequence[PartitionAndReplica], target: ReplicaState
-        ) -> None: ...
-
-    def _prepare_startup(self, offline: Sequence[PartitionAndReplica]) -> None:
+    def prepare_startup(self, offline: Sequence[PartitionAndReplica]) -> None:
         """Before startup's online replicas move (their requests skip the partitions left)."""
-        self._leaving, self._left = frozenset(), ()
+        self.leaving, self._left = frozenset(), ()
         if self.leave_offline_leaders_to_election:
-            self._leaving = left_to_election(self, offline)
-            self._left = [r for r in offline if r.topic_partition in self._leaving] if self._leaving else ()
-            if self._leaving and self.on_left_to_election is not None:
-                self.on_left_to_election(self._leaving)
+            self.leaving = left_to_election(self.controller_context, offline)
+            self._left = [r for r in offline if r.topic_partition in self.leaving] if self.leaving else ()
+            if self.leaving and self.on_left_to_election is not None:
+                self.on_left_to_election(self.leaving)
         if self.prewrite_isr_removal and offline:
             # One dead broker (one replica id): its ISR removal is one round, which starts now.
-            leaving = self._leaving
+            leaving = self.leaving
             removed = [r.topic_partition for r in offline if r.topic_partition not in leaving]
             if removed and len({r.replica for r in offline}) == 1:
-                self.start_isr_prewrite(offline[0].replica, removed)
+                self._isr_removal.start_isr_prewrite(offline[0].replica, removed)
 
-    def _end_startup(self) -> None:
-        self.abandon_isr_prewrite()  # taken by the OfflineReplica step unless startup failed first
+    def end_startup(self) -> None:
+        """Startup's offline replicas moved (or startup failed first): nothing is left to the
+        election any more, and a started ISR-removal round nobody took is waited for."""
+        self.leaving = frozenset()
+        self._isr_removal.abandon_isr_prewrite()
 
-    def _startup_offline(self, offline: Sequence[PartitionAndReplica]) -> None:
-        """Startup's offline replicas to OfflineReplica, leaving some partitions to the election."""
-        try:
-            self.handle_state_changes(offline, _OFFLINE)
-        finally:
-            self._leaving = frozenset()
-
-    def finish_offline_left_to_election(self) -> None:
-        """After the partition state machine's startup: Kafka's ISR removal for the partitions left
-        to the election that it did not bring online (none, unless a state changed meanwhile)."""
+    def take_left(self) -> list[PartitionAndReplica]:
+        """The offline replicas of the partitions left to the election that the partition state
+        machine's startup did not bring online (none, unless a state changed meanwhile); forgotten."""
         left, self._left = self._left, ()
         states = self.controller_context.partition_states
-        unled = [r for r in left if states.get(r.topic_partition) is not _ONLINE_PARTITION]
-        if unled:
-            self.handle_state_changes(unled, _OFFLINE)
+        return [r for r in left if states.get(r.topic_partition) is not _ONLINE_PARTITION]
 
-    def _to_offline(self, replica_id: int, valid: _Valid) -> None:
+    def to_offline(self, replica_id: int, valid: _Valid) -> None:
         ctx = self.controller_context
         states = ctx.replica_states
         leadership = ctx.partitions_leadership_info
@@ -117,8 +118,9 @@ class ReplicaOffline(ReplicaIsrRemoval):
         self._batch.add_stop_replica_requests(broker_ids, [r.topic_partition for r, _ in valid], False)
         led: list[tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch]] = []
         leaderless: _Valid = []
-        leaving = self._leaving
-        run = self._changed_run(_OFFLINE)  # successes recorded in bulk, in runs between failures
+        recorder = self._recorder
+        leaving = self.leaving
+        run = recorder.changed_run(_OFFLINE)  # successes recorded in bulk, in runs between failures
         for replica, state in valid:
             info = leadership.get(replica.topic_partition)
             if info is None:
@@ -127,36 +129,36 @@ class ReplicaOffline(ReplicaIsrRemoval):
                 states[replica] = _OFFLINE  # the election writes and sends its new state
                 if run is not None:
                     run.append((replica, state, info, info))
-                elif self._tracking:
-                    self._succeeded(replica, state, _OFFLINE, info, info)
+                elif recorder.tracking:
+                    recorder.succeeded(replica, state, _OFFLINE, info, info)
             else:
                 led.append((replica, state, info))
-        self._record_changed(run, _OFFLINE)
+        recorder.record_changed(run, _OFFLINE)
 
         if led:
             failures: dict[TopicPartition, Exception] = {}
-            updated = self.remove_replicas_from_isr(
+            updated = self._isr_removal.remove_replicas_from_isr(
                 replica_id, [r.topic_partition for r, _, _ in led], failures
             )
             queued_for_deletion = ctx.topics_to_be_deleted
             full_assignment = ctx.partition_full_replica_assignment
             requests: list[LeaderAndIsrEntry] = []
             log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
-            tracking = self._tracking
-            run = self._changed_run(_OFFLINE)
+            tracking = recorder.tracking
+            run = recorder.changed_run(_OFFLINE)
             # Recipients = RS minus this replica; few distinct RS exist, so compute each once.
             recipients_of: dict[tuple[int, ...], tuple[int, ...]] = {}
             for replica, state, before in led:
                 tp = replica.topic_partition
                 after = updated.get(tp)
                 if after is None:  # failed (logged already) or dropped: the state stays
-                    self._record_changed(run, _OFFLINE)
+                    recorder.record_changed(run, _OFFLINE)
                     error = failures.get(tp)
-                    self._audit_record(
+                    recorder.audit_record(
                         replica, state, _OFFLINE, OUTCOME_FAILED, before, None, error or _DROPPED
                     )
                     continue
-                if log_info and self._isr_lines.take():
+                if log_info and recorder.isr_lines.take():
                     _STATE_CHANGE_LOG.info(
                         "Partition %s state changed to %s after removing replica %s from the ISR as part "
                         "of transition to OfflineReplica",
@@ -175,8 +177,8 @@ class ReplicaOffline(ReplicaIsrRemoval):
                 if run is not None:
                     run.append((replica, state, before, after))
                 elif tracking:
-                    self._succeeded(replica, state, _OFFLINE, before, after)
-            self._record_changed(run, _OFFLINE)
+                    recorder.succeeded(replica, state, _OFFLINE, before, after)
+            recorder.record_changed(run, _OFFLINE)
             # Queueing the requests is the failover's memory peak: let the ISR removal's maps go first.
             del led, updated, failures
             self._batch.add_leader_and_isr_requests(requests, False)
@@ -189,18 +191,17 @@ class ReplicaOffline(ReplicaIsrRemoval):
             )
             for replica, state in leaderless:
                 states[replica] = _OFFLINE
-                if self._tracking:
-                    self._succeeded(replica, state, _OFFLINE)
+                if recorder.tracking:
+                    recorder.succeeded(replica, state, _OFFLINE)
 
 
 def left_to_election(
-    machine: ReplicaOffline, offline: Sequence[PartitionAndReplica]
+    ctx: ControllerContext, offline: Sequence[PartitionAndReplica]
 ) -> frozenset[TopicPartition]:
     """The partitions of ``offline`` replicas that the startup leaves to the election (module docs):
     led by no online replica, topic not queued for deletion, every offline replica on a broker that
     is gone (no request reaches it), an online replica of the assignment in the ISR (the offline
     election's clean candidates, so it elects whatever the topic's config)."""
-    ctx = machine.controller_context
     leadership = ctx.partitions_leadership_info
     live = LiveReplicaFilter(ctx)
     ids, online = live.broker_ids, live.is_online

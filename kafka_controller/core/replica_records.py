@@ -1,7 +1,10 @@
-"""Logging and audit records of replica transitions, for ``ReplicaStateMachine`` (which inherits
-them and sets the attributes): bounded failure lines, one ``ReplicaTransition`` per replica, or
-for a sink that accepts them (``_bulk``), successful transitions gathered as columns in
-``ReplicaTransitions`` (one object per run of successes between failures, in recording order)."""
+"""``ReplicaTransitionRecorder``: the logging and audit rows of the replica state machine's calls.
+
+One object owns what a call records: its bounded failure lines, and its audit rows, one
+``ReplicaTransition`` per replica or, for a sink that accepts them (``accepts_bulk``), successful
+transitions gathered as columns in ``ReplicaTransitions`` (one object per run of successes between
+failures, in recording order). The machine and its steps (the ISR removal, the OfflineReplica
+step) tell it what happened; none of them holds a record list or knows which shape it takes."""
 
 from __future__ import annotations
 
@@ -31,16 +34,17 @@ from kafka_controller.domain.values import (
     PartitionAndReplica,
     TopicPartition,
 )
+from kafka_controller.ports import AuditSink, NullAuditSink, accepts_bulk
 
-__all__ = ["ReplicaTransitionLog"]
+__all__ = ["ReplicaTransitionRecorder"]
 
 _STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
 _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 _Leadership = LeaderIsrAndControllerEpoch | None
-#: A success for ``_record_changed``: the replica, its state, its leadership before and after.
+#: A success for ``record_changed``: the replica, its state, its leadership before and after.
 _Changed = tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch, LeaderIsrAndControllerEpoch]
 _KAFKA_NAME: dict[ReplicaState, str] = {s: s.kafka_name for s in ReplicaState}
-# ``_audit_record`` builds records positionally (one per replica in a failover): refuse to import
+# ``audit_record`` builds records positionally (one per replica in a failover): refuse to import
 # if ``ReplicaTransition``'s leading fields ever change order.
 _RECORD_FIELDS = [
     "topic",
@@ -57,21 +61,56 @@ _RECORD_FIELDS = [
     "leader_epoch_after",
     "error",
 ]
-require_leading_fields(ReplicaTransition, _RECORD_FIELDS, "ReplicaStateMachine._audit_record")
+require_leading_fields(ReplicaTransition, _RECORD_FIELDS, "ReplicaTransitionRecorder.audit_record")
 
 
-class ReplicaTransitionLog:
-    """The logging and audit methods of ``ReplicaStateMachine``."""
+class ReplicaTransitionRecorder:
+    """The log lines and audit rows of one ``handle_state_changes`` call at a time (``begin`` to
+    ``finish``), for ``ReplicaStateMachine`` and the steps it is composed of."""
 
-    controller_id: int
-    controller_context: ControllerContext
-    _records: list[AuditItem] | None
-    _bulk: bool  # the sink accepts ``ReplicaTransitions``
-    _debug: bool
-    _failure_lines: LogBudget
-    _pending: tuple[list[_Changed] | None, ReplicaState] = (None, ReplicaState.OFFLINE_REPLICA)
+    def __init__(self, controller_id: int, context: ControllerContext, audit: AuditSink | None) -> None:
+        self.controller_id = controller_id
+        self.controller_context = context
+        self.audit: AuditSink = audit if audit is not None else NullAuditSink()
+        self.auditing = not isinstance(self.audit, NullAuditSink)
+        self._bulk = accepts_bulk(self.audit)  # the sink accepts ``ReplicaTransitions``
+        # The audit records of the call in progress; None when auditing is off (zero cost).
+        self._records: list[AuditItem] | None = None
+        #: Per-replica debug lines in the call in progress.
+        self.debug = False
+        #: Whether per-replica successes are logged or audited at all in the call in progress.
+        self.tracking = False
+        self._failure_lines = LogBudget()
+        #: The "removed from the ISR" info lines of the call in progress (the OfflineReplica step's).
+        self.isr_lines = LogBudget()
+        self._pending: tuple[list[_Changed] | None, ReplicaState] = (None, ReplicaState.OFFLINE_REPLICA)
 
-    def _succeeded(
+    def begin(self) -> None:
+        """A call starts: an empty record list if auditing, the log levels read once."""
+        self._records = [] if self.auditing else None
+        self.debug = _STATE_CHANGE_LOG.isEnabledFor(logging.DEBUG)
+        self.tracking = self.auditing or self.debug
+
+    def finish(self, target: ReplicaState) -> None:
+        """The call ended: its records in one ``record`` call, the suppressed lines summarised."""
+        records, self._records = self._records, None
+        self._pending = (None, target)
+        if records:
+            self.audit.record(records)
+        self._failure_lines.summarize(
+            _STATE_CHANGE_LOG, logging.ERROR, f"replicas failed to move to {target}"
+        )
+        self.isr_lines.summarize(
+            _STATE_CHANGE_LOG, logging.INFO, "partitions had a replica removed from the ISR"
+        )
+
+    @property
+    def per_row(self) -> bool:
+        """Whether each success must be logged or recorded on its own (a debug line, or a sink that
+        takes rows only): the bulk paths stand aside then."""
+        return self.debug or (self._records is not None and not self._bulk)
+
+    def succeeded(
         self,
         replica: PartitionAndReplica,
         state: ReplicaState,
@@ -79,7 +118,7 @@ class ReplicaTransitionLog:
         before: _Leadership = None,
         after: _Leadership = None,
     ) -> None:
-        if self._debug:  # the caller checked self._tracking
+        if self.debug:  # the caller checked self.tracking
             _STATE_CHANGE_LOG.debug(
                 "Changed state of replica %s for partition %s from %s to %s",
                 replica.replica,
@@ -88,18 +127,18 @@ class ReplicaTransitionLog:
                 target,
             )
         if self._records is not None:
-            self._audit_record(replica, state, target, OUTCOME_OK, before, after)
+            self.audit_record(replica, state, target, OUTCOME_OK, before, after)
 
-    def _record_unchanged(
+    def record_unchanged(
         self,
         replica_id: int,
         partitions: Sequence[TopicPartition],
         states: Sequence[ReplicaState],
         target: ReplicaState,
     ) -> None:
-        """``_audit_record`` of a success with the partition's cached leadership before and after
+        """``audit_record`` of a success with the partition's cached leadership before and after
         (``after is before``), for replica ``replica_id`` of each partition, from each state, in
-        order: in bulk, for a sink that accepts bulk records (the caller checked ``_bulk``)."""
+        order: in bulk, for a sink that accepts bulk records (the caller checked ``per_row``)."""
         records = self._records
         if records is None or not partitions:
             return
@@ -122,20 +161,20 @@ class ReplicaTransitionLog:
             epochs,
         )
 
-    def _changed_run(self, target: ReplicaState) -> list[_Changed] | None:
-        """An empty run for ``_record_changed`` when successes may be recorded in bulk (a sink
+    def changed_run(self, target: ReplicaState) -> list[_Changed] | None:
+        """An empty run for ``record_changed`` when successes may be recorded in bulk (a sink
         that takes bulk records, no per-replica debug line), else None. Kept until the call
         ends, so that a call aborted mid-run still records the run's successes as successes."""
-        bulk = self._bulk and self._records is not None and not self._debug
+        bulk = self._bulk and self._records is not None and not self.debug
         run: list[_Changed] | None = [] if bulk else None
         self._pending = (run, target)
         return run
 
-    def _record_changed(self, run: list[_Changed] | None, target: ReplicaState) -> None:
-        """``_audit_record`` of each success in ``run`` (replica, its state, its leadership before
+    def record_changed(self, run: list[_Changed] | None, target: ReplicaState) -> None:
+        """``audit_record`` of each success in ``run`` (replica, its state, its leadership before
         and after, neither None), in order, in bulk, then empties ``run``: a failover's 60,000
         OfflineReplica rows at RF 3 as a few column builds at C speed instead of a call chain and
-        ten appends a row. ``run`` comes from ``_changed_run``."""
+        ten appends a row. ``run`` comes from ``changed_run``."""
         records = self._records
         if records is None or not run:
             return
@@ -157,7 +196,7 @@ class ReplicaTransitionLog:
         bulk.leader_epoch_after.extend(map(itemgetter(1), after))
         run.clear()
 
-    def _invalid_transition(
+    def invalid_transition(
         self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState
     ) -> None:
         if self._records is None and not _STATE_CHANGE_LOG.isEnabledFor(logging.ERROR):
@@ -167,10 +206,10 @@ class ReplicaTransitionLog:
             f"Replica {replica} should be in the {previous} states before moving to {target} state. "
             f"Instead it is in {state} state"
         )
-        self._log_failed(replica, state, target, error)
-        self._audit_record(replica, state, target, OUTCOME_INVALID, None, None, error)
+        self.log_failed(replica, state, target, error)
+        self.audit_record(replica, state, target, OUTCOME_INVALID, None, None, error)
 
-    def _log_failed(
+    def log_failed(
         self, replica: PartitionAndReplica, state: ReplicaState, target: ReplicaState, error: Exception
     ) -> None:
         if not self._failure_lines.take():
@@ -187,14 +226,14 @@ class ReplicaTransitionLog:
             error,
         )
 
-    def _record_unfinished(
+    def record_unfinished(
         self, replicas: Sequence[PartitionAndReplica], target: ReplicaState, error: Exception
     ) -> None:
         """After an aborted call, each replica without a record yet gets a "failed" one."""
         if self._records is None:
             return
         run, to = self._pending
-        self._record_changed(run, to)  # successes of an aborted run were successes
+        self.record_changed(run, to)  # successes of an aborted run were successes
         done: set[tuple[str, int, int]] = set()
         for r in self._records:
             if isinstance(r, ReplicaTransition):
@@ -205,9 +244,9 @@ class ReplicaTransitionLog:
         for replica in dict.fromkeys(replicas):
             if (replica.topic, replica.partition, replica.replica) not in done:
                 state = states.get(replica, _NON_EXISTENT)
-                self._audit_record(replica, state, target, OUTCOME_FAILED, None, None, error)
+                self.audit_record(replica, state, target, OUTCOME_FAILED, None, None, error)
 
-    def _audit_record(
+    def audit_record(
         self,
         replica: PartitionAndReplica,
         state: ReplicaState,

@@ -1,4 +1,9 @@
-"""The replica state machine (spec §4): Kafka's ``ZkReplicaStateMachine`` over the context and ports.
+"""The replica state machine: Kafka's ``ZkReplicaStateMachine`` over the context and ports.
+
+``ReplicaStateMachine`` is composed of objects it builds from its constructor's arguments: a
+``ReplicaTransitionRecorder`` (log lines and audit rows), an ``IsrRemoval`` (the store writes of
+OfflineReplica) and an ``OfflineReplicaStep`` (the OfflineReplica move, which uses both); the other
+targets are moved here, as Kafka's ``doHandleStateChanges`` moves them.
 
 Moving a replica queues broker requests on the machine's own batch and, for OfflineReplica, takes
 it out of the ISR in the metadata store. One call is one ``new_batch`` / ``send_requests_to_brokers``
@@ -11,20 +16,17 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Sequence
-from itertools import filterfalse, repeat
-from operator import itemgetter
+from collections.abc import Callable, Sequence
+from itertools import compress, filterfalse, repeat
+from operator import itemgetter, not_
 from typing import cast
 
 from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
-from kafka_controller.core.log_budget import LogBudget
-from kafka_controller.core.replica_init import initial_replica_states
-from kafka_controller.core.replica_offline import ReplicaOffline
-from kafka_controller.domain.audit_records import (
-    OUTCOME_FAILED,
-    AuditItem,
-)
+from kafka_controller.core.replica_isr import IsrRemoval
+from kafka_controller.core.replica_offline import OfflineReplicaStep
+from kafka_controller.core.replica_records import ReplicaTransitionRecorder
+from kafka_controller.domain.audit_records import OUTCOME_FAILED
 from kafka_controller.domain.errors import (
     ControllerMovedError,
     StateChangeFailedError,
@@ -36,7 +38,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore, accepts_bulk
+from kafka_controller.ports import AuditSink, PartitionStateStore
 
 _LOG = logging.getLogger(__name__)
 _STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
@@ -50,6 +52,33 @@ _NON_EXISTENT = ReplicaState.NON_EXISTENT_REPLICA
 
 _Leadership = LeaderIsrAndControllerEpoch | None
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
+_Replicas = list[PartitionAndReplica]
+
+#: A replica's first state by whether it is online.
+_INITIAL_STATE = {True: ReplicaState.ONLINE_REPLICA, False: ReplicaState.REPLICA_DELETION_INELIGIBLE}
+_REPLICA_ID = itemgetter(1)
+_new_tuple = tuple.__new__
+
+
+def initial_replica_states(ctx: ControllerContext) -> tuple[_Replicas, _Replicas]:
+    """Set every replica's first state in ``ctx`` (OnlineReplica if online, else
+    ReplicaDeletionIneligible), in the assignments' order; return the online and the other ones."""
+    live = ctx.live_broker_ids
+    offline_dirs = ctx.replicas_on_offline_dirs
+    # PartitionAndReplica(tp, r) for every replica, in the assignments' order, without a
+    # Python call per replica (300,000 at RF 3)
+    replicas = [
+        _new_tuple(PartitionAndReplica, (tp, r)) for tp, a in ctx.iter_assignments() for r in a.replicas
+    ]
+    if offline_dirs:
+        is_online = [r in live and tp not in offline_dirs.get(r, ()) for tp, r in replicas]
+    else:
+        is_online = list(map(live.__contains__, map(_REPLICA_ID, replicas)))
+    # Each replica's state, set in the same order as one at a time
+    ctx.replica_states.update(zip(replicas, map(_INITIAL_STATE.__getitem__, is_online), strict=True))
+    online = list(compress(replicas, is_online))
+    offline = list(compress(replicas, map(not_, is_online)))
+    return online, offline
 
 
 class AbstractReplicaStateMachine(abc.ABC):
@@ -116,7 +145,7 @@ class AbstractReplicaStateMachine(abc.ABC):
         """Move ``replicas`` to ``target``; invalid transitions are logged and skipped."""
 
 
-class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
+class ReplicaStateMachine(AbstractReplicaStateMachine):
     """Kafka's ``ZkReplicaStateMachine``: the real one, writing through a ``PartitionStateStore``."""
 
     def __init__(
@@ -130,21 +159,62 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
     ) -> None:
         super().__init__(context)
         self.controller_id = controller_id
-        self._store = store
         self._batch = batch
-        self._audit: AuditSink = audit if audit is not None else NullAuditSink()
-        self._auditing = not isinstance(self._audit, NullAuditSink)
-        # The audit records of the call in progress; None when auditing is off (zero cost).
-        self._records: list[AuditItem] | None = None
-        self._bulk = accepts_bulk(self._audit)
-        # Whether per-replica successes are logged or audited at all in the call in progress.
-        self._tracking = False
-        self._debug = False
-        self._failure_lines = LogBudget()
-        self._isr_lines = LogBudget()
+        self._recorder = ReplicaTransitionRecorder(controller_id, context, audit)
+        recorder = self._recorder
+        self._isr_removal = IsrRemoval(
+            context, store, recorder, recorder.audit if recorder.auditing else None
+        )
+        self._offline = OfflineReplicaStep(context, batch, self._isr_removal, recorder)
         # OnlineReplica's LeaderAndIsr entries of the call in progress, as (replica id, partitions)
         # per replica id group, queued on the batch in one call (``_queue_online_requests``).
         self._online_requests: list[tuple[int, list[TopicPartition]]] = []
+
+    # The controller's switches of Kafka departures, kept by the steps they change (their docs).
+    @property
+    def write_on_cached_zk_version(self) -> bool:
+        return self._isr_removal.write_on_cached_zk_version
+
+    @write_on_cached_zk_version.setter
+    def write_on_cached_zk_version(self, on: bool) -> None:
+        self._isr_removal.write_on_cached_zk_version = on
+
+    @property
+    def leave_offline_leaders_to_election(self) -> bool:
+        return self._offline.leave_offline_leaders_to_election
+
+    @leave_offline_leaders_to_election.setter
+    def leave_offline_leaders_to_election(self, on: bool) -> None:
+        self._offline.leave_offline_leaders_to_election = on
+
+    @property
+    def prewrite_isr_removal(self) -> bool:
+        return self._offline.prewrite_isr_removal
+
+    @prewrite_isr_removal.setter
+    def prewrite_isr_removal(self, on: bool) -> None:
+        self._offline.prewrite_isr_removal = on
+
+    @property
+    def on_left_to_election(self) -> Callable[[frozenset[TopicPartition]], None] | None:
+        return self._offline.on_left_to_election
+
+    @on_left_to_election.setter
+    def on_left_to_election(self, callback: Callable[[frozenset[TopicPartition]], None] | None) -> None:
+        self._offline.on_left_to_election = callback
+
+    def _prepare_startup(self, offline: list[PartitionAndReplica]) -> None:
+        self._offline.prepare_startup(offline)
+
+    def _end_startup(self) -> None:
+        self._offline.end_startup()
+
+    def finish_offline_left_to_election(self) -> None:
+        """After the partition state machine's startup: Kafka's ISR removal for the partitions left
+        to the election that it did not bring online (none, unless a state changed meanwhile)."""
+        unled = self._offline.take_left()
+        if unled:
+            self.handle_state_changes(unled, _OFFLINE)
 
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
         """Spec §4.2: one batch for the whole call, grouped by replica id.
@@ -154,9 +224,8 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
         """
         if not replicas:
             return
-        self._records = [] if self._auditing else None
-        self._debug = _STATE_CHANGE_LOG.isEnabledFor(logging.DEBUG)
-        self._tracking = self._auditing or self._debug
+        recorder = self._recorder
+        recorder.begin()
         try:
             self._batch.new_batch()
             groups: dict[int, list[PartitionAndReplica]] = {}
@@ -176,21 +245,13 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
             self._batch.send_requests_to_brokers(self.controller_context.epoch)
         except ControllerMovedError as e:
             _LOG.error("Controller moved to another broker when moving some replicas to %s state", target)
-            self._record_unfinished(replicas, target, e)
+            recorder.record_unfinished(replicas, target, e)
             raise
         except Exception as e:
             _LOG.error("Error while moving some replicas to %s state", target, exc_info=True)
-            self._record_unfinished(replicas, target, e)
+            recorder.record_unfinished(replicas, target, e)
         finally:
-            records, self._records = self._records, None
-            if records:
-                self._audit.record(records)
-            self._failure_lines.summarize(
-                _STATE_CHANGE_LOG, logging.ERROR, f"replicas failed to move to {target}"
-            )
-            self._isr_lines.summarize(
-                _STATE_CHANGE_LOG, logging.INFO, "partitions had a replica removed from the ISR"
-            )
+            recorder.finish(target)
 
     def _do_handle_state_changes(
         self, replica_id: int, replicas: list[PartitionAndReplica], target: ReplicaState, fresh: bool = False
@@ -215,15 +276,17 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
                 if state in allowed:
                     valid.append((replica, state))
                 else:
-                    self._invalid_transition(replica, state, target)
+                    self._recorder.invalid_transition(replica, state, target)
         if not valid:
             return
+        recorder = self._recorder
+        tracking = recorder.tracking
         if target is _NEW:
             self._to_new(replica_id, valid)
         elif target is _ONLINE:
             self._to_online(replica_id, valid, bulk_tried)
         elif target is _OFFLINE:
-            self._to_offline(replica_id, valid)
+            self._offline.to_offline(replica_id, valid)
         elif target is _NON_EXISTENT:
             ctx = self.controller_context
             for replica, state in valid:
@@ -231,8 +294,8 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
                 assignment = ctx.partition_full_replica_assignment(tp).remove_replica(replica_id)
                 ctx.update_partition_full_replica_assignment(tp, assignment)
                 states.pop(replica, None)
-                if self._tracking:
-                    self._succeeded(replica, state, target)
+                if tracking:
+                    recorder.succeeded(replica, state, target)
         else:  # ReplicaDeletionStarted / Ineligible / Successful: the state, plus a delete if started
             delete = target is _DELETION_STARTED
             for replica, state in valid:
@@ -241,8 +304,8 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
                     self._batch.add_stop_replica_request_for_brokers(
                         (replica_id,), replica.topic_partition, True
                     )
-                if self._tracking:
-                    self._succeeded(replica, state, target)
+                if tracking:
+                    recorder.succeeded(replica, state, target)
 
     def _to_new(self, replica_id: int, valid: _Valid) -> None:
         ctx = self.controller_context
@@ -256,15 +319,15 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
                         f"Replica {replica_id} for partition {tp} cannot be moved to NewReplica state "
                         "as it is being requested to become leader"
                     )
-                    self._log_failed(replica, state, _NEW, error)
-                    self._audit_record(replica, state, _NEW, OUTCOME_FAILED, info, None, error)
+                    self._recorder.log_failed(replica, state, _NEW, error)
+                    self._recorder.audit_record(replica, state, _NEW, OUTCOME_FAILED, info, None, error)
                     continue
                 self._batch.add_leader_and_isr_request_for_brokers(
                     (replica_id,), tp, info, ctx.partition_full_replica_assignment(tp), True
                 )
             ctx.replica_states[replica] = _NEW
-            if self._tracking:
-                self._succeeded(replica, state, _NEW, info, info)
+            if self._recorder.tracking:
+                self._recorder.succeeded(replica, state, _NEW, info, info)
 
     def _queue_online_requests(self) -> None:
         """Queue the OnlineReplica entries gathered so far, in their order, in one batch call: the
@@ -284,7 +347,7 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
         """``_to_online`` from valid ``previous`` states (a failover's 240,000 at RF 3) at C speed:
         requests queued, states set (unless Online already), successes recorded for a bulk sink.
         False, nothing done, if a replica is NewReplica or each is logged or recorded on its own."""
-        if self._debug or (self._records is not None and not self._bulk):
+        if self._recorder.per_row:
             return False
         if _NEW in previous:
             return False
@@ -292,11 +355,12 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
         leadership = ctx.partitions_leadership_info
         tps = list(map(itemgetter(0), replicas))
         # partitions the startup leaves to the election get its requests instead (core.replica_offline)
-        told = filterfalse(self._leaving.__contains__, tps) if self._leaving else tps
+        leaving = self._offline.leaving
+        told = filterfalse(leaving.__contains__, tps) if leaving else tps
         self._online_requests.append((replica_id, list(filter(leadership.__contains__, told))))
         if previous.count(_ONLINE) != len(previous):  # a failover's replicas are Online already
             ctx.replica_states.update(zip(replicas, repeat(_ONLINE)))
-        self._record_unchanged(replica_id, tps, cast("list[ReplicaState]", previous), _ONLINE)
+        self._recorder.record_unchanged(replica_id, tps, cast("list[ReplicaState]", previous), _ONLINE)
         return True
 
     def _to_online(self, replica_id: int, valid: _Valid, bulk_tried: bool = False) -> None:
@@ -309,7 +373,9 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
         states = ctx.replica_states
         leadership = ctx.partitions_leadership_info
         full_assignment = ctx.partition_full_replica_assignment
-        tracking = self._tracking
+        recorder = self._recorder
+        tracking = recorder.tracking
+        leaving = self._offline.leaving
         requests: list[TopicPartition] = []
         self._online_requests.append((replica_id, requests))
         for replica, state in valid:
@@ -326,9 +392,9 @@ class ReplicaStateMachine(ReplicaOffline, AbstractReplicaStateMachine):
                         (*a.replicas, replica_id), a.adding_replicas, a.removing_replicas
                     )
                     ctx.update_partition_full_replica_assignment(tp, fixed)
-            elif tp in leadership and tp not in self._leaving:
+            elif tp in leadership and tp not in leaving:
                 requests.append(tp)
             states[replica] = _ONLINE
             if tracking:
                 info = leadership.get(tp)
-                self._succeeded(replica, state, _ONLINE, info, info)
+                recorder.succeeded(replica, state, _ONLINE, info, info)
