@@ -14,9 +14,9 @@ notification (``kafka_controller.security.credentials``). Per user, in Kafka's o
 name, an unknown mechanism byte, iterations outside 4096-16384, the same (user, mechanism) twice,
 deleting a credential the user lacks; a user with any such entry is not written.
 
-Who may call them is the authorizer's business (Kafka: ALTER, resp. DESCRIBE, on CLUSTER):
-``authorize_alter`` / ``authorize_describe`` are that hook (default: everyone, as a broker without
-an authorizer allows); a refusal is CLUSTER_AUTHORIZATION_FAILED for every user, resp. top-level.
+Who may call them is the authorizer's business (Kafka: ALTER, resp. DESCRIBE, on CLUSTER): the
+broker wraps these handlers with its checks (``kafka_wire.authz``), which answer
+CLUSTER_AUTHORIZATION_FAILED before a handler here runs.
 """
 
 from __future__ import annotations
@@ -56,18 +56,9 @@ AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authe
 
 
 class ScramApis:
-    def __init__(
-        self,
-        store: UserConfigStore,
-        is_controller: Callable[[], bool],
-        *,
-        authorize_alter: Callable[[], bool] = lambda: True,
-        authorize_describe: Callable[[], bool] = lambda: True,
-    ) -> None:
+    def __init__(self, store: UserConfigStore, is_controller: Callable[[], bool]) -> None:
         self.store = store
         self.is_controller = is_controller
-        self.authorize_alter = authorize_alter
-        self.authorize_describe = authorize_describe
 
     def apis(self) -> dict[int, KioApi]:
         return {
@@ -98,8 +89,6 @@ class ScramApis:
                 schema, throttle_time=NO_THROTTLE, error_code=code, error_message=message, results=results
             )
 
-        if not self.authorize_describe():
-            return answer(E.cluster_authorization_failed, None)
         asked = [u.name for u in request.users] if request.users else None
         try:
             names = (
@@ -147,8 +136,6 @@ class ScramApis:
 
         if not self.is_controller():
             return answer({u: (E.not_controller, None) for u in users})
-        if not self.authorize_alter():
-            return answer({u: (E.cluster_authorization_failed, None) for u in users})
         outcomes: dict[str, tuple[E, str | None]] = {}
         for user in users:
             outcomes[user] = self._alter_one(user, request)
