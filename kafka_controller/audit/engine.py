@@ -131,7 +131,7 @@ def one_line(e: BaseException) -> str:
 
 
 def translate(e: SQLAlchemyError, what: str) -> AuditStoreError:
-    """House rule 6: SQLAlchemy errors stop here."""
+    """SQLAlchemy errors stop here (docs/rules.md, errors are translated at the adapter edge)."""
     return AuditStoreError(f"{what}: {one_line(e)}")
 
 

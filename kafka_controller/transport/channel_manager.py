@@ -1,11 +1,13 @@
-"""ControllerChannelManager: the controller's outbound queues to brokers (spec §6, ``BrokerChannel``).
+"""ControllerChannelManager: the controller's outbound queues to brokers (docs/controller-behaviour.md §6,
+``BrokerChannel``; Kafka's ``ControllerChannelManager.scala``).
 
 One FIFO queue and one send thread per live or shutting-down broker, as in Kafka: requests to one
 broker leave in the order they were queued, and a slow broker delays only itself. Each thread
 sends one request at a time and retries it after ``retry_backoff_s`` (100 ms, on the injected
 clock) until it gets an answer or the broker is removed; control requests carry epochs, so a
 repeated one is harmless. The callback then runs on that thread with the decoded response; it
-must only enqueue (house rule 5). Two outcomes are not retried, because retrying cannot change
+must only enqueue (docs/rules.md, callbacks only enqueue). Two outcomes are not retried, because
+retrying cannot change
 them: the broker answered with an error envelope (the callback gets Kafka's error response,
 with that error on every partition), or the bytes broke the protocol (logged, dropped).
 """

@@ -1,4 +1,5 @@
-"""Transport errors, all in the project's hierarchy (house rule 6: sockets' errors stop here).
+"""Transport errors, all in the project's hierarchy (sockets' errors stop here:
+docs/rules.md, errors are translated at the adapter edge).
 
 ``TransportError`` means "could not talk to the peer now" (refused, reset, timed out): the channel
 manager retries it. ``ProtocolError`` means bytes that do not follow the protocol: retrying the

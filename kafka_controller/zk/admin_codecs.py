@@ -1,4 +1,5 @@
-"""Pure encoders/decoders for admin, notification, config, cluster-id and feature znodes (spec §7.1).
+"""Pure encoders/decoders for admin, notification, config, cluster-id and feature znodes
+(docs/controller-behaviour.md §7.1).
 
 The reassignment znode is decoded strictly (Kafka binds it with Jackson, failing on unknown or
 missing fields); the others are as tolerant as Kafka's readers. Errors are ``ZNodeDecodeError``
@@ -186,7 +187,7 @@ def decode_config_change_notification(data: bytes | None, path: str) -> str:
 
 
 def encode_cluster_id(cluster_id: str) -> bytes:
-    """``version`` is a *string* in this znode (spec §11.21)."""
+    """``version`` is a *string* in this znode (docs/controller-behaviour.md §7.1)."""
     if not cluster_id:
         raise InvalidArgumentError("cluster id is empty")
     return _dumps({"version": "1", "id": cluster_id})

@@ -86,7 +86,8 @@ _UNAVAILABLE = frozenset({CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, AUTH
 
 
 def error_for_code(code: int, path: str | None) -> MetadataStoreError:
-    """The project's error for a ZooKeeper error code on ``path`` (house rule 6)."""
+    """The project's error for a ZooKeeper error code on ``path``
+    (docs/rules.md, errors are translated at the adapter edge)."""
     if code == NONODE:
         return NoNodeError(path or "")
     if code == NODEEXISTS:

@@ -1,4 +1,4 @@
-"""Fenced, batched writes (spec §7.3, notes/performance.md).
+"""Fenced, batched writes (docs/controller-behaviour.md §7.3, docs/performance.md).
 
 Kafka fences each write as its own ``[check(/controller_epoch), op]`` multi. One check per *batch*
 fences just as well — a multi is atomic, so a stale epoch fails the whole batch — and it is what

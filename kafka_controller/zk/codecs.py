@@ -1,4 +1,5 @@
-"""Pure encoders/decoders for the controller's znodes (spec §7.1): controller, epoch, brokers, topics,
+"""Pure encoders/decoders for the controller's znodes (docs/controller-behaviour.md §7.1): controller,
+epoch, brokers, topics,
 partition states.
 
 Writers emit Kafka 2.8's compact JSON (key order as Kafka's 2.13 build emits it, though no reader

@@ -1,6 +1,7 @@
 """The kazoo adapter: ``ZkBackend`` over a ``KazooClient``, and ``KazooMetadataStore``.
 
-Every kazoo exception is translated here or in ``kazoo_reads`` (house rule 6); nothing kazoo leaves
+Every kazoo exception is translated here or in ``kazoo_reads``
+(docs/rules.md, errors are translated at the adapter edge); nothing kazoo leaves
 the two modules. Writes go out as ``FastMulti`` requests and reads as ``MultiRead`` requests
 (``multiread.py``, ``kazoo_reads.py``), several in flight, so a failover's 100,000 reads or writes
 take tens of round trips, not 100,000. Against a server without multi-read (ZooKeeper < 3.6) reads

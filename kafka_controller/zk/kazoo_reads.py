@@ -5,7 +5,7 @@ Reads go out as ``MultiRead`` requests (``multiread.py``), several in flight, so
 plus one ``SetWatches`` each (``multiread.py`` argues the watch is the getData/getChildren one);
 a few watched znodes, and every read against a server without multi-read (ZooKeeper < 3.6), go
 through kazoo's pipelined ``get_async``/``get_children_async``. kazoo exceptions are translated
-here (house rule 6).
+here (docs/rules.md, errors are translated at the adapter edge).
 """
 
 from __future__ import annotations

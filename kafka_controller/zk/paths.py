@@ -1,6 +1,8 @@
-"""Kafka 2.8's znode paths (spec §7.1, Kafka's ``ZkData``), as constants and small pure functions.
+"""Kafka 2.8's znode paths (docs/controller-behaviour.md §7.1, Kafka's ``ZkData``), as constants
+and small pure functions.
 
-Paths are part of the external contract (CONTRACT §1): Kafka's own tools read what we write, so the
+Paths are part of the external contract (docs/external-contract.md §1): Kafka's own tools read what
+we write, so the
 names here are Kafka's, character for character. This module imports nothing heavy.
 """
 

@@ -1,4 +1,4 @@
-"""``ZkMetadataStore``: the metadata-store port over any ``ZkBackend`` (spec §7).
+"""``ZkMetadataStore``: the metadata-store port over any ``ZkBackend`` (docs/controller-behaviour.md §7).
 
 This file holds the partition-state part (the hot path: batched multi-reads and fenced batched
 multis) and watch registration, and puts the other concerns' mixins together. The kazoo store
@@ -124,7 +124,8 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         controller_epoch: int,
         expected_controller_epoch_zk_version: int,
     ) -> UpdateLeaderAndIsrResult:
-        """Conditional set of each state znode on its ``zk_version``, fenced, batched (spec §7.4).
+        """Conditional set of each state znode on its ``zk_version``, fenced, batched
+        (docs/controller-behaviour.md §7.4; Kafka's ``KafkaZkClient.updateLeaderAndIsr``).
 
         BADVERSION -> ``to_retry`` (input order); other per-znode errors are final. A whole-call
         failure other than ``ControllerMovedError`` fails every partition, with nothing to retry.

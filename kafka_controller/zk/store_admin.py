@@ -1,5 +1,5 @@
 """Admin znodes and notifications: reassignment, preferred election, topic deletions, ISR-change
-and log-dir event notifications (spec §7.1, §7.3, §8.8-8.12).
+and log-dir event notifications (docs/controller-behaviour.md §7.1, §7.3, §8.8, §8.9, §8.11, §8.12).
 
 Admin-side creates are not fenced (admin tools have no epoch); the controller's deletes and sets
 are. Notification children are read in one batched request and deleted in fenced batches.

@@ -1,5 +1,5 @@
 """Controller election and epoch, broker registrations, cluster id, broker sequence ids, ``/feature``
-and the top-level paths (spec §7.1-7.2, Kafka's ``KafkaZkClient``)."""
+and the top-level paths (docs/controller-behaviour.md §7.1, §7.2, Kafka's ``KafkaZkClient``)."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ class ClusterZNodes(StoreCore):
         return decode_controller_epoch(read[0], P.CONTROLLER_EPOCH_PATH), read[1].version
 
     def register_controller_and_increment_controller_epoch(self, broker_id: int) -> tuple[int, int]:
-        """Become controller (spec §7.2): one multi of create(/controller, ephemeral) and a
-        conditional set of ``/controller_epoch`` to epoch + 1. Returns ``(epoch, epoch_zk_version)``;
+        """Become controller (docs/controller-behaviour.md §7.2): one multi of
+        create(/controller, ephemeral) and a conditional set of ``/controller_epoch`` to epoch + 1. Returns ``(epoch, epoch_zk_version)``;
         raises ``ControllerMovedError`` when another broker won. Not fenced."""
         current = self.get_controller_epoch()
         if current is None:
