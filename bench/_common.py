@@ -182,10 +182,12 @@ def bench_cluster(
     broker_config: Mapping[str, str] | None = None,
     keep_dir: bool = False,
     zk_servers: int = 1,
+    security: str = "plaintext",
 ) -> Iterator[BenchCluster]:
     """A settled cluster over ``assignment`` on a fresh ZooKeeper: one server or, with
     ``zk_servers`` > 1, an ensemble on this host. With ``audit``, every broker audits into one
-    SQLite file of the cluster's directory."""
+    SQLite file of the cluster's directory. ``security``: ``LocalCluster``'s (``sasl_ssl``: the
+    brokers' listeners, and so the controller's requests to them, are TLS with SCRAM logins)."""
     work = Path(tempfile.mkdtemp(prefix="kc-bench-"))
     audit_url = f"sqlite:///{work / 'audit.db'}" if audit else None
     timings: dict[str, float] = {}
@@ -208,6 +210,7 @@ def bench_cluster(
             audit_url=audit_url,
             broker_config={**BENCH_BROKER_CONFIG, **(broker_config or {})},
             log_level="INFO",
+            security=security,
         )
         with hold_election(store, BROKERS):
             cluster.start(timeout=600)

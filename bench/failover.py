@@ -40,6 +40,13 @@ Prints one JSON object and appends it to ``bench/results/failover.jsonl``.
     .venv/bin/python bench/failover.py --only-10k --reps 3 --no-audit
     .venv/bin/python bench/failover.py --reps 3         # median of 3 runs of each case
     .venv/bin/python bench/failover.py --rf 3 --reps 3 --zk-servers 3   # on a 3-server ensemble
+    .venv/bin/python bench/failover.py --rf 3 --no-10k --no-audit --security plaintext sasl_ssl
+
+``--security sasl_ssl`` (or ``ssl``, ``sasl_plaintext``) runs each case again on a cluster secured
+as ``cluster up --security`` makes it: every listener TLS and/or SCRAM-SHA-512, so the new
+controller's LeaderAndIsr and UpdateMetadata go over TLS connections it logs in on first. Each
+secured case is reported under ``secured`` with its failover and controller CPU as ratios to the
+plaintext case of the same run (without the client view: its watcher speaks plaintext).
 
 ``--zk-servers 3`` runs each case on a fresh 3-server ensemble on this host instead of one server:
 the writes go through a quorum (and the followers forward them to the leader), as in production,
@@ -222,11 +229,19 @@ def fail_over(bench: BenchCluster, client_view: bool = False) -> dict[str, Any]:
 
 
 def run_once(
-    topics: int, rf: int, audit: bool, light: bool = False, zk_servers: int = 1, client_view: bool = False
+    topics: int,
+    rf: int,
+    audit: bool,
+    light: bool = False,
+    zk_servers: int = 1,
+    client_view: bool = False,
+    security: str = "plaintext",
 ) -> dict[str, Any]:
     config = LIGHT_BROKER_CONFIG if light else None
     layout = failover_layout(topics=topics, rf=rf)
-    with bench_cluster(layout, audit=audit, broker_config=config, zk_servers=zk_servers) as bench:
+    with bench_cluster(
+        layout, audit=audit, broker_config=config, zk_servers=zk_servers, security=security
+    ) as bench:
         result = fail_over(bench, client_view)
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     return result
@@ -246,7 +261,12 @@ def goal_checks(
 
 
 def run_case(
-    topics: int, rf: int, goal_s: float, args: argparse.Namespace, client_view: bool = False
+    topics: int,
+    rf: int,
+    goal_s: float,
+    args: argparse.Namespace,
+    client_view: bool = False,
+    security: str = "plaintext",
 ) -> dict[str, Any]:
     """Audit off (and on unless ``--no-audit``), each the median of ``--reps``; with ``--light``,
     the lighter simulation beside the default one. The goals are checked on the audited run
@@ -254,7 +274,7 @@ def run_case(
 
     def median(audit: bool, light: bool = False) -> dict[str, Any]:
         return median_run(
-            lambda: run_once(topics, rf, audit, light, args.zk_servers, client_view),
+            lambda: run_once(topics, rf, audit, light, args.zk_servers, client_view, security),
             args.reps,
             "failover_seconds",
             also=("client_after_election_seconds", "client_not_yet_after_election_seconds"),
@@ -304,6 +324,15 @@ def main() -> None:
         action="store_true",
         help="the 10,000-partition case without the Kafka client listing a survivor's metadata",
     )
+    parser.add_argument(
+        "--security",
+        nargs="+",
+        default=["plaintext"],
+        choices=["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"],
+        help="also run each case on a cluster secured as `cluster up --security` makes it (TLS "
+        "and/or SCRAM-SHA-512 on every listener, the controller's requests included); reported "
+        'under "secured" with each failover\'s ratio to the plaintext one of the same run',
+    )
     add_zk_servers_option(parser)
     args = parser.parse_args()
     if not 0 < args.scale <= 4:
@@ -319,11 +348,24 @@ def main() -> None:
         "broker_config": "defaults",
         "kafka_seconds": KAFKA["failover_s"],
     }
-    for rf in [] if args.only_10k else args.rf:
-        result[f"rf{rf}"] = run_case(topics, rf, GOAL_S[rf], args)
+    cases = [(f"rf{rf}", topics, rf, GOAL_S[rf], False) for rf in ([] if args.only_10k else args.rf)]
     if not args.no_10k:
         ten_k_topics = max(1, int(TEN_K_TOPICS * args.scale))
-        result["rf2_10k"] = run_case(ten_k_topics, 2, TEN_K_GOAL_S, args, client_view=not args.no_client_view)
+        cases.append(("rf2_10k", ten_k_topics, 2, TEN_K_GOAL_S, not args.no_client_view))
+    secured = [s for s in dict.fromkeys(args.security) if s != "plaintext"]
+    for name, case_topics, rf, goal, client_view in cases:
+        result[name] = run_case(case_topics, rf, goal, args, client_view=client_view)
+        for security in secured:
+            # the client view's watcher speaks plaintext librdkafka: secured runs leave it out
+            entry = run_case(case_topics, rf, goal, args, security=security)
+            entry["failover_to_plaintext"] = ratio(
+                entry["audit_off"]["failover_seconds"], result[name]["audit_off"]["failover_seconds"]
+            )
+            entry["controller_cpu_to_plaintext"] = ratio(
+                entry["audit_off"]["controller_cpu_seconds"],
+                result[name]["audit_off"]["controller_cpu_seconds"],
+            )
+            result.setdefault("secured", {}).setdefault(security, {})[name] = entry
     report("failover", result)
 
 

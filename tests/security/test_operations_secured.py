@@ -164,3 +164,77 @@ def test_no_password_reaches_a_broker_log(cluster: LocalCluster) -> None:
     for log in logs:
         text = log.read_text(errors="replace")
         assert not any(s in text for s in secrets), log
+
+
+def test_cluster_up_security_sasl_ssl(tmp_path: Path) -> None:
+    """``cluster up --security sasl_ssl --json``: ``client_config`` works in confluent-kafka as it is,
+    kcat and ``--command-config`` read the printed properties file, a wrong password or none gets
+    nothing, the password is printed nowhere but in the JSON, and SIGINT still stops the cluster."""
+    import json
+    import shutil
+    import signal
+
+    import orjson
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.integration.helpers import pump_stderr
+
+    data_dir = tmp_path / "c"
+    proc = subprocess.Popen(
+        [*CLI, "cluster", "up", "--port", "0", "--brokers", "2", "--data-dir", str(data_dir),
+         "--security", "sasl_ssl", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines = pump_stderr(proc)
+    said: list[str] = []
+    try:
+        while True:
+            line = lines.get(timeout=180)
+            assert line is not None, f"cluster up exited with {proc.wait()} before it was ready: {said}"
+            said.append(line)
+            if line.startswith("kafka-controller cluster: ready"):
+                break
+        assert proc.stdout is not None
+        info = orjson.loads(proc.stdout.readline())
+        config = info["client_config"]
+        assert config["security.protocol"] == "sasl_ssl" and config["sasl.mechanism"] == "SCRAM-SHA-512"
+        assert config["sasl.username"] == SUPER_USER and Path(config["ssl.ca.location"]).is_file()
+        properties = Path(info["client_properties"])
+        assert properties == data_dir / "client.properties" and os.stat(properties).st_mode & 0o777 == 0o600
+
+        admin = AdminClient({"bootstrap.servers": info["bootstrap_servers"], **config})
+        (future,) = admin.create_topics([NewTopic("secured", 2, 2)], request_timeout=30).values()
+        future.result(timeout=60)
+
+        kcat = shutil.which("kcat")
+        assert kcat is not None, "kcat is not installed (Debian's kcat package; .ci/bootstrap installs it)"
+        listing = subprocess.run(
+            [kcat, "-F", str(properties), "-b", info["bootstrap_servers"], "-L", "-J", "-m", "20"],
+            capture_output=True, text=True, timeout=60, check=True,
+        ).stdout  # fmt: skip
+        assert "secured" in [t["topic"] for t in json.loads(listing)["topics"]]
+        described = _cli(
+            "configs", "describe", "--entity-type", "topics", "--entity-name", "secured",
+            "--bootstrap-server", info["bootstrap_servers"], "--command-config", str(properties),
+        )  # fmt: skip
+        assert described.returncode == 0, described.stderr
+
+        wrong = {**config, "sasl.password": "not-" + config["sasl.password"], "log_level": 0}
+        for settings in (wrong, {"log_level": 0}):
+            with pytest.raises(KafkaException):
+                AdminClient({"bootstrap.servers": info["bootstrap_servers"], **settings}).list_topics(
+                    timeout=3
+                )
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    while (line := lines.get(timeout=10)) is not None:
+        said.append(line)
+    assert "kafka-controller cluster: stopped" in said
+    assert not any(config["sasl.password"] in line for line in said)
+    logs = list((data_dir / "logs").glob("*.log"))
+    assert logs and not any(config["sasl.password"] in p.read_text(errors="replace") for p in logs)
