@@ -1,4 +1,5 @@
-"""``/config/changes`` notifications for the settings the controller acts on (spec §8.13).
+"""``/config/changes`` notifications for the settings the controller acts on
+(docs/controller-behaviour.md §8.13).
 
 Kafka's brokers follow ``/config/changes`` (``DynamicConfigManager``). Two kinds of entity matter
 to the controller:

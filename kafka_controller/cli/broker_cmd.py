@@ -1,4 +1,5 @@
-"""``kafka-controller broker``: one broker of a cluster, in the foreground (CONTRACT §2.2).
+"""``kafka-controller broker``: one broker of a cluster, in the foreground
+(docs/external-contract.md §2.2).
 
 It registers ``/brokers/ids/N``, runs a controller candidate, serves controller, broker and admin
 requests on its listener, and simulates its replicas' logs. Logs go to stderr; one line

@@ -1,4 +1,5 @@
-"""``kafka-controller zookeeper``: a real ZooKeeper server, or ensemble, in the foreground (CONTRACT §2.1).
+"""``kafka-controller zookeeper``: a real ZooKeeper server, or ensemble, in the foreground
+(docs/external-contract.md §2.1).
 
 For development, demos and tests. It prints one ``ready`` line with the connect string on stderr,
 so scripts can wait for it, and stops the server (every server of an ``--servers N`` ensemble)

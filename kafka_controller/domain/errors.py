@@ -1,4 +1,5 @@
-"""The project's own error hierarchy (house rule 6: adapters translate into these).
+"""The project's own error hierarchy (adapters translate into these:
+docs/rules.md, errors are translated at the adapter edge).
 
 Two kinds matter most to the controller: ``ControllerMovedError`` (fenced: resign) and
 ``MetadataStoreError`` (unavailable or a per-znode failure: report it per partition and go on).

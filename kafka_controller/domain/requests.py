@@ -1,4 +1,4 @@
-"""Controller-to-broker requests and their responses, as plain values (spec §6).
+"""Controller-to-broker requests and their responses, as plain values (docs/controller-behaviour.md §6).
 
 The batch (``core.request_batch``) builds these; the broker-channel port carries them; the
 transport encodes them. Field names follow Kafka's request schemas in Python spelling.

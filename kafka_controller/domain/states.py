@@ -1,4 +1,5 @@
-"""Partition and replica states with Kafka's byte values and exact valid previous states (spec §1).
+"""Partition and replica states with Kafka's byte values and exact valid previous states
+(docs/controller-behaviour.md §1; Kafka's ``PartitionStateMachine.scala``, ``ReplicaStateMachine.scala``).
 
 The sets are the code's, not the scaladoc's: OfflinePartition accepts Offline -> Offline.
 """

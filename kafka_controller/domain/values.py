@@ -1,4 +1,4 @@
-"""Plain values of the controller's world (spec: notation and §5.1).
+"""Plain values of the controller's world (docs/controller-behaviour.md §5.1).
 
 Frozen, hashable and slotted: the controller holds hundreds of thousands of them, and they are
 used as dict keys and compared structurally in tests, exactly as Kafka's case classes are.

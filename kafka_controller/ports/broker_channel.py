@@ -22,6 +22,6 @@ class BrokerChannel(Protocol):
 
         Delivery is retried until it succeeds or the broker's queue is removed; requests to a broker
         without a queue are dropped with a warning. ``callback`` runs on a channel thread with the
-        response and must only enqueue (house rule 5).
+        response and must only enqueue (docs/rules.md, callbacks only enqueue).
         """
         ...

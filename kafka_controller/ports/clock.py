@@ -1,4 +1,4 @@
-"""Injected time (house rule 7): the clock port and the real clock."""
+"""Injected time (docs/rules.md, time is injected): the clock port and the real clock."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ __all__ = ["Clock", "SystemClock"]
 
 
 class Clock(Protocol):
-    """Injected time (house rule 7): the core and controller never call ``time`` directly."""
+    """Injected time (docs/rules.md, time is injected): the core and controller never call ``time``
+    directly."""
 
     def time_ms(self) -> int:
         """Wall-clock milliseconds since the epoch (for znode timestamps and audit rows)."""

@@ -1,5 +1,5 @@
 """The full metadata store: all of Kafka's ``KafkaZkClient`` that the 2.8 controller and the admin
-tools use (spec §7-8), with its result and event types."""
+tools use (docs/controller-behaviour.md §7, §8), with its result and event types."""
 
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ __all__ = [
 # -- The full metadata store: result and event types ----------------------------------------------
 #
 # Everything below extends ``PartitionStateStore`` with what Kafka's ``KafkaZkClient`` offers the
-# 2.8 controller and the admin tools (spec §7-8). The implementations live in
+# 2.8 controller and the admin tools (docs/controller-behaviour.md §7, §8). The implementations live in
 # ``kafka_controller.zk`` (real ZooKeeper through kazoo) and ``kafka_controller.testing``
 # (the in-memory fake); one contract suite holds both to this page.
 
 
 class SessionEvent(Enum):
-    """What a session-state listener is told. Listeners only enqueue (house rule 5).
+    """What a session-state listener is told. Listeners only enqueue (docs/rules.md, callbacks only enqueue).
 
     * ``CONNECTED``: (re)connected. After ``SUSPENDED`` it is the same session (ephemerals kept);
       after ``EXPIRED`` it is a **new** session: re-register ephemerals and watches (Kafka's
@@ -69,7 +69,7 @@ class ZNodeEvent:
     path: str
 
 
-#: A watch handler. Runs on a store thread and must only enqueue (house rule 5).
+#: A watch handler. Runs on a store thread and must only enqueue (docs/rules.md, callbacks only enqueue).
 WatchHandler = Callable[[ZNodeEvent], None]
 SessionListener = Callable[[SessionEvent], None]
 
@@ -104,7 +104,8 @@ class FeatureZNode:
 
 @runtime_checkable
 class MetadataStore(PartitionStateStore, Protocol):
-    """All of Kafka's ``KafkaZkClient`` that the 2.8 controller and the admin tools use (spec §7-8).
+    """All of Kafka's ``KafkaZkClient`` that the 2.8 controller and the admin tools use
+    (docs/controller-behaviour.md §7, §8).
 
     Error contract, every method: ``ControllerMovedError`` = fenced, resign (only fenced methods
     raise it); ``StoreUnavailableError`` = not connected (raised at once, never a hang), or the
@@ -114,7 +115,7 @@ class MetadataStore(PartitionStateStore, Protocol):
     has ``expected_controller_epoch_zk_version`` (``MATCH_ANY_VERSION`` = -1 disables the check).
     """
 
-    # -- controller (§7.2) ---------------------------------------------------------------------
+    # -- controller (docs/controller-behaviour.md §7.2) ------------------------------------------------
     def register_controller_and_increment_controller_epoch(self, broker_id: int) -> tuple[int, int]:
         """Create ephemeral ``/controller`` and bump ``/controller_epoch`` in one multi (not fenced).
         Returns ``(epoch, epoch_zk_version)``; ``ControllerMovedError`` if another broker won."""

@@ -1,5 +1,6 @@
 """The part of the metadata store the state machines use: batched partition-state reads and
-fenced conditional writes, and topic configs (Kafka's ``KafkaZkClient`` subset of spec §3-4)."""
+fenced conditional writes, and topic configs (the subset of Kafka's ``KafkaZkClient`` that
+docs/controller-behaviour.md §3, §4 use)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ PartitionStateRead = LeaderIsrAndControllerEpoch | None | MetadataStoreError
 
 @dataclass(slots=True)
 class UpdateLeaderAndIsrResult:
-    """Kafka's ``UpdateLeaderAndIsrResult`` (spec §7.4).
+    """Kafka's ``UpdateLeaderAndIsrResult`` (docs/controller-behaviour.md §7.4).
 
     ``finished`` maps each partition to the written value (with its new zk version) or to the
     per-partition error; ``to_retry`` lists, in response order, the partitions whose conditional
@@ -72,7 +73,8 @@ class PartitionStateStore(Protocol):
         controller_epoch: int,
         expected_controller_epoch_zk_version: int,
     ) -> UpdateLeaderAndIsrResult:
-        """Compare-and-set each state znode on ``leader_and_isr.zk_version`` (spec §7.4). Fenced.
+        """Compare-and-set each state znode on ``leader_and_isr.zk_version``
+        (docs/controller-behaviour.md §7.4). Fenced.
 
         BADVERSION on a partition's own write puts it in ``to_retry``; any other per-partition
         failure (e.g. ``NoNodeError``) is final and lands in ``finished``.

@@ -155,7 +155,8 @@ def _enrich_zk(inputs: Inputs, live: DataFrame, default_min_isr: int, default_un
     leaders = live.select(c("broker_id").alias("leader"), F.lit(True).alias("leader_live"))
     being_reassigned = (F.size("adding_replicas") > 0) | (F.size("removing_replicas") > 0)
     preferred = F.get(c("replicas"), 0)
-    # §5.5: a new preferred replica still being added counts as preferred until it joins the ISR.
+    # docs/controller-behaviour.md §5.5: a new preferred replica still being added counts as
+    # preferred until it joins the ISR.
     pref_pending = (
         being_reassigned
         & F.array_contains("adding_replicas", preferred)

@@ -4,11 +4,11 @@ The summaries are the run's Parquet outputs next to the findings: one row per Zo
 (its flags and how many findings it has) and one per broker (registered or merely named by an
 assignment), so a dashboard can answer "which brokers are hot" without re-running the rules.
 
-Remediation mirrors Kafka's own elections (spec §2.2), so the plan only proposes what the
-controller would actually do: a preferred election where the preferred replica is live and in the
-ISR; an online transition (clean election) where a live ISR replica exists — or, for a partition
-with no state znode, any live replica (initialisation); otherwise an unclean candidate, the first
-live replica in assignment order.
+Remediation mirrors Kafka's own elections (docs/controller-behaviour.md §2.2), so the plan only
+proposes what the controller would actually do: a preferred election where the preferred replica
+is live and in the ISR; an online transition (clean election) where a live ISR replica exists —
+or, for a partition with no state znode, any live replica (initialisation); otherwise an unclean
+candidate, the first live replica in assignment order.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ rows takes about a minute), so the benchmark can scale and the tests can plant e
 
 A healthy fleet is consistent across every source: each partition is led by its preferred replica
 at leader epoch 2 with a full ISR, every broker's view and the controller's context agree, and
-its audit history is exactly 10 rows that replay how it got there (spec §1 transitions only)::
+its audit history is exactly 10 rows that replay how it got there
+(transitions of docs/controller-behaviour.md §1 only)::
 
     P  NonExistentPartition -> NewPartition          R x3  NonExistentReplica -> NewReplica
     P  NewPartition -> OnlinePartition (epoch 0)     R x3  NewReplica -> OnlineReplica

@@ -63,8 +63,9 @@ class ClusterZNodes(StoreCore):
 
     def register_controller_and_increment_controller_epoch(self, broker_id: int) -> tuple[int, int]:
         """Become controller (docs/controller-behaviour.md §7.2): one multi of
-        create(/controller, ephemeral) and a conditional set of ``/controller_epoch`` to epoch + 1. Returns ``(epoch, epoch_zk_version)``;
-        raises ``ControllerMovedError`` when another broker won. Not fenced."""
+        create(/controller, ephemeral) and a conditional set of ``/controller_epoch`` to epoch + 1.
+        Returns ``(epoch, epoch_zk_version)``; raises ``ControllerMovedError`` when another broker
+        won. Not fenced."""
         current = self.get_controller_epoch()
         if current is None:
             try:
