@@ -107,7 +107,7 @@ class ClusterConnection:
             connection_timeout_ms=self.connection_timeout_ms,
             digest=self.digest,
             sasl=self.sasl,
-            set_acl=self.set_acl,
+            set_acl=self._set_acl(),
             use_ssl=self.use_ssl,
             certfile=self.certfile,
             keyfile=self.keyfile,
@@ -118,6 +118,15 @@ class ClusterConnection:
             create_paths=False,
             request_timeout_s=self.request_timeout_s,
         )
+
+    def _set_acl(self) -> bool | None:
+        """The ``set_acl`` extra, else secure ACLs whenever the connection logs in with SASL or a
+        client certificate, as Kafka's admin tools do."""
+        from kafka_controller.zk.client_security import tool_acls
+
+        if self.set_acl is not None:
+            return self.set_acl
+        return tool_acls(sasl=self.sasl, certfile=self.certfile if self.use_ssl else None) or None
 
     def describe(self) -> dict[str, Any]:
         """What may be logged or recorded: no password, no key material."""

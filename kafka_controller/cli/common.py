@@ -187,7 +187,7 @@ def client_config(args: argparse.Namespace, *, create_paths: bool = False) -> Zk
     timeout_ms = max(100, round(check_timeout(args) * 1000))
     connect = resolve_zookeeper(args)
     try:
-        security = client_settings(tls_file=getattr(args, "zk_tls_config_file", None))
+        security = client_settings(tls_file=getattr(args, "zk_tls_config_file", None), tool=True)
         return ZkClientConfig(
             connect,
             session_timeout_ms=max(6000, min(timeout_ms, 30000)),

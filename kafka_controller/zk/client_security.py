@@ -327,17 +327,31 @@ def client_settings(
     environ: Mapping[str, str] | None = None,
     *,
     tls_file: str | None = None,
+    tool: bool = False,
 ) -> dict[str, Any]:
     """``ZkClientConfig`` keyword arguments for credentials, TLS and ACLs, from what a Kafka process
     is given: ``$KAFKA_OPTS`` (SASL), ``$KAFKA_CONTROLLER_ZK_DIGEST`` (the project's digest scheme),
     ``props`` (a broker's ``zookeeper.ssl.*`` and ``zookeeper.set.acl``) and ``tls_file`` (a tool's
-    ``--zk-tls-config-file``, which takes the place of ``props``' TLS keys)."""
+    ``--zk-tls-config-file``, which takes the place of ``props``' TLS keys).
+
+    A broker sets ACLs only with ``zookeeper.set.acl=true``; Kafka's tools (``tool``) have no such
+    setting and create secure znodes whenever they authenticate: ``ConfigCommand`` builds its
+    client with ``isSecure = JaasUtils.isZkSaslEnabled || KafkaConfig.zkTlsClientAuthEnabled``. So
+    does the CLI here, so that a user's SCRAM credentials it writes are never world-readable."""
     from kafka_controller.zk.security import digest_from_env
 
     given = dict(props or {})
     kwargs: dict[str, Any] = {"digest": digest_from_env(environ), "sasl": sasl_from_kafka_opts(environ)}
     kwargs.update(tls_config_file(tls_file) if tls_file else tls_settings(given))
     set_acl = set_acl_setting(given)
+    if set_acl is None and tool:
+        set_acl = tool_acls(sasl=kwargs["sasl"], certfile=kwargs.get("certfile")) or None
     if set_acl is not None:
         kwargs["set_acl"] = set_acl
     return kwargs
+
+
+def tool_acls(*, sasl: tuple[str, str] | None, certfile: str | None) -> bool:
+    """Whether an admin tool creates znodes with Kafka's secure ACLs: when it logs in with SASL or
+    presents a TLS client certificate (Kafka's ``isZkSaslEnabled || zkTlsClientAuthEnabled``)."""
+    return sasl is not None or certfile is not None

@@ -277,6 +277,22 @@ def test_broker_and_cli_over_sasl_with_kafkas_acls(
         ok = _cli("describe", "--zookeeper", connect, "--json", env=env)
         assert ok.returncode == 0, ok.stderr
         assert '"id": 1' in ok.stdout or '"id":1' in ok.stdout
+        # Kafka's tools create secure znodes whenever they log in (ConfigCommand's isSecure).
+        made = _cli(
+            "topics", "create", "--zookeeper", connect, "--topic", "t1", "--replica-assignment", "1", env=env
+        )
+        assert made.returncode == 0, made.stderr
+        owner = _client(secure_zk.connect_string)
+        try:
+            for path in ("/sasl/brokers/topics/t1", "/sasl/config/topics/t1"):
+                acls, _ = owner.get_acls(path)
+                assert {(a.perms, a.id.scheme, a.id.id) for a in acls} == {
+                    (PERM_ALL, "sasl", USER),
+                    (PERM_READ, "world", "anyone"),
+                }, path
+        finally:
+            owner.stop()
+            owner.close()
         env.pop("KAFKA_OPTS")
         refused = _cli("describe", "--zookeeper", connect, "--timeout", "5", env=env)
         assert refused.returncode != 0
