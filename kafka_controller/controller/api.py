@@ -1,4 +1,5 @@
-"""The controller's entry points for other threads (spec §8.7, §8.8, §8.11-8.13): admin requests,
+"""The controller's entry points for other threads
+(docs/controller-behaviour.md §8.7, §8.8, §8.11, §8.12, §8.13): admin requests,
 controlled shutdown and AlterIsr from brokers, unclean-election enables and dynamic broker configs
 from config changes.
 

@@ -8,7 +8,8 @@ calls on another. Keeping Kafka's method names (``on_broker_startup``, ``on_part
 on one object lets a Kafka reader follow ``KafkaController.scala`` file by file.
 
 Watch handlers and session listeners live here because they are the controller's only code that
-runs on store threads: each builds an event and enqueues it, nothing else (house rule 5).
+runs on store threads: each builds an event and enqueues it, nothing else
+(docs/rules.md, callbacks only enqueue).
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ _ALL_READ = {LeaderIsrAndControllerEpoch}
 #: A partition ``update_leader_and_isr_cache`` was not handed a read of.
 _UNREAD = object()
 
-# Kafka's znode paths (CONTRACT §1) that the controller names when it drops a watch or parses a
-# watch event; the store owns everything else about them.
+# Kafka's znode paths (docs/external-contract.md §1) that the controller names when it drops a
+# watch or parses a watch event; the store owns everything else about them.
 BROKER_IDS_PATH = "/brokers/ids"
 BROKER_TOPICS_PATH = "/brokers/topics"
 DELETE_TOPICS_PATH = "/admin/delete_topics"

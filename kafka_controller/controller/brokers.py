@@ -1,5 +1,5 @@
-"""Broker changes (spec §8.5-8.6): brokers joining, dying, bouncing, changing endpoints, losing
-log dirs, and what their LeaderAndIsr answers say about offline replicas.
+"""Broker changes (docs/controller-behaviour.md §8.5, §8.6): brokers joining, dying, bouncing,
+changing endpoints, losing log dirs, and what their LeaderAndIsr answers say about offline replicas.
 
 A bounce is detected by the broker epoch (the czxid of ``/brokers/ids/<id>``): the same id with
 a greater epoch means the broker restarted while the controller was busy (KAFKA-7235), and it is
@@ -94,8 +94,9 @@ class BrokerChanges(ControllerBase):
         self.unregister_broker_modifications_handlers(dead_brokers)
 
     def on_replicas_become_offline(self, replicas: Collection[PartitionAndReplica]) -> None:
-        """Spec §8.6 (2.x): every partition whose leader is offline is re-elected, not only the
-        ones on the dead brokers; the replicas then go offline (ISR shrink)."""
+        """docs/controller-behaviour.md §8.6 (Kafka 2.x ``onReplicasBecomeOffline``): every
+        partition whose leader is offline is re-elected, not only the ones on the dead brokers; the
+        replicas then go offline (ISR shrink)."""
         ctx = self.controller_context
         queued = ctx.topics_to_be_deleted
         deleting = [r for r in replicas if r.topic in queued]

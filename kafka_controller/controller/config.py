@@ -2,7 +2,7 @@
 
 Values arrive as strings (``--config KEY=VALUE``, a properties file) or as Python values (tests,
 embedding); both are parsed the way Kafka's ``ConfigDef`` parses them. Anything unknown or
-unparsable is refused with one line naming the key and the problem (CONTRACT §2.2), before a
+unparsable is refused with one line naming the key and the problem (docs/external-contract.md §2.2), before a
 controller is built, so a bad setting never half-starts a broker.
 """
 
@@ -105,7 +105,8 @@ def _ibp(key: str, value: Any) -> InterBrokerProtocolVersion:
         raise InvalidArgumentError(f"invalid value {value!r} for {key}: {e}") from None
 
 
-#: key -> (parser, Kafka's default). The CONTRACT §2.2 list plus what the controller itself uses.
+#: key -> (parser, Kafka's default). The docs/external-contract.md §2.2 list plus what the controller
+#: itself uses.
 _KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     UNCLEAN_LEADER_ELECTION_ENABLE: (_bool, False),
     AUTO_LEADER_REBALANCE_ENABLE: (_bool, True),

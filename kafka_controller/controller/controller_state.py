@@ -1,4 +1,5 @@
-"""The controller's states with Kafka 2.8's byte values and rate-and-time metric names (spec §8.1).
+"""The controller's states with Kafka 2.8's byte values and rate-and-time metric names
+(docs/controller-behaviour.md §8.1; Kafka's ``ControllerState.scala``).
 
 The ``ControllerState`` gauge reports ``value`` of the state whose event is being processed, and
 each state but Idle and UpdateMetadataResponseReceived has a ``<Name>RateAndTimeMs`` timer. Two

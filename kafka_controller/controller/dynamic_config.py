@@ -35,7 +35,7 @@ from kafka_controller.controller.config import (
 )
 from kafka_controller.domain.errors import InvalidArgumentError
 
-#: ``/config/<type>/<name>`` of the dynamic broker configs (CONTRACT §1 paths; Kafka's
+#: ``/config/<type>/<name>`` of the dynamic broker configs (docs/external-contract.md §1; Kafka's
 #: ``ConfigType.Broker`` and ``ConfigEntityName.Default``).
 BROKER_CONFIG_TYPE = "brokers"
 DEFAULT_BROKER_ENTITY = "<default>"

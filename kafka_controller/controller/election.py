@@ -1,5 +1,5 @@
-"""Controller election and resignation (spec §7.2, §8.2): who is the controller, and what happens
-when that changes.
+"""Controller election and resignation (docs/controller-behaviour.md §7.2, §8.2): who is the
+controller, and what happens when that changes.
 
 Every broker runs a candidate; the first to create ``/controller`` in one multi with the bump of
 ``/controller_epoch`` wins, and the epoch's zk version then fences all of its writes. A candidate
@@ -22,7 +22,7 @@ class ControllerElection(ControllerBase):
         self.elect()
 
     def elect(self) -> None:
-        """Become the controller unless someone already is (spec §8.2)."""
+        """Become the controller unless someone already is (Kafka's ``KafkaController.elect``)."""
         self.active_controller_id = self._read_controller_id()
         if self.active_controller_id != -1:
             log.debug(

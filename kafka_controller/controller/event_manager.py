@@ -1,4 +1,5 @@
-"""The controller's event queue and its single consumer thread (spec §8.1, Kafka ``ControllerEventManager``).
+"""The controller's event queue and its single consumer thread (docs/controller-behaviour.md §8.1,
+Kafka ``ControllerEventManager``).
 
 Everything that happens to the controller (ZooKeeper watches, admin and broker requests, response
 callbacks, the scheduler) becomes an event on one unbounded FIFO queue; one thread,

@@ -1,4 +1,5 @@
-"""Every controller event of Kafka 2.8 (spec §8.1), with its state and its preempt behaviour.
+"""Every controller event of Kafka 2.8 (docs/controller-behaviour.md §8.1), with its state and its
+preempt behaviour.
 
 An event is only data: the controller's ``process`` dispatches on its type. Events that someone
 waits on (admin requests, controlled shutdown) carry a callback, and their ``preempt`` answers it

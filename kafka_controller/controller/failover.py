@@ -1,4 +1,5 @@
-"""Becoming the controller and stepping down (spec §8.3-8.4), step by step as Kafka 2.8 does.
+"""Becoming the controller and stepping down (docs/controller-behaviour.md §8.3, §8.4), step by step
+as Kafka 2.8 does.
 
 Failover is a bulk load: a handful of batched store reads (brokers, topic znodes, every partition
 state), the context filled topic by topic, then the state machines started over all partitions
@@ -289,7 +290,8 @@ class ControllerFailover(ControllerBase):
             self._on_controller_resignation()
 
     def _on_controller_resignation(self) -> None:
-        """Spec §8.4, in order. Only local bookkeeping: it works with the store unreachable."""
+        """Kafka's ``onControllerResignation`` (docs/controller-behaviour.md §8.4), in order. Only
+        local bookkeeping: it works with the store unreachable."""
         log.debug("Resigning")
         ctx = self.controller_context
         store = self.store

@@ -1,4 +1,4 @@
-"""The controller's gauges and its unclean-election meter (spec §8.15): Kafka's
+"""The controller's gauges and its unclean-election meter (docs/controller-behaviour.md §8.15): Kafka's
 ``KafkaController.updateMetrics`` and the gauges it registers, refreshed after every event and
 read by Kafka's short names."""
 

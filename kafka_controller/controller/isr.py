@@ -1,5 +1,6 @@
-"""ISR changes (spec §8.12): AlterIsr from partition leaders (IBP >= 2.7-IV2, the default), and the
-older ``/isr_change_notification`` path that brokers on earlier IBPs still use.
+"""ISR changes (docs/controller-behaviour.md §8.12): AlterIsr from partition leaders
+(IBP >= 2.7-IV2, the default), and the older ``/isr_change_notification`` path that brokers on
+earlier IBPs still use.
 
 AlterIsr is checked in Kafka 2.8's order: NOT_CONTROLLER, then the broker epoch (unknown or not
 equal: STALE_BROKER_EPOCH), then per partition: unknown (UNKNOWN_TOPIC_OR_PARTITION), an older

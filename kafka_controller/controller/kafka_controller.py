@@ -1,4 +1,5 @@
-"""``KafkaController``: Kafka 2.8's ZooKeeper-mode controller, one per broker (spec §8).
+"""``KafkaController``: Kafka 2.8's ZooKeeper-mode controller, one per broker
+(docs/controller-behaviour.md §8; Kafka's ``KafkaController.scala``).
 
 The class itself is the runtime shell: it owns the event queue, the scheduler, the metrics and
 the audit stamping, dispatches each event to the concern that handles it (one mixin per concern,

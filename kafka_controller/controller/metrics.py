@@ -37,7 +37,7 @@ TOPICS_INELIGIBLE_TO_DELETE_COUNT = _KC + "TopicsIneligibleToDeleteCount"
 REPLICAS_INELIGIBLE_TO_DELETE_COUNT = _KC + "ReplicasIneligibleToDeleteCount"
 ACTIVE_BROKER_COUNT = _KC + "ActiveBrokerCount"
 FENCED_BROKER_COUNT = _KC + "FencedBrokerCount"
-#: The gauges ``KafkaController`` registers (spec §8.15), in Kafka's order.
+#: The gauges ``KafkaController`` registers (docs/controller-behaviour.md §8.15), in Kafka's order.
 KAFKA_CONTROLLER_GAUGES: tuple[str, ...] = (
     ACTIVE_CONTROLLER_COUNT,
     OFFLINE_PARTITIONS_COUNT,

@@ -1,4 +1,4 @@
-"""Partition reassignment, KIP-455 (spec §8.8, §11 item 24).
+"""Partition reassignment, KIP-455 (docs/controller-behaviour.md §8.8, its leader-epoch bumps included).
 
 A reassignment is persisted in the topic znode as RS (all replicas), AR (adding) and RR
 (removing) and then driven in phases, each re-entered from scratch when something changes (the

@@ -1,5 +1,5 @@
 """Preferred and unclean leader elections on request, and the periodic auto rebalance
-(spec §8.11, §8.13, §11 items 4 and 22).
+(docs/controller-behaviour.md §8.11, §8.13; a preferred election never falls back, §2.2).
 
 Requests come from ``/admin/preferred_replica_election`` (ZooKeeper-triggered: the znode is
 deleted afterwards, whatever the outcome), from the ElectLeaders API (admin-triggered: results go
@@ -246,7 +246,8 @@ class ReplicaElections(ControllerBase):
 
     def auto_leader_rebalance_candidates(self) -> dict[int, list[TopicPartition]]:
         """``{preferred broker: partitions to elect it for}``, for the brokers above the imbalance
-        threshold (spec §8.11). Partitions without leadership count only in the denominator."""
+        threshold (docs/controller-behaviour.md §8.11). Partitions without leadership count only in
+        the denominator."""
         ctx = self.controller_context
         queued = ctx.topics_to_be_deleted
         by_preferred: dict[int, list[TopicPartition]] = {}

@@ -1,7 +1,8 @@
 """A small delayed-task scheduler on the injected clock (Kafka's ``KafkaScheduler``, as the
 controller uses it: one-shot tasks that the auto-rebalance handler re-schedules).
 
-Tasks must only enqueue controller events (house rule 5): the scheduler's thread never touches
+Tasks must only enqueue controller events (docs/rules.md, callbacks only enqueue): the scheduler's
+thread never touches
 controller state. Due times are read from ``clock.monotonic()``; the thread waits on a condition
 variable for at most the time left, so with the real clock a task runs on time, and with a fake
 clock a test advances the clock and calls ``wake()`` (or ``run_due()``) to fire what is now due —

@@ -1,4 +1,5 @@
-"""Controlled shutdown (spec §8.7, §11 item 1): move leadership off a broker before it stops.
+"""Controlled shutdown (docs/controller-behaviour.md §8.7, §2.3): move leadership off a broker
+before it stops.
 
 The broker asks, the controller answers with the partitions the broker *still* leads, and the
 broker retries while that set is non-empty. Three different things happen to the broker's

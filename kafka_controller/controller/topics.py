@@ -1,5 +1,5 @@
-"""Topics come and go (spec §8.9-8.10): creation and partition expansion seen through the topic
-watches, deletion requests under ``/admin/delete_topics``, and the deletion client the
+"""Topics come and go (docs/controller-behaviour.md §8.9, §8.10): creation and partition expansion
+seen through the topic watches, deletion requests under ``/admin/delete_topics``, and the deletion client the
 topic-deletion manager writes through.
 
 New partitions are brought online in four batched state-machine calls (New, NewReplica, Online
