@@ -1,4 +1,4 @@
-"""A manual clock for tests (house rule 7): time moves only when a test says so."""
+"""A manual clock for tests (docs/rules.md, time is injected): time moves only when a test says so."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""CoreHarness: the core wired as the controller wires it, with the controller flows of spec §8
-written out step by step, in the spec's order, over an in-memory ZooKeeper tree.
+"""CoreHarness: the core wired as the controller wires it, with the controller flows of
+docs/controller-behaviour.md §8 written out step by step, in Kafka's order, over an in-memory
+ZooKeeper tree.
 
 Real: ``ControllerContext``, the partition and replica state machines (each with its own
 ``ControllerBrokerRequestBatch``, plus one for the controller's own sends), the in-memory store
@@ -12,7 +13,8 @@ Simplified on purpose:
   event after ``/brokers/ids`` was read; broker epochs come from a counter that only goes up, as
   czxids do. Nobody answers broker requests unless a test calls ``channel.respond*``.
 * Topic deletion, topic ids, watches and the ``/admin/*`` request znodes are not modelled.
-* ``reassign`` is KIP-455's U/A/B phases for one partition (§8.8). It refuses, with nothing written,
+* ``reassign`` is KIP-455's U/A/B phases for one partition (docs/controller-behaviour.md §8.8).
+  It refuses, with nothing written,
   a partition without leadership (Kafka would half-apply it, then answer UNKNOWN_SERVER_ERROR).
   Completion is checked after each ``set_isr`` of a reassigning partition and on broker startup.
 * ``set_isr`` is the controller side of an AlterIsr from the running leader, built from the
@@ -116,7 +118,8 @@ class CoreHarness(HarnessReassignment):
         assignment: Sequence[Sequence[int]] | Mapping[int, Sequence[int]],
         config: Mapping[str, str] | None = None,
     ) -> list[TopicPartition]:
-        """Admin create (store, atomic and validated), then the TopicChange event: §8.10."""
+        """Admin create (store, atomic and validated), then the TopicChange event
+        (docs/controller-behaviour.md §8.10)."""
         if topic in self.context.all_topics:
             raise InvalidArgumentError(f"topic {topic!r} already exists")
         items = assignment.items() if isinstance(assignment, Mapping) else enumerate(assignment)
@@ -130,7 +133,7 @@ class CoreHarness(HarnessReassignment):
         return tps
 
     def on_new_partition_creation(self, partitions: Sequence[TopicPartition]) -> None:
-        """§8.10: New, NewReplica, Online (initialisation), OnlineReplica."""
+        """Kafka's ``onNewPartitionCreation``: New, NewReplica, Online (initialisation), OnlineReplica."""
         replicas = self.context.replicas_for_partition(partitions)
         self.psm.handle_state_changes(partitions, PartitionState.NEW_PARTITION)
         self.rsm.handle_state_changes(replicas, ReplicaState.NEW_REPLICA)
@@ -138,7 +141,8 @@ class CoreHarness(HarnessReassignment):
         self.rsm.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
 
     def enable_unclean_leader_election(self, topic: str) -> ElectionOutcomes:
-        """Topic config change to unclean=true, then TopicUncleanLeaderElectionEnable (§8.13)."""
+        """Topic config change to unclean=true, then TopicUncleanLeaderElectionEnable
+        (docs/controller-behaviour.md §8.13)."""
         if topic not in self.context.partition_assignments:
             raise InvalidArgumentError(f"unknown topic {topic!r}")
         config = {**self.store.get_topic_config(topic), UNCLEAN_LEADER_ELECTION_ENABLE: "true"}
@@ -150,7 +154,7 @@ class CoreHarness(HarnessReassignment):
 
     # ------------------------------------------------------------------------------ brokers
     def fail_brokers(self, broker_ids: Iterable[int]) -> None:
-        """BrokerChange with dead brokers: remove them, then onBrokerFailure (§8.5)."""
+        """BrokerChange with dead brokers: remove them, then Kafka's ``onBrokerFailure``."""
         dead = sorted(_ids(broker_ids))
         for b in dead:
             if not self.context.is_live_or_shutting_down(b):
@@ -162,7 +166,8 @@ class CoreHarness(HarnessReassignment):
         self.on_replicas_become_offline(self.context.replicas_on_brokers(dead))
 
     def on_replicas_become_offline(self, replicas: Sequence[PartitionAndReplica]) -> None:
-        """§8.6 (2.x): every partition with an offline leader goes Offline and is re-elected."""
+        """Kafka 2.x ``onReplicasBecomeOffline``: every partition with an offline leader goes Offline
+        and is re-elected."""
         ctx = self.context
         # Replicas of topics queued for deletion would go to failReplicaDeletion: not modelled.
         others = [r for r in replicas if r.topic not in ctx.topics_to_be_deleted]
@@ -174,7 +179,7 @@ class CoreHarness(HarnessReassignment):
             self.send_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids), ())
 
     def start_brokers(self, broker_ids: Iterable[int]) -> None:
-        """BrokerChange with new brokers: register them (new epochs), then onBrokerStartup (§8.5)."""
+        """BrokerChange with new brokers: register them (new epochs), then Kafka's ``onBrokerStartup``."""
         ctx = self.context
         new = sorted(_ids(broker_ids))
         for b in new:
@@ -193,7 +198,8 @@ class CoreHarness(HarnessReassignment):
                 self.on_partition_reassignment(tp, assignment)
 
     def controlled_shutdown(self, broker_id: int) -> set[TopicPartition]:
-        """§8.7 steps 3-10; returns the partitions the broker still leads."""
+        """Kafka's ``doControlledShutdown`` from adding the broker to the shutting-down set on
+        (docs/controller-behaviour.md §8.7); returns the partitions the broker still leads."""
         ctx = self.context
         if not ctx.is_live_or_shutting_down(broker_id):
             raise BrokerNotAvailableError(f"broker {broker_id} is not registered")
@@ -219,7 +225,8 @@ class CoreHarness(HarnessReassignment):
 
     # ------------------------------------------------------------------------------ elections
     def preferred_election(self, partitions: Iterable[TopicPartition]) -> ElectionOutcomes:
-        """Admin-triggered PREFERRED (§8.11): partitions already led by ``RS[0]`` are left out."""
+        """Admin-triggered PREFERRED (docs/controller-behaviour.md §8.11): partitions already led by
+        ``RS[0]`` are left out."""
         ctx = self.context
         electable = [
             tp
@@ -229,7 +236,8 @@ class CoreHarness(HarnessReassignment):
         return self.psm.handle_state_changes(electable, _ONLINE, _PREFERRED)
 
     def unclean_election(self, partitions: Iterable[TopicPartition]) -> ElectionOutcomes:
-        """Admin-triggered UNCLEAN (§8.11): only partitions without a live leader, allowUnclean=true."""
+        """Admin-triggered UNCLEAN (docs/controller-behaviour.md §8.11): only partitions without a
+        live leader, allowUnclean=true."""
         live = self.context.live_broker_ids
         electable = [
             tp
@@ -251,7 +259,8 @@ class CoreHarness(HarnessReassignment):
 
     # ------------------------------------------------------------------------------ ISR changes
     def set_isr(self, tp: TopicPartition, isr: Sequence[int]) -> LeaderAndIsr:
-        """An AlterIsr from the leader (§8.12), written through ``update_leader_and_isr``.
+        """An AlterIsr from the leader (docs/controller-behaviour.md §8.12), written through
+        ``update_leader_and_isr``.
 
         Keeps leader and leader epoch; refreshes the context from what was written, sends
         UpdateMetadata, and completes a reassignment whose targets are now all in the ISR.

@@ -1,4 +1,5 @@
-"""``CoreHarness``'s KIP-455 reassignment flow (spec §8.8: U/A/B phases for one partition) and its
+"""``CoreHarness``'s KIP-455 reassignment flow (docs/controller-behaviour.md §8.8: U/A/B phases for
+one partition) and its
 sends, written out step by step as the controller runs them (see ``core_harness``)."""
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class HarnessReassignment:
     def reassign(
         self, tp: TopicPartition, target: Sequence[int], *, from_zk: bool = False
     ) -> ReplicaAssignment:
-        """KIP-455 (§8.8): validate, then ``on_partition_reassignment``; returns the new assignment.
+        """KIP-455 (docs/controller-behaviour.md §8.8): validate, then ``on_partition_reassignment``;
+        returns the new assignment.
 
         The API path refuses adding replicas that are not live brokers; ``from_zk`` is the
         ``/admin/reassign_partitions`` path, which does not check them (Kafka validates nothing there).

@@ -1,4 +1,5 @@
-"""In-memory state machines and a recording deletion client (spec §9.1 "Mock state machines").
+"""In-memory state machines and a recording deletion client (Kafka's ``MockPartitionStateMachine``
+and ``MockReplicaStateMachine``; docs/controller-behaviour.md §9).
 
 Kafka's ``TopicDeletionManagerTest`` and ``PartitionStateMachineTest`` #22 drive a real
 ``TopicDeletionManager`` against these. Unlike the real state machines they touch no store and

@@ -1,7 +1,9 @@
-"""Recording and scripted test doubles, shipped as product code (house rule 9).
+"""Recording and scripted test doubles, shipped as product code
+(docs/rules.md, fakes are part of the product).
 
 * ``RecordingRequestBatch`` records every call the state machines make on the request batch, so a
-  test can assert the exact call list Kafka's EasyMock tests verify (spec §9 "expect exactly").
+  test can assert the exact call list Kafka's EasyMock tests verify
+  (docs/controller-behaviour.md §9, "expect exactly").
 * ``ScriptedPartitionStateStore`` is a strict scripted ``PartitionStateStore``: each call must match
   the next expectation (method and arguments, compared by value) and returns its canned answer or
   raises its canned error. ``verify()`` checks nothing expected was left uncalled.

@@ -1,4 +1,5 @@
-"""RecordingBrokerChannel: a ``BrokerChannel`` that records what the controller sends (house rule 9).
+"""RecordingBrokerChannel: a ``BrokerChannel`` that records what the controller sends
+(docs/rules.md, fakes are part of the product).
 
 Kafka's ``ControllerChannelManagerTest`` overrides ``sendRequest`` to keep ``(request, callback)``
 per broker and then applies canned responses to the callbacks; this is the same thing as a
