@@ -1,6 +1,6 @@
 """Topics: assignments and topic ids, creation (admin), fenced assignment writes, recursive
-deletion, topic configs and config-change notifications (docs/controller-behaviour.md §7.1, §7.3,
-§8.3, §8.9, §8.10)."""
+deletion, topic configs and config-change notifications
+(docs/controller-behaviour.md §7.1, §7.3, §8.3, §8.9, §8.10)."""
 
 from __future__ import annotations
 
