@@ -242,10 +242,13 @@ def test_kafka_python_is_refused_with_a_wrong_password_and_without_credentials(
 
 
 # -- kcat -------------------------------------------------------------------------------------------
-def _kcat(server: BrokerServer, listener: str, pki: Pki, *settings: str, wait_s: int = 10) -> Any:
+def _kcat(
+    server: BrokerServer, listener: str, pki: Pki, *settings: str, wait_s: int = 10, topic: str | None = None
+) -> Any:
     kcat = shutil.which("kcat")
     assert kcat is not None, "kcat is not installed (Debian's kcat package; .ci/bootstrap installs it)"
     args = [kcat, "-L", "-J", "-b", _address(server, listener), "-m", str(wait_s)]
+    args += [] if topic is None else ["-t", topic]
     args += ["-X", f"security.protocol={listener.lower()}"]
     if listener == "SASL_SSL":
         args += ["-X", f"ssl.ca.location={pki.truststore}"]
@@ -255,7 +258,7 @@ def _kcat(server: BrokerServer, listener: str, pki: Pki, *settings: str, wait_s:
 
 
 @pytest.mark.parametrize(("listener", "mechanism"), CASES)
-def test_kcat_lists_over_sasl_and_is_refused_without_the_password(
+def test_kcat_lists_and_creates_over_sasl_and_is_refused_without_the_password(
     cluster: tuple[BrokerServer, InMemoryZooKeeper],
     pki: Pki,
     listener: str,
@@ -263,37 +266,22 @@ def test_kcat_lists_over_sasl_and_is_refused_without_the_password(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server, tree = cluster
-    InMemoryMetadataStore(tree).create_topic("seen-by-kcat", {0: ReplicaAssignment.of([1])})
     user, password = _user_for(mechanism)
-    ok = _kcat(
-        server,
-        listener,
-        pki,
-        f"sasl.mechanisms={mechanism}",
-        f"sasl.username={user}",
-        f"sasl.password={password}",
-    )
+    login = (f"sasl.mechanisms={mechanism}", f"sasl.username={user}", f"sasl.password={password}")
+    ok = _kcat(server, listener, pki, *login)
     assert ok.returncode == 0, ok.stderr
     listed = json.loads(ok.stdout)
     assert [f"{b['name']}" for b in listed["brokers"]] == [_address(server, listener)]
+    # kcat makes a topic the way it can: metadata for an unknown topic, which the broker
+    # auto-creates (auto.create.topics.enable, Kafka's default)
+    topic = f"kcat-{listener}-{mechanism}".lower()
+    assert _kcat(server, listener, pki, *login, topic=topic).returncode == 0
+    wait_until(lambda: InMemoryMetadataStore(tree).topic_exists(topic), "kcat's topic to be created")
     wait_until(
         lambda: (
-            "seen-by-kcat"
-            in [
-                t["topic"]
-                for t in json.loads(
-                    _kcat(
-                        server,
-                        listener,
-                        pki,
-                        f"sasl.mechanisms={mechanism}",
-                        f"sasl.username={user}",
-                        f"sasl.password={password}",
-                    ).stdout
-                )["topics"]
-            ]
+            topic in [t["topic"] for t in json.loads(_kcat(server, listener, pki, *login).stdout)["topics"]]
         ),
-        "kcat to list the topic",
+        "kcat to list its topic",
     )
     since = len(caplog.records)
     wrong = _kcat(
