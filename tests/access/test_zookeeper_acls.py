@@ -1,4 +1,5 @@
-"""ZooKeeper digest ACLs on the real embedded server (Kafka's ``zookeeper.set.acl``, spec §7.1).
+"""ZooKeeper digest ACLs on the real embedded server (Kafka's ``zookeeper.set.acl``;
+docs/controller-behaviour.md §7.1).
 
 With credentials configured, every znode the project creates — persistent, ephemeral, sequential,
 the chroot itself — belongs to the authenticated identity: anyone else may read it (except under

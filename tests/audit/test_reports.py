@@ -40,7 +40,7 @@ class History:
 
 
 class StepClock:
-    """Operations start at fixed points of the history (a fake clock, house rule 7)."""
+    """Operations start at fixed points of the history (a fake clock: docs/rules.md, time is injected)."""
 
     def __init__(self, *times_ms: int) -> None:
         self.times = list(times_ms)

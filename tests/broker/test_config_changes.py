@@ -1,4 +1,4 @@
-"""The broker's /config/changes listener (spec §8.13) on the in-memory store."""
+"""The broker's /config/changes listener (docs/controller-behaviour.md §8.13) on the in-memory store."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The metadata-store contract, run against the in-memory fake and a real ZooKeeper.
 
-Several cases mirror Kafka's ``KafkaZkClientTest`` (spec §9.7).
+Several cases mirror Kafka's ``KafkaZkClientTest`` (docs/controller-behaviour.md §9).
 """
 
 from __future__ import annotations

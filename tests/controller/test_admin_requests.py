@@ -1,6 +1,6 @@
 """The controller's admin entry points (ElectLeaders, AlterPartitionReassignments,
 ListPartitionReassignments, AlterIsr, topic deletion) end to end on the in-memory store, with the
-per-partition answers of Kafka 2.8 (spec §8.8, §8.9, §8.11, §8.12)."""
+per-partition answers of Kafka 2.8 (docs/controller-behaviour.md §8.8, §8.9, §8.11, §8.12)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What brokers tell the controller besides registering (spec §8.5, §8.12): LeaderAndIsr answers
+"""What brokers tell the controller besides registering (docs/controller-behaviour.md §8.5, §8.12):
+LeaderAndIsr answers
 naming offline log dirs, log-dir failure notifications, endpoint changes, and the pre-AlterIsr
 ISR-change notifications that brokers on older IBPs still write."""
 

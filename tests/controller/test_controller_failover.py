@@ -1,5 +1,5 @@
-"""Failover, resignation and session loss: Kafka's ControllerFailoverTest (spec §9.9) plus what a
-controller taking over a real Kafka 2.8 cluster must do (spec §8.2-8.4)."""
+"""Failover, resignation and session loss: Kafka's ControllerFailoverTest plus what a
+controller taking over a real Kafka 2.8 cluster must do (docs/controller-behaviour.md §8.2, §8.3, §8.4)."""
 
 from __future__ import annotations
 

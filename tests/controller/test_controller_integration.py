@@ -1,4 +1,4 @@
-"""Kafka's ControllerIntegrationTest (spec §9.8), in process: real controllers, a shared in-memory
+"""Kafka's ControllerIntegrationTest, in process: real controllers, a shared in-memory
 ZooKeeper tree, brokers simulated by their registrations. Every assertion reads the store, as
 Kafka's do; "state" is (controller epoch, leader, leader epoch) of the partition's state znode.
 

@@ -1,4 +1,4 @@
-"""Kafka's ControllerIntegrationTest (spec §9.8), part 2: controller moves, /feature, bounced
+"""Kafka's ControllerIntegrationTest, part 2: controller moves, /feature, bounced
 brokers, preemption, AlterIsr and topic ids. In process: real controllers, a shared in-memory
 ZooKeeper tree, brokers simulated by their registrations. Every assertion reads the store, as
 Kafka's do; "state" is (controller epoch, leader, leader epoch) of the partition's state znode.

@@ -2,7 +2,7 @@
 
 * ``kill_controller`` / ``kill_broker`` — SIGKILL (its ZooKeeper session lapses), then a restart;
 * ``pause_controller`` — SIGSTOP past the session timeout, a new controller takes over, SIGCONT:
-  the old one wakes up a zombie and must be fenced (spec §7.3);
+  the old one wakes up a zombie and must be fenced (docs/controller-behaviour.md §7.3);
 * ``zk_restart`` — the ZooKeeper server restarts on the same port and data;
 * ``audit_outage`` — the trial's private PostgreSQL crashes (``immediate``) and comes back;
 * ``bounce_storm`` — one broker restarted again and again, hard or controlled, at random;

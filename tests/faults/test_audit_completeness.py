@@ -42,7 +42,8 @@ def test_a_reassignment_that_keeps_its_leader_audits_its_leader_epoch_bumps(
     cluster: tuple[Cluster, dict[int, RecordingAuditSink]],
 ) -> None:
     """[1, 2] -> [1, 2, 3]: the leader stays, so the reassignment ends with Kafka's
-    ``updateLeaderEpochAndSendRequest`` (spec §8.8, B3) — a leader-epoch write that must be audited
+    ``updateLeaderEpochAndSendRequest`` (docs/controller-behaviour.md §8.8, B3) — a leader-epoch
+    write that must be audited
     like every other one, or the trail cannot say which epoch brokers were told."""
     c, sinks = cluster
     answer = Answer()

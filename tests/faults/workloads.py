@@ -1,7 +1,7 @@
 """The operations a fault interrupts: rolling shutdown, reassignment, topic deletion, preferred
 election. Each prepares its topics, starts (without waiting), and then must *complete* — under
-whichever controller is in charge after the fault (spec §8.3 steps 9-11 resume reassignments,
-deletions and ZooKeeper-requested elections on failover).
+whichever controller is in charge after the fault (Kafka's ``onControllerFailover`` resumes
+reassignments, deletions and ZooKeeper-requested elections: docs/controller-behaviour.md §8.3).
 
 The trial's topic ``w`` has 6 partitions of replication factor 2 over brokers 1-3; its first
 replicas are spread evenly, so every broker is a preferred leader of two partitions.

@@ -120,7 +120,7 @@ def corrupt_payloads(draw: st.DrawFn, valid: dict[str, Any], huge: list[int] = H
     return draw(st.sampled_from([None, b"", b"null", b"{}", b"[]", b"\xff\xfe{}", b"{" * 2000]))
 
 
-# -- valid documents of each kind (spec §7.1) ------------------------------------------------------
+# -- valid documents of each kind (docs/controller-behaviour.md §7.1) ------------------------------
 VALID_CONTROLLER = {"version": 1, "brokerid": 1, "timestamp": "1700000000000"}
 VALID_PARTITION_STATE = {"controller_epoch": 1, "leader": 1, "version": 1, "leader_epoch": 0, "isr": [1, 2]}
 VALID_TOPIC = {

@@ -1,5 +1,6 @@
 """Admin requests from anyone on a broker's listener: a clear answer, nothing partially written,
-the controller keeps running (spec §8.8, §8.11; Kafka 2.8's ``validateReplicas``).
+the controller keeps running (docs/controller-behaviour.md §8.8, §8.11; Kafka 2.8's
+``validateReplicas``).
 
 Three ``BrokerServer``s in this process (real controllers, request handlers, sockets and simulated
 replicas on one in-memory ZooKeeper tree), shared by the module. Hypothesis sends raw JSON bodies

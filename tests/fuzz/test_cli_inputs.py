@@ -1,5 +1,6 @@
 """The admin CLI fed what operators mistype: a clear one-line error, a non-zero exit, and ZooKeeper
-exactly as it was (CONTRACT §2.3) — or, when the input happens to be valid, exactly what it asked.
+exactly as it was (docs/external-contract.md §2.3) — or, when the input happens to be valid,
+exactly what it asked.
 
 Runs ``kafka-controller`` in-process against a real ZooKeeper chroot holding three registered
 brokers and a topic ``good``; no controller runs, so commands that need one end with a one-line

@@ -1,4 +1,5 @@
-"""A running ``KafkaController`` fed znodes that other systems wrote badly (spec §7.1, §8).
+"""A running ``KafkaController`` fed znodes that other systems wrote badly
+(docs/controller-behaviour.md §7.1, §8).
 
 Each example starts an in-process cluster (``controller_probe``), writes one corrupt or hostile
 znode the controller watches, and then holds the rule for bad input: a clear error, nothing
@@ -202,8 +203,8 @@ def test_topic_config_read_by_an_offline_election(payload: bytes | None) -> None
     ids=["truncated", "features-array", "status-7"],
 )
 def test_undecodable_feature_znode_does_not_stop_failover(payload: bytes) -> None:
-    """The controller owns ``/feature`` (spec §7.1, KIP-584): one it cannot read must not keep every
-    candidate from becoming controller."""
+    """The controller owns ``/feature`` (docs/controller-behaviour.md §7.1, KIP-584): one it cannot
+    read must not keep every candidate from becoming controller."""
     with controller_probe() as probe:
         probe.write(P.FEATURE_PATH, payload)
         probe.assert_still_in_charge()
@@ -240,7 +241,8 @@ def test_controller_epoch_znode_read_by_the_next_election(payload: bytes) -> Non
 
 
 def _epoch_or_none(payload: bytes) -> int | None:
-    """What a reader of ``/controller_epoch`` can make of ``payload`` (decimal text, spec §7.1)."""
+    """What a reader of ``/controller_epoch`` can make of ``payload``
+    (decimal text, docs/controller-behaviour.md §7.1)."""
     text = payload.decode("utf-8", "replace").strip()
     if not re.fullmatch(r"-?[0-9]+", text) or len(text) > 4000:
         return None

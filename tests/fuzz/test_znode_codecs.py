@@ -1,5 +1,6 @@
 """Every znode decoder, fed what others may write: a value of the right shape, or a
-``ZNodeDecodeError`` that names the path in one line — never another exception (spec §7.1).
+``ZNodeDecodeError`` that names the path in one line — never another exception
+(docs/controller-behaviour.md §7.1).
 
 The store reads through these decoders on every failover, so any other exception escaping one of
 them stops every controller candidate from loading the cluster (see the huge-number examples).

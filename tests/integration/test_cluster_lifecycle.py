@@ -1,4 +1,4 @@
-"""ControllerIntegrationTest's lifecycle cases on real broker processes (spec §9.8): the first
+"""Kafka's ControllerIntegrationTest lifecycle cases on real broker processes: the first
 election, topic creation, broker failure and bounce, controlled shutdown (SIGTERM and over the
 listener), preferred election, topic deletion, and ``describe`` on a live cluster.
 

@@ -1,7 +1,8 @@
 """Controller failover on real processes: a SIGKILLed controller (epoch + 1, every partition with a
 live replica led again), and a controller frozen (SIGSTOP) past its session timeout that wakes up
 as a zombie: its writes are fenced, it resigns, and ZooKeeper and the new controller keep their
-state (spec §7.3, §8.2, §9.8 testControllerMove*, §9.9)."""
+state (docs/controller-behaviour.md §7.3, §8.2; Kafka's ControllerIntegrationTest
+testControllerMove* and ControllerFailoverTest)."""
 
 from __future__ import annotations
 

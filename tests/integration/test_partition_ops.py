@@ -1,4 +1,5 @@
-"""Reassignment (spec §8.8) and unclean election (§8.13) through the CLI on real brokers.
+"""Reassignment and unclean election (docs/controller-behaviour.md §8.8, §8.13) through the CLI on
+real brokers.
 
 * ``[c] -> [o]`` through the legacy znode and through the admin API ends on ``[o]`` with leader
   epoch 3 (add, move leadership, drop the old replica) and no reassignment left behind;

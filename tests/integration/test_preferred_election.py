@@ -1,4 +1,5 @@
-"""Preferred-replica election on real brokers (spec §8.11, §9.8 testPreferredReplicaLeaderElection,
+"""Preferred-replica election on real brokers (docs/controller-behaviour.md §8.11; Kafka's
+ControllerIntegrationTest testPreferredReplicaLeaderElection,
 testAutoPreferredReplicaLeaderElection): leadership returns to the first replica when it is back in
 the ISR, through the legacy znode and by the auto rebalance (``leader.imbalance.check.interval.seconds=1``).
 """

@@ -1,4 +1,5 @@
-"""ControllerChannelManager over real sockets: retries, removal, per-broker FIFO (spec §6)."""
+"""ControllerChannelManager over real sockets: retries, removal, per-broker FIFO
+(docs/controller-behaviour.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ControllerEventManager with a real consumer thread (spec §8.1; Kafka ControllerEventManagerTest)."""
+"""ControllerEventManager with a real consumer thread (docs/controller-behaviour.md §8.1;
+Kafka ControllerEventManagerTest)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 * The controller is ``CoreHarness`` (real ``ControllerContext``, partition and replica state
   machines, request batches) on an ``InMemoryMetadataStore``; after the drill a second controller
-  takes over as Kafka's does (§8.3): it registers with the next epoch, loads its context from
-  ZooKeeper and starts both state machines.
+  takes over as Kafka's does (docs/controller-behaviour.md §8.3): it registers with the next
+  epoch, loads its context from ZooKeeper and starts both state machines.
 * Each broker registers ``/brokers/ids/<id>`` in its own session on the same tree and runs a real
   ``ReplicaManager``, fed in order with every request its controller sent it; ``replicate`` runs
   fetch rounds (followers fetch from their leaders), so log-end offsets and high watermarks move.

@@ -1,4 +1,5 @@
-"""Golden-file tests of the znode codecs against the literal payloads of spec §7.1 / CONTRACT §1."""
+"""Golden-file tests of the znode codecs against Kafka 2.8's literal payloads
+(docs/controller-behaviour.md §7.1, docs/external-contract.md §1)."""
 
 from __future__ import annotations
 
