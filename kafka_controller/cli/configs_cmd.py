@@ -48,9 +48,16 @@ def register(subparsers: Any) -> None:
         )
         if name == "alter":
             c.add_argument(
-                "--add-config", metavar="K=V,K2=V2", help="configs to set; a list value in [], e.g. k=[a,b]"
+                "--add-config",
+                metavar="K=V,K2=V2",
+                help="configs to set; a list value in [], e.g. k=[a,b]; users: "
+                "'SCRAM-SHA-512=[iterations=8192,password=PASSWORD]' (iterations 4096-16384, default 4096)",
             )
-            c.add_argument("--delete-config", metavar="K,K2", help="configs to remove")
+            c.add_argument(
+                "--delete-config",
+                metavar="K,K2",
+                help="configs to remove (users: SCRAM-SHA-256, SCRAM-SHA-512)",
+            )
         common.add_json_option(c)
         c.set_defaults(func=run_describe if name == "describe" else run_alter)
         if name == "alter":
