@@ -58,6 +58,13 @@ def test_kafka_opts_jaas_client_section(tmp_path: Path) -> None:
     # No Client section: ZooKeeper without SASL, as Kafka's JaasUtils.isZkSaslEnabled says.
     assert cs.sasl_from_kafka_opts({"KAFKA_OPTS": f"-Djava.security.auth.login.config={other}"}) is None
     assert cs.sasl_from_kafka_opts({}) is None
+    spaced = tmp_path / "with space"
+    spaced.mkdir()
+    quoted = _jaas(spaced / "jaas.conf")
+    assert cs.sasl_from_kafka_opts({"KAFKA_OPTS": f"'-Djava.security.auth.login.config={quoted}'"}) == (
+        USER,
+        PASSWORD,
+    )
     off = {"KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas} -Dzookeeper.sasl.client=false"}
     with pytest.raises(InvalidArgumentError, match=re.escape("zookeeper.sasl.client=false")) as e:
         cs.sasl_from_kafka_opts(off)
@@ -310,8 +317,13 @@ def test_broker_and_cli_over_sasl_with_kafkas_acls(
 
 @_THREAD_REFUSAL
 def test_broker_and_cli_over_tls(
-    secure_zk: EmbeddedZooKeeper, pki: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    secure_zk: EmbeddedZooKeeper,
+    pki: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     assert secure_zk.secure_connect_string is not None
     jaas = _jaas(tmp_path / "kafka_jaas.conf")
     monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={jaas}")
@@ -351,6 +363,7 @@ def test_broker_and_cli_over_tls(
         plain = _cli("describe", "--zookeeper", connect, "--timeout", "5", env=env)
         assert plain.returncode != 0  # no TLS on the TLS port
         assert KEY_PASSWORD not in plain.stderr
+        assert KEY_PASSWORD not in caplog.text and PASSWORD not in caplog.text
     finally:
         broker.shutdown()
     plain_client = KazooClient(
