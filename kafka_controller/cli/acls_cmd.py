@@ -4,11 +4,12 @@ project's brokers and any Apache Kafka with an authorizer alike.
 
 ``--add`` makes one ACL per (principal, host, operation) for the resource: ``--allow-principal``
 with ``--allow-host`` (default ``*``) makes ALLOW entries, ``--deny-principal`` with ``--deny-host``
-DENY entries. ``--remove`` deletes the ACLs matching the same options (none given: every ACL of the
-resource) without asking, as kafka-acls.sh does with ``--force``. ``--list`` shows the ACLs of the resource (or of every resource), optionally of one
-``--principal``. ``--resource-pattern-type`` is ``literal`` (default), ``prefixed``, or for
-``--list``/``--remove`` also ``any`` and ``match``. The caller needs ALTER (add, remove) or DESCRIBE
-(list) on the cluster; a broker without an authorizer answers SECURITY_DISABLED. Exit 0 when every
+DENY entries. ``--remove`` deletes the ACLs matching the same options (none given: every ACL of
+the resource) without asking, as kafka-acls.sh does with ``--force``. ``--list`` shows the ACLs
+of the resource (or of every resource), optionally of one ``--principal``.
+``--resource-pattern-type`` is ``literal`` (default), ``prefixed``, or for ``--list`` and
+``--remove`` also ``any`` and ``match``. The caller needs ALTER (add, remove) or DESCRIBE (list)
+on the cluster; a broker without an authorizer answers SECURITY_DISABLED. Exit 0 when every
 request succeeded, 1 otherwise, the broker's error in one line.
 """
 

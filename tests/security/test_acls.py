@@ -519,11 +519,13 @@ def _kafka_call(port: int, context: ssl.SSLContext, key: int, version: int, **fi
     body = io.BytesIO()
     entity_writer(request_schema(key, version))(body, build(request_schema(key, version), **fields))
     payload = w.getvalue() + body.getvalue()
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
-        with context.wrap_socket(raw, server_hostname="localhost") as sock:
-            sock.sendall(len(payload).to_bytes(4, "big") + payload)
-            size = int.from_bytes(_read(sock, 4), "big")
-            answer = _read(sock, size)
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=30) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as sock,
+    ):
+        sock.sendall(len(payload).to_bytes(4, "big") + payload)
+        size = int.from_bytes(_read(sock, 4), "big")
+        answer = _read(sock, size)
     reader = Reader(answer)
     assert decode_response_header(reader, key, version, _TABLE) == 7
     response, _ = entity_reader(response_schema(key, version))(reader.data, reader.pos)
