@@ -35,8 +35,9 @@ from kafka_controller.testing.recording import RecordingAuditSink
 _PARTITION_STATES = {s.kafka_name: s for s in PartitionState}
 _REPLICA_STATES = {s.kafka_name: s for s in ReplicaState}
 
-#: Spec §1.1 and §1.2 transcribed here (target: its valid previous states), so that the audit trail
-#: is checked against the spec and not against the table the state machines themselves use; a test
+#: docs/controller-behaviour.md §1.1 and §1.2 transcribed here (target: its valid previous states),
+#: so that the audit trail is checked against Kafka's tables and not against the table the state
+#: machines themselves use; a test
 #: holds ``valid_previous_states`` equal to it.
 _P, _R = PartitionState, ReplicaState
 SPEC_VALID_PREVIOUS: dict[State, frozenset[State]] = {
@@ -62,7 +63,8 @@ K = TypeVar("K")
 
 
 def not_preferred(assignment: ReplicaAssignment, leader_and_isr: LeaderAndIsr) -> bool:
-    """Spec §5.5, written again here so the counter is checked against an independent reading."""
+    """docs/controller-behaviour.md §5.5, written again here so the counter is checked against an
+    independent reading."""
     if not assignment.replicas:
         return False
     preferred = assignment.replicas[0]

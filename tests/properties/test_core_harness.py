@@ -1,8 +1,9 @@
-"""The harness's flows against the spec's worked numbers, and its refusals of bad input.
+"""The harness's flows against Kafka's worked numbers, and its refusals of bad input.
 
-The stateful test trusts ``CoreHarness`` to run Kafka's flows; these pin the flows down where the
-spec gives exact outcomes (§8.8's leader-epoch accounting, §8.7's controlled shutdown, §3.5's
-initial leader and ISR), and check that a refused call writes nothing anywhere.
+The stateful test trusts ``CoreHarness`` to run Kafka's flows; these pin the flows down where
+Kafka's outcomes are exact (the leader-epoch accounting of docs/controller-behaviour.md §8.8,
+the controlled shutdown of docs/controller-behaviour.md §8.7, the initial leader and ISR of
+docs/controller-behaviour.md §3.5), and check that a refused call writes nothing anywhere.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def test_new_topic_leads_with_first_live_replica_and_isr_of_live_replicas() -> N
     h.fail_brokers([2])
     h.create_topic("t", [[2, 3, 1], [2, 1, 3]])
     h.create_topic("u", [[2]])
-    assert stored(h) == LeaderAndIsr(3, 0, (3, 1), 0)  # §3.5
+    assert stored(h) == LeaderAndIsr(3, 0, (3, 1), 0)  # docs/controller-behaviour.md §3.5
     assert stored(h, TopicPartition("t", 1)) == LeaderAndIsr(1, 0, (1, 3), 0)
     assert h.context.partition_states[TopicPartition("u", 0)] is PartitionState.NEW_PARTITION
     requests = [s for s in h.channel.sent if isinstance(s.request, LeaderAndIsrRequest)]
@@ -63,7 +64,8 @@ def test_new_topic_leads_with_first_live_replica_and_isr_of_live_replicas() -> N
 
 
 def test_reassignment_epochs_with_target_alive() -> None:
-    """§8.8: [c] -> [o] with o alive: A1 gives 1; when o joins the ISR, B3 gives 2 and B4 gives 3."""
+    """docs/controller-behaviour.md §8.8: [c] -> [o] with o alive: A1 gives 1; when o joins the
+    ISR, B3 gives 2 and B4 gives 3."""
     h = CoreHarness([1, 2])
     h.create_topic("t", [[1]])
     assert h.reassign(TP, [2]) == ReplicaAssignment((2, 1), (2,), (1,))
@@ -81,8 +83,9 @@ def test_reassignment_epochs_with_target_alive() -> None:
 
 
 def test_reassignment_epochs_with_target_down_at_the_start() -> None:
-    """§8.8: with o down, A1 gives 1; o's startup resumes the reassignment (A1 again: 2, and an
-    invalid NewReplica); then B3 gives 3 and B4 gives 4. Only the ZooKeeper path allows a dead o."""
+    """docs/controller-behaviour.md §8.8: with o down, A1 gives 1; o's startup resumes the
+    reassignment (A1 again: 2, and an invalid NewReplica); then B3 gives 3 and B4 gives 4. Only
+    the ZooKeeper path allows a dead o."""
     h = CoreHarness([1, 2])
     h.create_topic("t", [[1]])
     h.fail_brokers([2])
@@ -102,7 +105,8 @@ def test_controlled_shutdown_moves_led_partitions_and_reports_the_rest() -> None
     h = CoreHarness([1, 2, 3])
     h.create_topic("t", [[1, 2], [2, 1]])
     h.create_topic("single", [[1]])
-    assert h.controlled_shutdown(1) == set()  # "single" has RF 1: ignored, not reported (§8.7 step 5)
+    assert h.controlled_shutdown(1) == set()  # "single" has RF 1: ignored, not reported
+    # (docs/controller-behaviour.md §8.7: only partitions with more than one replica are acted on)
     assert stored(h) == LeaderAndIsr(2, 1, (2,), 1)  # every shutting-down broker leaves the ISR
     assert stored(h, TopicPartition("t", 1)) == LeaderAndIsr(2, 1, (2,), 1)  # follower: ISR shrink
     assert stored(h, TopicPartition("single", 0)) == LeaderAndIsr(1, 0, (1,), 0)

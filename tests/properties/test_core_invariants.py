@@ -108,9 +108,11 @@ class CoreInvariants(RuleBasedStateMachine):
         return replica in self.checker.remnants and state is ReplicaState.NON_EXISTENT_REPLICA
 
     def assert_nothing_electable(self, topic: str | None = None) -> None:
-        """After trigger-online (§3.2) of ``topic`` (or all): a New/Offline partition is left only if
+        """After trigger-online (docs/controller-behaviour.md §3.2) of ``topic`` (or all): a
+        New/Offline partition is left only if
         no leader exists for it: no live replica (New); no live replica in the ISR and, when unclean
-        is enabled, no live replica at all unless some ISR member is live (Offline, §3.6)."""
+        is enabled, no live replica at all unless some ISR member is live
+        (Offline, docs/controller-behaviour.md §3.6)."""
         ctx = self.h.context
         stored = self.stored(self.partitions())
         configs, _ = self.h.store.get_log_configs(ctx.all_topics, BROKER_DEFAULTS)
@@ -158,7 +160,8 @@ class CoreInvariants(RuleBasedStateMachine):
         live = self.h.context.live_broker_ids
         for tp, replicas in zip(tps, assignment, strict=True):
             live_replicas = tuple(r for r in replicas if r in live)
-            if live_replicas:  # §3.5: first live replica leads, live replicas form the ISR
+            # docs/controller-behaviour.md §3.5: first live replica leads, live replicas form the ISR
+            if live_replicas:
                 assert self.h.context.partition_states[tp] is PartitionState.ONLINE_PARTITION
                 assert stored[tp] == LeaderAndIsr(live_replicas[0], 0, live_replicas, 0)
             else:
@@ -219,7 +222,8 @@ class CoreInvariants(RuleBasedStateMachine):
             replicas = ctx.partition_replica_assignment(tp)
             if lai.leader != broker or len(replicas) < 2:
                 continue
-            # §8.7: a partition stays led only when no other live, not-shutting-down ISR member exists
+            # docs/controller-behaviour.md §8.7: a partition stays led only when no other live,
+            # not-shutting-down ISR member exists
             assert tp in still_led, f"{tp} is led by {broker} but not reported"
             movable = [r for r in replicas if r in live and r in lai.isr]
             assert not movable, f"{tp} kept leader {broker} although {movable} could lead"
@@ -266,7 +270,8 @@ class CoreInvariants(RuleBasedStateMachine):
         ctx = self.h.context
         for tp, outcome in results.items():
             preferred = ctx.partition_replica_assignment(tp)[0]
-            if isinstance(outcome, LeaderAndIsr):  # §2.2: RS[0] or nothing, never a fallback
+            # docs/controller-behaviour.md §2.2: RS[0] or nothing, never a fallback
+            if isinstance(outcome, LeaderAndIsr):
                 assert outcome.leader == preferred
             else:
                 lai = ctx.partitions_leadership_info[tp].leader_and_isr

@@ -1,5 +1,6 @@
 """Targeted properties: the election algorithms and wrappers against reference implementations
-written here from the spec (§2.2, §2.3), and the laws of ``ReplicaAssignment.reassign_to`` (§5.1).
+written here from docs/controller-behaviour.md §2.2, §2.3, and the laws of
+``ReplicaAssignment.reassign_to`` (docs/controller-behaviour.md §5.1).
 
 The references are deliberately naive (list comprehensions straight from the spec's sentences)
 so that they are easy to check by eye; the core's versions are the optimised ones.
