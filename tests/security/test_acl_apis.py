@@ -222,3 +222,26 @@ def _seconds(n: int) -> Any:
     import datetime
 
     return datetime.timedelta(seconds=n)
+
+
+def test_scram_credential_apis_need_alter_and_describe_on_the_cluster() -> None:
+    upsert = req_nested(
+        51,
+        0,
+        "ScramCredentialUpsertion",
+        name="bob",
+        mechanism=2,
+        iterations=8192,
+        salt=b"s" * 16,
+        salted_password=b"p" * 64,
+    )
+    stranger = Broker({**ON, "super.users": "User:admin"})  # the caller is User:ANONYMOUS
+    assert int(stranger.call(50, 0, users=None).error_code) == 31
+    refused = stranger.call(51, 0, deletions=(), upsertions=(upsert,))
+    assert [(r.user, int(r.error_code)) for r in refused.results] == [("bob", 31)]
+    assert stranger.store.get_entity_config("users", "bob") == {}
+    admin = Broker(ON)  # the caller is a super user
+    done = admin.call(51, 0, deletions=(), upsertions=(upsert,))
+    assert [(r.user, int(r.error_code)) for r in done.results] == [("bob", 0)]
+    assert "SCRAM-SHA-512" in admin.store.get_entity_config("users", "bob")
+    assert int(admin.call(50, 0, users=None).error_code) == 0
