@@ -1,4 +1,5 @@
-"""ControllerContextTest (spec §9.4) ported, plus the §5 rules Kafka's suite does not pin down.
+"""Kafka's ControllerContextTest ported, plus the docs/controller-behaviour.md §5 rules Kafka's
+suite does not pin down.
 
 Setup as Kafka's: live brokers 1, 2, 3 (epoch 1); round-robin A-0 = [1,2,3], A-1 = [2,3,1],
 B-0 = [3,1,2].
@@ -209,7 +210,7 @@ def test_preferred_replica_imbalance_metric_on_concurrent_topic_deletion(context
     assert context.preferred_replica_imbalance_count == 0
 
 
-# --------------------------------------------------------------------------- §5.4 offline partition count
+# ------------------------------------------------- docs/controller-behaviour.md §5.4 offline partition count
 def test_offline_partition_count_first_insertion_counts_from_non_existent(context: ControllerContext) -> None:
     context.put_partition_state_if_not_exists(TP1, OFFLINE)
     assert context.offline_partition_count == 1
@@ -268,7 +269,7 @@ def test_offline_partition_count_matches_offline_states(
         assert ctx.offline_partition_count == len(ctx.partitions_in_state(OFFLINE))
 
 
-# --------------------------------------------------------------------------- §5.3 leadership helpers
+# ------------------------------------------------- docs/controller-behaviour.md §5.3 leadership helpers
 def test_partitions_with_offline_leader(context: ControllerContext) -> None:
     c0 = TopicPartition("C", 0)
     context.update_partition_full_replica_assignment(c0, _ra(3, 1))
@@ -377,7 +378,7 @@ def test_remove_topic_touches_only_topic_membership_assignment_and_leadership(
     assert context.partition_leadership_info(TP3) is not None
     assert not context.is_topic_queued_up_for_deletion("A")
     assert not context.is_topic_deletion_in_progress("A")
-    # Not touched (spec §5.3): states, reassignments and the ineligible set.
+    # Not touched (docs/controller-behaviour.md §5.3): states, reassignments and the ineligible set.
     assert context.partition_states[TP1] is OFFLINE
     assert context.replica_states[replica] is ReplicaState.REPLICA_DELETION_SUCCESSFUL
     assert TP1 in context.partitions_being_reassigned

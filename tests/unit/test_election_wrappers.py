@@ -1,4 +1,5 @@
-"""The per-partition election wrappers (spec §2.3, §11 items 1-4): new ISR and recipients per strategy."""
+"""The per-partition election wrappers (docs/controller-behaviour.md §2.3; Kafka's ``Election``):
+new ISR and recipients per strategy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kafka's PartitionLeaderElectionAlgorithmsTest (spec §9.3), all 13 cases, in Kafka's names.
+"""Kafka's PartitionLeaderElectionAlgorithmsTest, all 13 cases, in Kafka's names.
 
 Where Kafka asserts the ``UncleanLeaderElectionsPerSec`` meter, the pure algorithm's unclean flag
 is asserted and the same election is run through ``leader_for_offline`` on a fresh context, whose

@@ -1,4 +1,4 @@
-"""Kafka's PartitionStateMachineTest (spec §9.1, tests 1-21) plus the reachable paths Kafka leaves untested.
+"""Kafka's PartitionStateMachineTest (its first 21 tests) plus the reachable paths Kafka leaves untested.
 
 Kafka's replayed EasyMock mocks become ``ScriptedPartitionStateStore`` (strict, ``verify()``) and
 ``RecordingRequestBatch`` (exact call list). Mapping of Kafka's ZooKeeper responses:

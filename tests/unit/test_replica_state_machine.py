@@ -1,4 +1,5 @@
-"""ReplicaStateMachine (spec §4): Kafka's ReplicaStateMachineTest (§9.2) and the paths it leaves out.
+"""ReplicaStateMachine (docs/controller-behaviour.md §4): Kafka's ReplicaStateMachineTest and the
+paths it leaves out.
 
 Ported tests keep Kafka's names in snake_case. "Expect exactly" lists are asserted as the whole
 ``RecordingRequestBatch.calls`` list and a strict ``ScriptedPartitionStateStore`` + ``verify()``.
@@ -116,7 +117,7 @@ def check_invalid_transition(h: Harness, from_state: ReplicaState, to_state: Rep
     assert h.store.calls == []
 
 
-# --------------------------------------------------------------------------------------------- §9.2
+# ------------------------------------------------------------------ Kafka's ReplicaStateMachineTest
 
 
 def test_startup_online_partition(h: Harness) -> None:

@@ -1,4 +1,5 @@
-"""ControllerBrokerRequestBatch (spec §6), ported from Kafka 2.8's ControllerChannelManagerTest (§9.6).
+"""ControllerBrokerRequestBatch (docs/controller-behaviour.md §6), ported from Kafka 2.8's
+ControllerChannelManagerTest.
 
 As in Kafka, a real batch runs over a fake transport (``RecordingBrokerChannel``) and an event list;
 test names follow Kafka's in snake_case. The extra tests at the end pin down the batch invariants.
@@ -22,7 +23,8 @@ from kafka_controller.core.events import (
     UpdateMetadataResponseReceived,
 )
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
-from kafka_controller.core.request_batch import ZERO_UUID, ControllerBrokerRequestBatch
+from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+from kafka_controller.core.request_batch_send import ZERO_UUID
 from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.requests import (
     Errors,

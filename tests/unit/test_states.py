@@ -1,4 +1,4 @@
-"""Spec §1: byte values and the exact transition matrices."""
+"""docs/controller-behaviour.md §1: byte values and the exact transition matrices."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TopicDeletionManagerTest (spec §9.5) and PartitionStateMachineTest #22 (spec §9.1), ported.
+"""Kafka's TopicDeletionManagerTest and the 22nd PartitionStateMachineTest test, ported.
 
 A real ``TopicDeletionManager`` drives the mock state machines of ``kafka_controller.testing``
 and a ``RecordingDeletionClient``; the call counts per target state are Kafka's assertions that
