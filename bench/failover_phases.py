@@ -58,7 +58,7 @@ PHASES: list[tuple[Any, str, str]] = [
         "initialize_partition_state",
         "5 initial partition states",
     ),
-    (partition_election.PartitionLeaderElection, "_elect_leader_for_partitions", "6 elections"),
+    (partition_election.PartitionLeaderElector, "elect_leader_for_partitions", "6 elections"),
     (
         request_batch.ControllerBrokerRequestBatch,
         "add_leader_and_isr_requests",

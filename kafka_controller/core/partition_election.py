@@ -3,8 +3,8 @@
 
 Rounds of one batched read, the pure election functions of ``core.election`` (Kafka's
 ``Election.scala``), one batched conditional write; only partitions whose write hit BADVERSION go
-round again. ``PartitionStateMachine`` inherits this path: it holds the context, store, batch and
-broker config that the methods here use.
+round again. ``PartitionStateMachine`` calls it through a ``PartitionLeaderElector``, which is
+given the context, store, batch, broker config and recorder it uses.
 
 Departure from Kafka's call sequence, off unless ``write_on_cached_zk_version`` is set (as in
 ``core.replica_isr``, whose docs give the argument): a first round elects from the leadership
@@ -24,16 +24,28 @@ Kafka's message, and reads neither its state nor its topic's config (at failover
 changed behind the controller's back: Kafka's read would report a deleted state znode or a newer
 controller epoch where this reports no leader, and audits the state it read as ``before`` where
 this audits the cached one; the partition's state, the store and the requests are the same.
+
+The early election write (``start_election_prewrite``): the offline election's write for the
+partitions a new controller's startup leaves to it (``core.replica_offline``), started before the
+online replicas move (``core.early_write``; both are in the README's deviations table). The startup
+knows those partitions before its replica state machine moves anything; each has an online replica
+of its assignment in its ISR, so the offline election elects it cleanly from the cached state,
+reading no topic config. Nothing until the partition state machine's election writes or re-caches
+them, so its cached round decides the same leaders and ISRs: it takes the early write's outcome for
+the partitions whose decision is the one written, and writes the others itself. Should a decision
+differ (never at startup), what the early write wrote is cached (and audited) first, as ZooKeeper
+holds it, and the round's conditional write of those partitions hits BADVERSION and goes Kafka's
+read-first way.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.early_write import EarlyWrite
 from kafka_controller.core.election import (
     ElectionDecision,
     ElectionResult,
@@ -43,8 +55,7 @@ from kafka_controller.core.election import (
     leader_for_reassign,
     offline_election_decisions,
 )
-from kafka_controller.core.election_early import EarlyElectionWrite
-from kafka_controller.core.log_budget import LogBudget
+from kafka_controller.core.partition_records import ElectionOutcome, PartitionTransitionRecorder
 from kafka_controller.core.state_reads import read_partition_states
 from kafka_controller.core.strategies import (
     ControlledShutdownPartitionLeaderElectionStrategy,
@@ -68,9 +79,9 @@ from kafka_controller.domain.values import (
     TopicPartition,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.ports import PartitionStateStore
+from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
 
-__all__ = ["UNCLEAN_LEADER_ELECTION_ENABLE", "ElectionNotes", "ElectionOutcome", "PartitionLeaderElection"]
+__all__ = ["UNCLEAN_LEADER_ELECTION_ENABLE", "PartitionLeaderElector"]
 
 state_change_log = logging.getLogger("kafka_controller.state_change")
 
@@ -78,47 +89,52 @@ _ONLINE = PartitionState.ONLINE_PARTITION
 _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
-ElectionOutcome = LeaderAndIsr | Exception
 #: A failure of the cached round that Kafka's read round decides instead (never returned).
 _UNDECIDED_FROM_CACHE = StateChangeFailedError("no leader from the cached state: Kafka's read round decides")
 
 
-@dataclass(slots=True)
-class ElectionNotes:
-    """What the audit records of an election need beyond the result map (kept only when auditing)."""
+class PartitionLeaderElector:
+    """The election rounds of ``PartitionStateMachine`` (Kafka's ``doElectLeaderForPartitions``),
+    and the startup's early election write (module docs)."""
 
-    before: dict[TopicPartition, LeaderAndIsr] = field(default_factory=dict)
-    unclean: set[TopicPartition] = field(default_factory=set)
+    def __init__(
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        store: PartitionStateStore,
+        batch: RequestBatch,
+        broker_config: Mapping[str, str],
+        recorder: PartitionTransitionRecorder,
+    ) -> None:
+        """``broker_config``: Kafka's ``config.originals()``, the defaults topic configs are merged
+        over when deciding on unclean election; ``recorder``: where failures are logged and each
+        election's ``before`` and uncleanness are noted for its audit row."""
+        self.controller_id = controller_id
+        self.controller_context = context
+        self._store = store
+        self._batch = batch
+        self._broker_config: dict[str, str] = dict(broker_config)
+        self._recorder = recorder
+        #: Elect a first round from the cached states, without Kafka's re-read (see the module docs).
+        self.write_on_cached_zk_version = False
+        #: The startup's early election write, until an election round or ``abandon`` takes it.
+        self.early_election: EarlyWrite | None = None
 
-
-class PartitionLeaderElection(EarlyElectionWrite):
-    """The election rounds of ``PartitionStateMachine``, which sets these attributes."""
-
-    controller_id: int
-    controller_context: ControllerContext
-    _store: PartitionStateStore
-    _batch: RequestBatch
-    _broker_config: dict[str, str]
-    _failure_lines: LogBudget
-    #: Elect a first round from the cached states, without Kafka's re-read (see the module docs).
-    write_on_cached_zk_version: bool = False
-
-    def _elect_leader_for_partitions(
+    def elect_leader_for_partitions(
         self,
         partitions: list[TopicPartition],
         strategy: PartitionLeaderElectionStrategy,
-        notes: ElectionNotes | None,
     ) -> dict[TopicPartition, ElectionOutcome]:
         """Rounds of read-elect-write; only BADVERSION partitions go round again (no limit, §3.6)."""
         states = self.controller_context.partition_states
         remaining: list[TopicPartition] = partitions
         finished: dict[TopicPartition, ElectionOutcome] = {}
         if self.write_on_cached_zk_version and remaining:
-            remaining = self._elect_from_cached_states(remaining, strategy, notes, finished)
+            remaining = self._elect_from_cached_states(remaining, strategy, finished)
         while remaining:
-            elected, failed, remaining = self._do_elect_leader_for_partitions(remaining, strategy, notes)
+            elected, failed, remaining = self._do_elect_leader_for_partitions(remaining, strategy)
             for tp, error in failed.items():
-                self._log_failed(tp, states[tp], _ONLINE, error)
+                self._recorder.log_failed(tp, states[tp], _ONLINE, error)
             finished.update(elected)
             finished.update(failed)
             if remaining:
@@ -131,29 +147,27 @@ class PartitionLeaderElection(EarlyElectionWrite):
         self,
         partitions: list[TopicPartition],
         strategy: PartitionLeaderElectionStrategy,
-        notes: ElectionNotes | None,
         finished: dict[TopicPartition, ElectionOutcome],
     ) -> list[TopicPartition]:
         """The round without a read (module docs): returns the partitions left for Kafka's rounds."""
         cached, unread = self.controller_context.cached_leaderships(partitions)
-        self._fail_without_online_replica(cached, strategy, notes, finished)
+        self._fail_without_online_replica(cached, strategy, finished)
         if not cached:
             return unread
-        elected, failed, retry = self._do_elect_leader_for_partitions(list(cached), strategy, notes, cached)
+        elected, failed, retry = self._do_elect_leader_for_partitions(list(cached), strategy, cached)
         finished.update(elected)
         for tp, error in failed.items():
             if isinstance(error, NoNodeError) or not isinstance(error, MetadataStoreError):
                 retry.append(tp)  # decided from the cache alone: Kafka's read decides instead
             else:
                 finished[tp] = error  # the write failed: final, as after Kafka's read
-                self._log_failed(tp, self.controller_context.partition_states[tp], _ONLINE, error)
+                self._recorder.log_failed(tp, self.controller_context.partition_states[tp], _ONLINE, error)
         return unread + retry
 
     def _fail_without_online_replica(
         self,
         cached: dict[TopicPartition, LeaderIsrAndControllerEpoch],
         strategy: PartitionLeaderElectionStrategy,
-        notes: ElectionNotes | None,
         finished: dict[TopicPartition, ElectionOutcome],
     ) -> None:
         """Fail, with Kafka's message, and take out of ``cached`` the partitions with no online
@@ -161,24 +175,24 @@ class PartitionLeaderElection(EarlyElectionWrite):
         ctx = self.controller_context
         any_online, assignment = LiveReplicaFilter(ctx).any_online, ctx.partition_replica_assignment
         hopeless = [tp for tp in cached if not any_online(assignment(tp), tp)]
-        strategy_text, states = str(strategy), ctx.partition_states
+        strategy_text, states, notes = str(strategy), ctx.partition_states, self._recorder.notes
         for tp in hopeless:
             cached_state = cached.pop(tp)
             if notes is not None:
                 notes.before[tp] = cached_state.leader_and_isr
             finished[tp] = error = self._no_leader_error(tp, strategy_text, None)
-            self._log_failed(tp, states[tp], _ONLINE, error)
+            self._recorder.log_failed(tp, states[tp], _ONLINE, error)
 
     def _do_elect_leader_for_partitions(
         self,
         partitions: list[TopicPartition],
         strategy: PartitionLeaderElectionStrategy,
-        notes: ElectionNotes | None,
         cached: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None,
     ) -> tuple[dict[TopicPartition, ElectionOutcome], dict[TopicPartition, Exception], list[TopicPartition]]:
         """One round: ``(elected, failed, to_retry)``; only BADVERSION partitions are retried. With
         ``cached``, its states stand in for the read (``_elect_from_cached_states``)."""
         ctx = self.controller_context
+        notes = self._recorder.notes  # None unless auditing
         reads = read_partition_states(self._store, partitions, cached)
         if isinstance(reads, Exception):
             return {}, dict.fromkeys(partitions, reads), []
@@ -349,20 +363,56 @@ class PartitionLeaderElection(EarlyElectionWrite):
         error.__cause__ = config_error
         return error
 
-    def _log_failed(
-        self, tp: TopicPartition, current: PartitionState, target: PartitionState, error: object
-    ) -> None:
-        if not self._failure_lines.take():
+    # ------------------------------------------------------------------ the early election write
+    def start_election_prewrite(self, partitions: Collection[TopicPartition]) -> None:
+        """Write now the clean offline election of each of ``partitions`` from its cached state."""
+        self.abandon_election_prewrite()
+        if not self.write_on_cached_zk_version or not partitions:
             return
-        state_change_log.error(
-            "Controller %d epoch %d failed to change state for partition %s from %s to %s: %s",
-            self.controller_id,
-            self.controller_context.epoch,
-            tp,
-            current,
-            target,
-            error,
-        )
+        ctx = self.controller_context
+        cached, _ = ctx.cached_leaderships(partitions)
+        valid = [(tp, info.leader_and_isr) for tp, info in cached.items()]
+        # the election's own split into partitions with and without an online ISR member; allowing
+        # unclean marks the latter (and reads no config): only the clean ones are written early
+        collected = self._collect_unclean_leader_election_state(valid, True, {})
+        clean = [c for c in collected if not c[2]]
+        states = {tp: lai for tp, lai, _, _ in offline_election_decisions(ctx, clean) if lai is not None}
+        if states:
+            self.early_election = EarlyWrite(
+                self._store, states, ctx.epoch, ctx.epoch_zk_version, "election-prewrite"
+            )
+
+    def abandon_election_prewrite(self) -> None:
+        """Wait for an early write no election took and cache what it wrote."""
+        early, self.early_election = self.early_election, None
+        if early is not None:
+            early.cache_written(self.controller_context, self._recorder.audit)
+
+    def _write_elected(
+        self, to_update: dict[TopicPartition, LeaderAndIsr], epoch: int, epoch_zk_version: int
+    ) -> UpdateLeaderAndIsrResult:
+        """``update_leader_and_isr`` of a round's decisions, taking the early write's outcome for
+        the partitions it wrote with the same decision."""
+        early, self.early_election = self.early_election, None
+        if early is None:
+            return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
+        written = early.states
+        if any(to_update.get(tp) != lai for tp, lai in written.items()):
+            early.cache_written(self.controller_context, self._recorder.audit)
+            return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
+        rest = {tp: lai for tp, lai in to_update.items() if tp not in written}
+        done = early.result()
+        other = self._store.update_leader_and_isr(rest, epoch, epoch_zk_version) if rest else None
+        # one answer, in the order of ``to_update``: the order a single write answers in, which the
+        # election's requests and audit records follow
+        finished, more = done.finished, other.finished if other is not None else {}
+        merged = {
+            tp: finished[tp] if tp in finished else more[tp]
+            for tp in to_update
+            if tp in finished or tp in more
+        }
+        retry = set(done.to_retry).union(other.to_retry if other is not None else ())
+        return UpdateLeaderAndIsrResult(merged, [tp for tp in to_update if tp in retry])
 
 
 def _unclean_enabled(topic: str, config: Mapping[str, str]) -> bool:

@@ -1,17 +1,27 @@
-"""Audit records of partition transitions (``PartitionTransition``), built positionally: one
-per partition of a failover, so the field order is checked once, at import. For a sink that
-accepts bulk records, successes are gathered as columns instead (``PartitionTransitions``), and so
-are failed elections, with a column of their messages."""
+"""``PartitionTransitionRecorder``: the log lines and audit rows of the partition state machine.
+
+One object owns what a ``handle_state_changes`` call records, and the one choice of shape: one
+``PartitionTransition`` per partition, built positionally (one per partition of a failover, so the
+field order is checked once, at import), or, for a sink that accepts bulk records
+(``accepts_bulk``), successes and failed elections gathered as columns (``PartitionTransitions``,
+the failures with a column of their messages). The machine and its elector say what happened;
+neither holds a record list, a flag for the shape, or the notes an election's rows need.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from itertools import groupby, repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
+    OUTCOME_INVALID,
     OUTCOME_OK,
     PartitionTransition,
     PartitionTransitions,
@@ -19,23 +29,163 @@ from kafka_controller.domain.audit_records import (
 )
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-
-if TYPE_CHECKING:  # annotations only: partition_election imports (through early_write) this module
-    from kafka_controller.core.partition_election import ElectionNotes, ElectionOutcome
+from kafka_controller.ports import AuditSink, NullAuditSink, accepts_bulk
 
 __all__ = [
+    "ElectionNotes",
+    "ElectionOutcome",
     "PartitionRecords",
+    "PartitionTransitionRecorder",
     "error_text",
     "leader_and_isr_columns",
     "partition_transition",
-    "record_election",
-    "record_elections",
-    "record_success",
     "recorded_partitions",
 ]
 
 #: One state-machine call's records, in recording order.
 PartitionRecords = list[PartitionTransition | PartitionTransitions]
+#: An election's outcome: the written ``LeaderAndIsr``, or why the partition got none.
+ElectionOutcome = LeaderAndIsr | Exception
+
+state_change_log = logging.getLogger("kafka_controller.state_change")
+_NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
+
+
+@dataclass(slots=True)
+class ElectionNotes:
+    """What the audit rows of an election need beyond the result map: the state each partition's
+    election read (its ``before``) and which were unclean."""
+
+    before: dict[TopicPartition, LeaderAndIsr] = field(default_factory=dict)
+    unclean: set[TopicPartition] = field(default_factory=set)
+
+
+class PartitionTransitionRecorder:
+    """The log lines and audit rows of one ``handle_state_changes`` call at a time (``begin``,
+    then ``deliver`` and ``summarize``), for ``PartitionStateMachine`` and its elector."""
+
+    def __init__(self, controller_id: int, context: ControllerContext, audit: AuditSink | None) -> None:
+        self.controller_id = controller_id
+        self.controller_context = context
+        #: The sink, None when auditing is off (nothing is built then).
+        self.audit: AuditSink | None = None if audit is None or isinstance(audit, NullAuditSink) else audit
+        self._bulk = accepts_bulk(self.audit)
+        self._records: PartitionRecords | None = None
+        #: The election notes of the call in progress, None when auditing is off: the elector
+        #: notes each ``before`` and unclean election here as it reads and decides.
+        self.notes: ElectionNotes | None = None
+        self._failure_lines = LogBudget()
+
+    @property
+    def auditing(self) -> bool:
+        """Whether the call in progress builds audit rows."""
+        return self._records is not None
+
+    def begin(self) -> None:
+        self._records = [] if self.audit is not None else None
+        self.notes = ElectionNotes() if self.audit is not None else None
+        self._failure_lines.reset()
+
+    def summarize(self, target: PartitionState) -> None:
+        """The suppressed failure lines of the call, as one line."""
+        self._failure_lines.summarize(
+            state_change_log, logging.ERROR, f"partitions failed to move to {target}"
+        )
+
+    def log_failed(
+        self, tp: TopicPartition, current: PartitionState, target: PartitionState, error: object
+    ) -> None:
+        if not self._failure_lines.take():
+            return
+        state_change_log.error(
+            "Controller %d epoch %d failed to change state for partition %s from %s to %s: %s",
+            self.controller_id,
+            self.controller_context.epoch,
+            tp,
+            current,
+            target,
+            error,
+        )
+
+    def log_invalid_transitions(self, invalid: list[TopicPartition], target: PartitionState) -> None:
+        states = self.controller_context.partition_states
+        allowed = ",".join(sorted(s.kafka_name for s in target.valid_previous_states))
+        enabled = state_change_log.isEnabledFor(logging.ERROR)
+        records = self._records
+        if not enabled and records is None:
+            return
+        for tp in invalid:
+            current = states[tp]
+            message = (
+                f"Partition {tp} should be in one of {allowed} states before moving to {target} state. "
+                f"Instead it is in {current} state"
+            )
+            if enabled:
+                self.log_failed(tp, current, target, message)
+            if records is not None:
+                self.record(tp, current, target, OUTCOME_INVALID, error=message)
+
+    def failed(
+        self, tp: TopicPartition, current: PartitionState, target: PartitionState, error: Exception
+    ) -> None:
+        self.log_failed(tp, current, target, error)
+        if self._records is not None:
+            self.record(tp, current, target, OUTCOME_FAILED, error=error_text(error))
+
+    def record(
+        self,
+        tp: TopicPartition,
+        current: PartitionState,
+        target: PartitionState,
+        outcome: str = OUTCOME_OK,
+        *,
+        after: LeaderAndIsr | None = None,
+        error: str | None = None,
+    ) -> None:
+        """A non-election row: ``before`` is the cached leadership, unchanged unless ``after`` is given."""
+        records = self._records
+        if records is None:
+            return
+        cached = self.controller_context.partition_leadership_info(tp)
+        before = cached.leader_and_isr if cached is not None and after is None else None
+        after = after if after is not None else before
+        if outcome == OUTCOME_OK:
+            return _record_success(records, self._bulk, tp, current, target, before, after)
+        records.append(partition_transition(tp, current, target, outcome, before, after, error=error))
+
+    def record_elections(
+        self,
+        tps: list[TopicPartition],
+        outcomes: list[ElectionOutcome],
+        currents: list[PartitionState],
+        strategy: str,
+    ) -> None:
+        """The rows of these elections, in order, with what the call's notes say of each."""
+        records, notes = self._records, self.notes
+        if records is None or notes is None:
+            return
+        lookup = self.controller_context.partition_leadership_info
+        _record_elections(records, self._bulk, tps, outcomes, currents, strategy, notes, lookup)
+
+    def deliver(
+        self, partitions: Sequence[TopicPartition], target: PartitionState, error: Exception | None
+    ) -> None:
+        """One ``record`` call per ``handle_state_changes``; on an error, unrecorded partitions fail."""
+        records = self._records
+        try:
+            if records is None or self.audit is None:
+                return
+            if error is not None:
+                states = self.controller_context.partition_states
+                seen = recorded_partitions(records)
+                text = error_text(error)
+                for tp in dict.fromkeys(partitions):
+                    if (tp.topic, tp.partition) not in seen:
+                        current = states.get(tp, _NON_EXISTENT)
+                        self.record(tp, current, target, OUTCOME_FAILED, error=text)
+            self.audit.record(records)
+        finally:
+            self._records = self.notes = None
 
 
 def error_text(error: BaseException) -> str:
@@ -72,7 +222,7 @@ def partition_transition(
     )
 
 
-def record_success(
+def _record_success(
     records: PartitionRecords,
     bulk: bool,
     tp: TopicPartition,
@@ -104,7 +254,7 @@ def record_success(
     )
 
 
-def record_election(
+def _record_election(
     records: PartitionRecords,
     bulk: bool,
     tp: TopicPartition,
@@ -118,7 +268,7 @@ def record_election(
     election noted none."""
     if isinstance(outcome, LeaderAndIsr):
         before = notes.before.get(tp)
-        record_success(records, bulk, tp, current, _ONLINE, before, outcome, strategy, tp in notes.unclean)
+        _record_success(records, bulk, tp, current, _ONLINE, before, outcome, strategy, tp in notes.unclean)
         return
     before = _failed_before(tp, notes, cached)
     error = error_text(outcome)
@@ -127,7 +277,7 @@ def record_election(
     )
 
 
-def record_elections(
+def _record_elections(
     records: PartitionRecords,
     bulk: bool,
     tps: list[TopicPartition],
@@ -137,12 +287,12 @@ def record_elections(
     notes: ElectionNotes,
     cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
 ) -> None:
-    """``record_election`` of each election, in order; for a bulk sink, each run of successes and
+    """``_record_election`` of each election, in order; for a bulk sink, each run of successes and
     each run of failures as columns at C speed (a failover's 20,000 elections), not ten appends
     and a call chain a partition."""
     if not bulk:
         for tp, outcome, current in zip(tps, outcomes, currents, strict=True):
-            record_election(records, bulk, tp, current, outcome, strategy, notes, cached)
+            _record_election(records, bulk, tp, current, outcome, strategy, notes, cached)
         return
     elected_at = list(map(isinstance, outcomes, repeat(LeaderAndIsr, len(outcomes))))
     start = 0
@@ -178,7 +328,7 @@ def _extend_failed(
     notes: ElectionNotes,
     cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
 ) -> None:
-    """``record_election`` of each of these failed elections, in bulk: rows of the trailing failed
+    """``_record_election`` of each of these failed elections, in bulk: rows of the trailing failed
     record, with their messages (at RF 1 a failover fails 20,000, one single record each before)."""
     befores: list[LeaderAndIsr | None] = list(map(notes.before.get, tps))
     if None in befores:
@@ -199,7 +349,7 @@ def _extend_elected(
     strategy: str,
     notes: ElectionNotes,
 ) -> None:
-    """``record_success`` of each of these elections (every outcome a ``LeaderAndIsr``), in bulk."""
+    """``_record_success`` of each of these elections (every outcome a ``LeaderAndIsr``), in bulk."""
     last = _trailing(records, _KAFKA_NAME[_ONLINE], strategy)
     # an election that noted no state before: its before columns are None
     befores = list(map(notes.before.get, tps))

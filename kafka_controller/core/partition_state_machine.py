@@ -1,4 +1,8 @@
-"""The partition state machine (spec §3): Kafka's ``ZkPartitionStateMachine``.
+"""The partition state machine: Kafka's ``ZkPartitionStateMachine``.
+
+``PartitionStateMachine`` is composed of a ``PartitionTransitionRecorder`` (log lines and audit
+rows) and a ``PartitionLeaderElector`` (the election rounds and the startup's early election
+write), both built in its constructor from its arguments.
 
 ``handle_state_changes`` returns only election outcomes (Online/Offline -> Online): the written
 ``LeaderAndIsr`` or the per-partition error. Invalid transitions are logged and skipped, never
@@ -12,34 +16,17 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import itemgetter
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.election import LiveReplicaFilter
-from kafka_controller.core.log_budget import LogBudget
-from kafka_controller.core.partition_election import (
-    ElectionNotes,
-    ElectionOutcome,
-    PartitionLeaderElection,
-)
-from kafka_controller.core.partition_records import (
-    PartitionRecords,
-    error_text,
-    partition_transition,
-    record_elections,
-    record_success,
-    recorded_partitions,
-)
+from kafka_controller.core.partition_election import PartitionLeaderElector
+from kafka_controller.core.partition_records import ElectionOutcome, PartitionTransitionRecorder
 from kafka_controller.core.strategies import (
     OfflinePartitionLeaderElectionStrategy,
     PartitionLeaderElectionStrategy,
-)
-from kafka_controller.domain.audit_records import (
-    OUTCOME_FAILED,
-    OUTCOME_INVALID,
-    OUTCOME_OK,
 )
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -52,7 +39,7 @@ from kafka_controller.domain.values import (
     LeaderIsrAndControllerEpoch,
     TopicPartition,
 )
-from kafka_controller.ports import AuditSink, NullAuditSink, PartitionStateStore, accepts_bulk
+from kafka_controller.ports import AuditSink, PartitionStateStore
 
 __all__ = ["AbstractPartitionStateMachine", "PartitionStateMachine"]
 
@@ -66,7 +53,6 @@ _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
 _TRIGGER_STATES = frozenset({_OFFLINE, _NEW})
 _STATE_BY_ONLINE = {True: _ONLINE, False: _OFFLINE}
 _FIRST = itemgetter(0)  # a LeaderIsrAndControllerEpoch's LeaderAndIsr, and that one's leader
-Records = PartitionRecords | None
 
 
 class AbstractPartitionStateMachine(abc.ABC):
@@ -136,7 +122,7 @@ class AbstractPartitionStateMachine(abc.ABC):
         """Move ``partitions`` to ``target``; returns the outcome of each leader election."""
 
 
-class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachine):
+class PartitionStateMachine(AbstractPartitionStateMachine):
     """Kafka's ``ZkPartitionStateMachine`` over a ``PartitionStateStore`` and a dedicated batch.
 
     ``broker_config`` is Kafka's ``config.originals()``: broker settings as strings, the defaults
@@ -157,10 +143,27 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
         self.controller_id = controller_id
         self._store = store
         self._batch = batch
-        self._broker_config: dict[str, str] = dict(broker_config or {})
-        self._audit = None if audit is None or isinstance(audit, NullAuditSink) else audit
-        self._bulk = accepts_bulk(self._audit)
-        self._failure_lines = LogBudget()
+        self._recorder = recorder = PartitionTransitionRecorder(controller_id, context, audit)
+        self._elector = PartitionLeaderElector(
+            controller_id, context, store, batch, broker_config or {}, recorder
+        )
+
+    @property
+    def write_on_cached_zk_version(self) -> bool:
+        """Elect a first round from the cached states (``core.partition_election``'s docs)."""
+        return self._elector.write_on_cached_zk_version
+
+    @write_on_cached_zk_version.setter
+    def write_on_cached_zk_version(self, on: bool) -> None:
+        self._elector.write_on_cached_zk_version = on
+
+    def start_election_prewrite(self, partitions: Collection[TopicPartition]) -> None:
+        """Start now the offline election's write of the partitions the startup leaves to it."""
+        self._elector.start_election_prewrite(partitions)
+
+    def abandon_election_prewrite(self) -> None:
+        """Wait for an early election write no election took, and cache what it wrote."""
+        self._elector.abandon_election_prewrite()
 
     # ------------------------------------------------------------------------- entry point
     def handle_state_changes(
@@ -172,26 +175,24 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
         if not partitions:
             return {}
         ctx = self.controller_context
-        records: Records = [] if self._audit is not None else None
-        self._failure_lines.reset()
+        recorder = self._recorder
+        recorder.begin()
         try:
             self._batch.new_batch()
-            result = self._do_handle_state_changes(partitions, target, strategy, records)
+            result = self._do_handle_state_changes(partitions, target, strategy)
             self._batch.send_requests_to_brokers(ctx.epoch)
         except ControllerMovedError as e:
             _log.error("Controller moved to another broker when moving some partitions to %s state", target)
-            self._deliver_audit(records, partitions, target, e)
+            recorder.deliver(partitions, target, e)
             raise
         except Exception as e:
             _log.error("Error while moving some partitions to %s state", target, exc_info=True)
-            self._deliver_audit(records, partitions, target, e)
+            recorder.deliver(partitions, target, e)
             failed: dict[TopicPartition, LeaderAndIsr | Exception] = dict.fromkeys(partitions, e)
             return failed
         finally:
-            self._failure_lines.summarize(
-                state_change_log, logging.ERROR, f"partitions failed to move to {target}"
-            )
-        self._deliver_audit(records, partitions, target, None)
+            recorder.summarize(target)
+        recorder.deliver(partitions, target, None)
         return result
 
     def _do_handle_state_changes(
@@ -199,7 +200,6 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
         partitions: Sequence[TopicPartition],
         target: PartitionState,
         strategy: PartitionLeaderElectionStrategy | None,
-        records: Records,
     ) -> dict[TopicPartition, ElectionOutcome]:
         ctx = self.controller_context
         states = ctx.partition_states
@@ -207,11 +207,13 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
             if tp not in states:
                 ctx.put_partition_state_if_not_exists(tp, _NON_EXISTENT)
         valid, invalid = ctx.check_valid_partition_state_change(partitions, target)
+        recorder = self._recorder
         if invalid:
-            self._log_invalid_transitions(invalid, target, records)
+            recorder.log_invalid_transitions(invalid, target)
         if target is _ONLINE:
-            return self._to_online(valid, strategy, records)
+            return self._to_online(valid, strategy)
         debug = state_change_log.isEnabledFor(logging.DEBUG)
+        auditing = recorder.auditing
         for tp in valid:
             if debug:
                 state_change_log.debug(
@@ -221,8 +223,8 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
                     target,
                     ctx.partition_replica_assignment(tp),
                 )
-            if records is not None:
-                self._record(records, tp, states[tp], target)
+            if auditing:
+                recorder.record(tp, states[tp], target)
             ctx.put_partition_state(tp, target)
         if valid:
             state_change_log.info("Changed %d partitions to %s", len(valid), target)
@@ -233,14 +235,13 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
         self,
         valid: list[TopicPartition],
         strategy: PartitionLeaderElectionStrategy | None,
-        records: Records,
     ) -> dict[TopicPartition, ElectionOutcome]:
         ctx = self.controller_context
         states = ctx.partition_states
         uninitialized = [tp for tp in valid if states[tp] is _NEW]
         to_elect = [tp for tp in valid if states[tp] is not _NEW] if uninitialized else valid
         if uninitialized:
-            for tp in self._initialize_leader_and_isr_for_partitions(uninitialized, records):
+            for tp in self._initialize_leader_and_isr_for_partitions(uninitialized):
                 ctx.put_partition_state(tp, _ONLINE)
         if not to_elect:
             return {}
@@ -248,11 +249,12 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
             raise InvalidArgumentError(
                 "an election strategy is required when the target state is OnlinePartition"
             )
-        notes = ElectionNotes() if records is not None else None
-        results = self._elect_leader_for_partitions(to_elect, strategy, notes)
+        recorder = self._recorder
+        results = self._elector.elect_leader_for_partitions(to_elect, strategy)
         debug = state_change_log.isEnabledFor(logging.DEBUG)
         elected = done = 0
-        from_states = list(map(states.__getitem__, results)) if records is not None else []
+        auditing = recorder.auditing
+        from_states = list(map(states.__getitem__, results)) if auditing else []
         try:
             for tp, outcome in results.items():
                 from_state = states[tp]
@@ -264,17 +266,16 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
                     ctx.put_partition_state(tp, _ONLINE)
                 done += 1
         finally:  # recorded in bulk once the states are set: those set so far, should one fail
-            if records is not None and notes is not None:
-                lookup = ctx.partition_leadership_info
+            if auditing:
                 elections = (list(results)[:done], list(results.values())[:done], from_states[:done])
-                record_elections(records, self._bulk, *elections, str(strategy), notes, lookup)
+                recorder.record_elections(*elections, str(strategy))
         state_change_log.info(
             "Elected leaders for %d of %d partitions under %s", elected, len(to_elect), strategy
         )
         return results
 
     def _initialize_leader_and_isr_for_partitions(
-        self, partitions: list[TopicPartition], records: Records
+        self, partitions: list[TopicPartition]
     ) -> list[TopicPartition]:
         """New -> Online: the first online replica leads, all online replicas form the ISR (§3.5)."""
         ctx = self.controller_context
@@ -294,7 +295,7 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
                 f"partition {tp} from New to Online, assigned replicas are {list(assignment)}, live brokers "
                 f"are {sorted(ctx.live_broker_ids)}. No assigned replica is alive."
             )
-            self._failed(tp, _NEW, _ONLINE, error, records)
+            self._recorder.failed(tp, _NEW, _ONLINE, error)
         if not to_create:
             return []
         try:
@@ -304,97 +305,26 @@ class PartitionStateMachine(PartitionLeaderElection, AbstractPartitionStateMachi
             raise
         except Exception as e:
             for tp in to_create:
-                self._failed(tp, _NEW, _ONLINE, e, records)
+                self._recorder.failed(tp, _NEW, _ONLINE, e)
             return []
         initialized: list[TopicPartition] = []
         requests: list[LeaderAndIsrEntry] = []
         for tp, leadership in to_create.items():
             if tp not in responses:
                 missing = StateChangeFailedError(f"the metadata store gave no create result for {tp}")
-                self._failed(tp, _NEW, _ONLINE, missing, records)
+                self._recorder.failed(tp, _NEW, _ONLINE, missing)
                 continue
             create_error = responses[tp]
             if create_error is not None:
-                self._failed(tp, _NEW, _ONLINE, create_error, records)
+                self._recorder.failed(tp, _NEW, _ONLINE, create_error)
                 continue
             ctx.put_partition_leadership_info(tp, leadership)
             leader_and_isr = leadership.leader_and_isr
             requests.append((leader_and_isr.isr, tp, leadership, ctx.partition_full_replica_assignment(tp)))
             initialized.append(tp)
-            if records is not None:
-                self._record(records, tp, _NEW, _ONLINE, after=leader_and_isr)
+            if self._recorder.auditing:
+                self._recorder.record(tp, _NEW, _ONLINE, after=leader_and_isr)
         self._batch.add_leader_and_isr_requests(requests, True)
         if initialized:
             state_change_log.info("Initialized leader and ISR of %d new partitions", len(initialized))
         return initialized
-
-    # ------------------------------------------------------------------------- logging and audit
-    def _log_invalid_transitions(
-        self, invalid: list[TopicPartition], target: PartitionState, records: Records
-    ) -> None:
-        states = self.controller_context.partition_states
-        allowed = ",".join(sorted(s.kafka_name for s in target.valid_previous_states))
-        enabled = state_change_log.isEnabledFor(logging.ERROR)
-        if not enabled and records is None:
-            return
-        for tp in invalid:
-            current = states[tp]
-            message = (
-                f"Partition {tp} should be in one of {allowed} states before moving to {target} state. "
-                f"Instead it is in {current} state"
-            )
-            if enabled:
-                self._log_failed(tp, current, target, message)
-            if records is not None:
-                self._record(records, tp, current, target, OUTCOME_INVALID, error=message)
-
-    def _failed(
-        self,
-        tp: TopicPartition,
-        current: PartitionState,
-        target: PartitionState,
-        error: Exception,
-        records: Records,
-    ) -> None:
-        self._log_failed(tp, current, target, error)
-        if records is not None:
-            self._record(records, tp, current, target, OUTCOME_FAILED, error=error_text(error))
-
-    def _record(
-        self,
-        records: PartitionRecords,
-        tp: TopicPartition,
-        current: PartitionState,
-        target: PartitionState,
-        outcome: str = OUTCOME_OK,
-        *,
-        after: LeaderAndIsr | None = None,
-        error: str | None = None,
-    ) -> None:
-        """A non-election record: ``before`` is the cached leadership, unchanged unless ``after`` is given."""
-        cached = self.controller_context.partition_leadership_info(tp)
-        before = cached.leader_and_isr if cached is not None and after is None else None
-        after = after if after is not None else before
-        if outcome == OUTCOME_OK:
-            return record_success(records, self._bulk, tp, current, target, before, after)
-        records.append(partition_transition(tp, current, target, outcome, before, after, error=error))
-
-    def _deliver_audit(
-        self,
-        records: Records,
-        partitions: Sequence[TopicPartition],
-        target: PartitionState,
-        error: Exception | None,
-    ) -> None:
-        """One ``record`` call per ``handle_state_changes``; on an error, unrecorded partitions fail."""
-        if records is None or self._audit is None:
-            return
-        if error is not None:
-            states = self.controller_context.partition_states
-            seen = recorded_partitions(records)
-            text = error_text(error)
-            for tp in dict.fromkeys(partitions):
-                if (tp.topic, tp.partition) not in seen:
-                    current = states.get(tp, _NON_EXISTENT)
-                    self._record(records, tp, current, target, OUTCOME_FAILED, error=text)
-        self._audit.record(records)

@@ -24,7 +24,6 @@ from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
 from kafka_controller.core.request_batch_send import (
-    ZERO_UUID,
     LeaderAndIsrMemo,
     RequestBatchSender,
     summarize_requests,
@@ -54,7 +53,7 @@ from kafka_controller.domain.values import (
 )
 from kafka_controller.ports import BrokerChannel
 
-__all__ = ["ZERO_UUID", "ControllerBrokerRequestBatch"]
+__all__ = ["ControllerBrokerRequestBatch"]
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("kafka_controller.state_change")

@@ -53,7 +53,8 @@ def _run(seed: int, prewrite: bool) -> tuple[CoreHarness, int, list[tuple[str, i
         writes.append(_writes_by_thread(h))
 
     h, start = _startup(seed, True, before_startup)
-    assert h.rsm._isr_removal.prewrite is None and h.psm._early_election is None  # each taken by its step
+    # each taken by its step
+    assert h.rsm._isr_removal.prewrite is None and h.psm._elector.early_election is None
     return h, start, writes[0]
 
 
@@ -173,7 +174,7 @@ def test_a_startup_that_fails_before_the_offline_step_waits_for_the_early_write(
     with pytest.raises(ControllerMovedError):
         h.rsm.startup()
     h.psm.abandon_election_prewrite()  # as the failover does once its state machines' startup ends
-    assert h.rsm._isr_removal.prewrite is None and h.psm._early_election is None
+    assert h.rsm._isr_removal.prewrite is None and h.psm._elector.early_election is None
     assert not any(t.name.endswith("-prewrite") for t in threading.enumerate())
     # the writes were made: ZooKeeper has them, and so does the cache (as after a failure past
     # Kafka's own write): t-0 and t-1 without broker 3 in their ISRs, t-2 led by broker 1
