@@ -67,7 +67,7 @@ PLACEHOLDER_CONTROLLER_ID = 999
 BROKERS = 5
 FIRST_BROKER_ID = 1
 ZK_HEAP_MB = 1024
-#: Published figures (notes/performance.md): Kafka 1.0 and 1.1 on the same layouts.
+#: Published figures (docs/performance.md): Kafka 1.0 and 1.1 on the same layouts.
 KAFKA = {
     "controlled_shutdown_s": {"kafka_1_0": 390.0, "kafka_1_1": 3.0},
     "failover_s": {"kafka_1_0": 28.0, "kafka_1_1": 14.0},

@@ -1,5 +1,5 @@
 """Controller benchmark on the in-memory store: the two workloads of Kafka's published figures
-(notes/performance.md), run by a real ``KafkaController`` on its event thread.
+(docs/performance.md), run by a real ``KafkaController`` on its event thread.
 
 * **failover**: 5 brokers, 2,000 topics x 50 partitions x RF 1 (100,000 partitions). Timed from
   ``startup()`` until the Startup event is done: election, context load (batched reads of every

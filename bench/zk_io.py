@@ -4,7 +4,7 @@ embedded ZooKeeper. Prints one JSON object and appends it to ``bench/results/zk_
 
     .venv/bin/python bench/zk_io.py --writes 20000 --reads 100000
 
-Targets (notes/performance.md): >= 20,000 fenced writes/s and >= 40,000 decoded reads/s, i.e.
+Targets (docs/performance.md): >= 20,000 fenced writes/s and >= 40,000 decoded reads/s, i.e.
 >= 5x the naive baseline for both. Absolute rates drift on shared machines; ratios hold.
 """
 
