@@ -59,6 +59,14 @@ def register(subparsers: Any) -> None:
         metavar="KEY=VALUE",
         help="a Kafka broker setting or a sim.* setting; repeat once per setting",
     )
+    p.add_argument(
+        "--config-file",
+        default=None,
+        metavar="FILE",
+        help="Kafka's server.properties: KEY=VALUE lines (# and ! comments); a --config setting wins. "
+        "Put secrets (ssl.key.password, sasl.jaas.config) here in a mode-0600 file: a command line "
+        "is readable by every local user",
+    )
     p.add_argument("--audit-url", default=None, metavar="SQLALCHEMY_URL", help="audit every transition here")
     p.add_argument(
         "--audit-spool-dir", default=None, help="local spool of the audit writer (default: in $TMPDIR)"
@@ -84,6 +92,39 @@ def parse_listener(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+#: A server.properties file is a few kilobytes; anything larger is not one.
+MAX_PROPERTIES_BYTES = 1 << 20
+
+
+def read_server_properties(path: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (the first ``=`` splits; blank lines and ``#``/``!`` comments skipped),
+    as the simple form of Java's properties files Kafka's ``server.properties`` uses. Errors name
+    the line number, never its text (it may hold a password)."""
+    from kafka_controller.domain.errors import InvalidArgumentError
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PROPERTIES_BYTES + 1)
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot read --config-file {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_PROPERTIES_BYTES:
+        raise InvalidArgumentError(f"--config-file {path} is larger than {MAX_PROPERTIES_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"--config-file {path} is not UTF-8") from None
+    out: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(f"--config-file {path} line {number}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_controller.broker.config import BrokerConfig, parse_assignments
     from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
@@ -91,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         from kafka_controller.security.listeners import BrokerListeners
 
-        config = BrokerConfig.of(args.broker_id, parse_assignments(args.config))
+        settings = read_server_properties(args.config_file) if args.config_file else {}
+        config = BrokerConfig.of(args.broker_id, {**settings, **parse_assignments(args.config)})
         listener = None if args.listener is None else parse_listener(args.listener)
         BrokerListeners.of(config.kafka.security_originals(), listener).check()
         if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:

@@ -21,6 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from kafka_controller.controller.config import is_sensitive_key
+from kafka_controller.domain.errors import InvalidArgumentError
+
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 #: Processes started and not yet reaped; ``_kill_all`` ends them at interpreter exit.
@@ -50,6 +53,20 @@ def _die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+#: The broker's secret settings (``is_sensitive_key``), mode 0600 in its data directory.
+SECRET_SETTINGS = "secret.properties"
+
+
+def write_secret_settings(path: Path, settings: Mapping[str, str]) -> Path:
+    """``KEY=VALUE`` lines for the broker's ``--config-file``, created mode 0600 (never wider)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(f"{k}={v}\n" for k, v in settings.items()))
+    os.chmod(path, 0o600)  # an existing file keeps its mode through O_CREAT
+    return path
+
+
 def broker_command(
     broker_id: int,
     zookeeper: str,
@@ -66,7 +83,8 @@ def broker_command(
     listener_name: str = "PLAINTEXT",
 ) -> list[str]:
     """The command line of one broker (``python -m kafka_controller.cli.main broker ...``): a
-    PLAINTEXT listener with ``--listener``, any other (``SSL``) with Kafka's ``listeners``."""
+    PLAINTEXT listener with ``--listener``, any other (``SSL``) with Kafka's ``listeners``; secret
+    settings (passwords, JAAS entries) go to ``data_dir/secret.properties`` (``--config-file``)."""
     argv = [
         python or sys.executable,
         "-m",
@@ -84,8 +102,14 @@ def broker_command(
         "--log-level",
         log_level,
     ]
+    secrets = {k: v for k, v in config.items() if is_sensitive_key(k)}
     for key, value in config.items():
-        argv += ["--config", f"{key}={value}"]
+        if key not in secrets:
+            argv += ["--config", f"{key}={value}"]
+    if secrets:  # never on a command line, which every local user can read (ps, /proc/PID/cmdline)
+        if data_dir is None:
+            raise InvalidArgumentError("a broker with secret settings needs a data directory for them")
+        argv += ["--config-file", str(write_secret_settings(data_dir / SECRET_SETTINGS, secrets))]
     if metrics_port is not None:
         argv += ["--metrics-port", str(metrics_port), "--metrics-host", host]
     if audit_url:
