@@ -255,7 +255,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         passwords = {SUPER_USER: new_password(), INTER_BROKER_USER: new_password()}
         for user, password in passwords.items():
             credential = formatter.credential(password, 8192)
-            alter_user_credentials(self.store, user, {SCRAM_MECHANISM: credential})  # type: ignore[arg-type]
+            alter_user_credentials(self.store, user, {SCRAM_MECHANISM: credential})
         self._passwords = passwords
         target = self.data_dir / "client.properties"
         lines = [f"{k}={v}" for k, v in self.client_security().librdkafka().items()]
