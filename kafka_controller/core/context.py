@@ -1,7 +1,8 @@
-"""ControllerContext: the controller's cache of cluster metadata (spec §5).
+"""ControllerContext: the controller's cache of cluster metadata (docs/controller-behaviour.md §5).
 
 Touched only by the controller's event thread. Two counters are maintained incrementally, as in
-Kafka 2.8: the offline partition count (§5.4) and the preferred replica imbalance count (§5.5).
+Kafka 2.8: the offline partition count and the preferred replica imbalance count
+(docs/controller-behaviour.md §5.4, §5.5).
 The assignment is kept per topic (topic -> partition -> ReplicaAssignment) so that topic-wide
 lookups and removals do not scan every partition; a per-broker index is not kept (Kafka keeps none)
 — ``partitions_on_broker`` scans, which the controller calls once per broker event.
@@ -39,7 +40,8 @@ class ControllerStats:
 
 
 def has_preferred_leader(assignment: ReplicaAssignment, leadership: LeaderIsrAndControllerEpoch) -> bool:
-    """§5.5: a new preferred replica still being added counts as preferred until it joins the ISR."""
+    """A new preferred replica still being added counts as preferred until it joins the ISR
+    (docs/controller-behaviour.md §5.5)."""
     if not assignment.replicas:
         return True
     pref = assignment.replicas[0]

@@ -1,10 +1,11 @@
-"""Leader election: the pure algorithms (spec §2.2) and the per-partition wrappers (spec §2.3).
+"""Leader election: the pure algorithms and the per-partition wrappers
+(docs/controller-behaviour.md §2.2, §2.3).
 
 The algorithms take plain ints and return a choice; they touch no context, config or metrics
-(house rule 2). The wrappers (Kafka's ``Election`` object) add what depends on the context: which
-replicas count as live, the new ISR, the recipients of the LeaderAndIsr, and the unclean-election
-meter. Each wrapper takes a whole batch so that the liveness snapshot is built once per batch,
-not once per partition.
+(docs/rules.md, decisions are pure). The wrappers (Kafka's ``Election`` object) add what depends on
+the context: which replicas count as live, the new ISR, the recipients of the LeaderAndIsr, and the
+unclean-election meter. Each wrapper takes a whole batch so that the liveness snapshot is built once
+per batch, not once per partition.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ class ElectionResult:
     """One partition's election: the new LeaderAndIsr (``None`` = no leader) and its recipients.
 
     ``live_replicas`` is Kafka's name for the brokers that get the LeaderAndIsr if the write
-    succeeds; which brokers those are depends on the strategy (spec §2.3).
+    succeeds; which brokers those are depends on the strategy (docs/controller-behaviour.md §2.3).
     """
 
     topic_partition: TopicPartition

@@ -1,10 +1,11 @@
 """The controller events that broker responses become (Kafka's ``*ResponseReceived`` events).
 
 The request batch's response callbacks run on channel threads, so they do nothing but build one of
-these and hand it to the controller's event sink (house rule 5); the controller handles them on its
-event thread. ``controller_state`` names the Kafka ``ControllerState`` the event is timed under
-(``ControllerState.kafka_name`` in ``controller.controller_state``; core cannot import it), and
-``preempt`` does nothing, as in Kafka (nobody waits on these events).
+these and hand it to the controller's event sink (docs/rules.md, callbacks only enqueue); the
+controller handles them on its event thread. ``controller_state`` names the Kafka
+``ControllerState`` the event is timed under (``ControllerState.kafka_name`` in
+``controller.controller_state``; core cannot import it), and ``preempt`` does nothing, as in Kafka
+(nobody waits on these events).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ ResponseEvent = (
 
 # ---------------------------------------------------------------------- response callbacks
 # Built by the request batch, run on channel threads: each builds one event and hands it to the
-# controller's event sink, touching no controller state (house rule 5).
+# controller's event sink, touching no controller state (docs/rules.md, callbacks only enqueue).
 EventSink = Callable[[object], None]
 
 

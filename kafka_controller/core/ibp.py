@@ -1,10 +1,11 @@
 """Inter-broker protocol versions (Kafka's ``ApiVersion`` / 3.x ``MetadataVersion``), totally ordered.
 
 The controller's wire behaviour is gated on ``inter.broker.protocol.version``: which version of
-LeaderAndIsr, UpdateMetadata and StopReplica it sends (spec §6), whether AlterIsr replaces the ISR
-watches (2.7-IV2) and whether topics get ids (2.8-IV0). The list is Kafka's, through 3.6, so that
-every value a real cluster may carry parses; the default (``latest``) is 2.8-IV1, the version this
-project targets. 3.x values switch on the 3.x request versions only (spec §12).
+LeaderAndIsr, UpdateMetadata and StopReplica it sends (docs/controller-behaviour.md §6), whether
+AlterIsr replaces the ISR watches (2.7-IV2) and whether topics get ids (2.8-IV0). The list is
+Kafka's, through 3.6, so that every value a real cluster may carry parses; the default (``latest``)
+is 2.8-IV1, the version this project targets. 3.x values switch on the 3.x request versions only
+(docs/controller-behaviour.md §10).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class InterBrokerProtocolVersion:
         """KIP-704 (3.2+): an unclean leader is marked RECOVERING."""
         return self >= IBP_3_2_IV0
 
-    # --------------------------------------------------------------- request versions (spec §6)
+    # ------------------------------------------ request versions (docs/controller-behaviour.md §6)
     @property
     def leader_and_isr_request_version(self) -> int:
         if self >= IBP_3_4_IV0:

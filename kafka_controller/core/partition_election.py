@@ -125,7 +125,8 @@ class PartitionLeaderElector:
         partitions: list[TopicPartition],
         strategy: PartitionLeaderElectionStrategy,
     ) -> dict[TopicPartition, ElectionOutcome]:
-        """Rounds of read-elect-write; only BADVERSION partitions go round again (no limit, §3.6)."""
+        """Rounds of read-elect-write; only BADVERSION partitions go round again, without limit
+        (docs/controller-behaviour.md §3.6)."""
         states = self.controller_context.partition_states
         remaining: list[TopicPartition] = partitions
         finished: dict[TopicPartition, ElectionOutcome] = {}
@@ -307,7 +308,8 @@ class PartitionLeaderElector:
         allow_unclean: bool,
         config_failures: dict[str, Exception],
     ) -> list[tuple[TopicPartition, LeaderAndIsr | None, bool]]:
-        """Unclean is allowed per partition only when no ISR member is online (§3.6 step 4).
+        """Unclean is allowed per partition only when no ISR member is online
+        (docs/controller-behaviour.md §3.6).
 
         With ``allow_unclean`` false the topic configs are read even for an empty topic set, as
         Kafka does; a topic whose config cannot be read or is invalid fails its partitions.

@@ -98,7 +98,7 @@ class AbstractPartitionStateMachine(abc.ABC):
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
         """Elect leaders for New/Offline partitions (of ``topic``), skipping topics queued for deletion.
 
-        Unclean election is then decided per topic from its config (spec §3.6).
+        Unclean election is then decided per topic from its config (docs/controller-behaviour.md §3.6).
         """
         ctx = self.controller_context
         if topic is None:
@@ -277,7 +277,8 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
     def _initialize_leader_and_isr_for_partitions(
         self, partitions: list[TopicPartition]
     ) -> list[TopicPartition]:
-        """New -> Online: the first online replica leads, all online replicas form the ISR (§3.5)."""
+        """New -> Online: the first online replica leads, all online replicas form the ISR
+        (docs/controller-behaviour.md §3.5)."""
         ctx = self.controller_context
         live = LiveReplicaFilter(ctx)
         epoch = ctx.epoch

@@ -104,7 +104,8 @@ class IsrRemoval:
         partitions: Sequence[TopicPartition],
         failures: dict[TopicPartition, Exception] | None = None,
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-        """Take ``replica_id`` out of each partition's ISR (spec §4.4); return the updated states.
+        """Take ``replica_id`` out of each partition's ISR (docs/controller-behaviour.md §4.4);
+        return the updated states.
 
         Only partitions whose conditional write hit BADVERSION are retried, re-read each round and
         without limit, as in Kafka. Final failures are logged and put in ``failures`` if given;
@@ -245,8 +246,8 @@ class IsrRemoval:
                 )
 
         # Partitions whose ISR lacks the replica are not written, yet the cache is refreshed from
-        # what was read and stamped with this controller's epoch (spec §11 item 13). Streamed into
-        # the cache, without a list of the round's states beside ``results``.
+        # what was read and stamped with this controller's epoch (Kafka's ``doRemoveReplicasFromIsr``).
+        # Streamed into the cache, without a list of the round's states beside ``results``.
         def cache_now() -> Iterator[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]:
             for tp, lai in kept:
                 info = results[tp] = build_leader_isr_and_controller_epoch(lai, epoch)

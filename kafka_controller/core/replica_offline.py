@@ -47,7 +47,7 @@ __all__ = ["OfflineReplicaStep", "left_to_election"]
 _STATE_CHANGE_LOG = logging.getLogger("kafka_controller.state_change")
 _OFFLINE = ReplicaState.OFFLINE_REPLICA
 _ONLINE_PARTITION = PartitionState.ONLINE_PARTITION
-#: Audit text for a replica that kept its state although nothing failed (spec §4.4 step 5).
+#: Audit text for a replica that kept its state although nothing failed (docs/controller-behaviour.md §4.4).
 _DROPPED = "state znode missing and the topic is queued for deletion: change dropped"
 _Valid = list[tuple[PartitionAndReplica, ReplicaState]]
 

@@ -8,7 +8,7 @@ targets are moved here, as Kafka's ``doHandleStateChanges`` moves them.
 Moving a replica queues broker requests on the machine's own batch and, for OfflineReplica, takes
 it out of the ISR in the metadata store. One call is one ``new_batch`` / ``send_requests_to_brokers``
 pair and, per replica id, one store read (plus one write) per retry round: never a round trip per
-partition. Invalid transitions are logged and skipped, never raised (spec §1.2); only
+partition. Invalid transitions are logged and skipped, never raised (docs/controller-behaviour.md §1.2); only
 ``ControllerMovedError`` leaves ``handle_state_changes``.
 """
 
@@ -94,7 +94,8 @@ class AbstractReplicaStateMachine(abc.ABC):
         return self.controller_context
 
     def startup(self) -> None:
-        """Initialise every replica's state, then move online and offline replicas (spec §4.1).
+        """Initialise every replica's state, then move online and offline replicas
+        (docs/controller-behaviour.md §4.1).
 
         Both calls are made even with empty lists, as Kafka's are (the mock machines count them).
         The online list is dropped before the offline changes: at RF 3 it holds 240,000 keys
@@ -217,7 +218,7 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
             self.handle_state_changes(unled, _OFFLINE)
 
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
-        """Spec §4.2: one batch for the whole call, grouped by replica id.
+        """docs/controller-behaviour.md §4.2: one batch for the whole call, grouped by replica id.
 
         ``ControllerMovedError`` is re-raised (the controller resigns); anything else is logged and
         the batch is left unsent, as in Kafka. The audit gets one ``record`` call either way.

@@ -1,9 +1,11 @@
-"""ControllerBrokerRequestBatch: the requests one state change produces, sent per broker (spec §6).
+"""ControllerBrokerRequestBatch: the requests one state change produces, sent per broker
+(docs/controller-behaviour.md §6).
 
 The state machines queue per-partition entries (``add_*``); ``send_requests_to_brokers`` turns them
 into one LeaderAndIsr, one UpdateMetadata and one (or, before IBP 2.6, two) StopReplica request per
 live-or-shutting-down broker, in that order, and hands them to the ``BrokerChannel`` port. Response
-callbacks run on channel threads and only build an event for ``event_sink`` (house rule 5).
+callbacks run on channel threads and only build an event for ``event_sink``
+(docs/rules.md, callbacks only enqueue).
 
 Requests hold what their version carries on the wire: topic ids only from LeaderAndIsr v5 (zero
 ids for the grouped v2-v4) and UpdateMetadata v7, StopReplica leader epochs only from v3 (else -1).

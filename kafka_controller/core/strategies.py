@@ -1,4 +1,5 @@
-"""The four leader-election strategies (spec §2.1), as values the state machines dispatch on."""
+"""The four leader-election strategies (docs/controller-behaviour.md §2.1), as values the state
+machines dispatch on."""
 
 from __future__ import annotations
 

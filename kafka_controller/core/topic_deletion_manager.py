@@ -1,4 +1,4 @@
-"""Topic deletion (spec §8.9, §11 items 14-15): Kafka 2.8's ``TopicDeletionManager``.
+"""Topic deletion (docs/controller-behaviour.md §8.9): Kafka 2.8's ``TopicDeletionManager``.
 
 Why it is shaped this way:
 
@@ -6,11 +6,12 @@ Why it is shaped this way:
   step, made even when the list is empty (KAFKA-9499; Kafka's tests count these calls). Deleting
   many topics costs a few batched rounds, not one round per topic.
 * Partitions go Offline -> NonExistent *before* ``ctx.begin_topic_deletion``, so that the offline
-  partition count drops back for a topic being deleted (§5.4).
-* Two notions of "deletion in progress" coexist (§11.15): ``ctx.is_topic_deletion_in_progress``
-  (the topic's deletion has started) and this manager's private one (some replica is in
-  ReplicaDeletionStarted, i.e. a StopReplica(delete=true) is still outstanding). Only the private
-  one gates a (re)start, so nothing is retried while any delete request is in flight.
+  partition count drops back for a topic being deleted (docs/controller-behaviour.md §5.4).
+* Two notions of "deletion in progress" coexist, as in Kafka's ``TopicDeletionManager``:
+  ``ctx.is_topic_deletion_in_progress`` (the topic's deletion has started) and this manager's
+  private one (some replica is in ReplicaDeletionStarted, i.e. a StopReplica(delete=true) is still
+  outstanding). Only the private one gates a (re)start, so nothing is retried while any delete
+  request is in flight.
 
 Runs only on the controller's event thread. Writes to the metadata store go through the
 ``DeletionClient`` and are fenced with ``ctx.epoch_zk_version``.
@@ -239,7 +240,8 @@ class TopicDeletionManager:
             partitions = [tp for t in unseen for tp in partitions_of[t]]
             self._psm.handle_state_changes(partitions, PartitionState.OFFLINE_PARTITION)
             self._psm.handle_state_changes(partitions, PartitionState.NON_EXISTENT_PARTITION)
-            # After the state changes, so that the offline partition count is decremented (§5.4).
+            # After the state changes, so that the offline partition count is decremented
+            # (docs/controller-behaviour.md §5.4).
             ctx.begin_topic_deletion(unseen)
         # Brokers learn leader -2 for these partitions and stop serving them.
         self._client.send_metadata_update([tp for t in topics for tp in partitions_of[t]])
@@ -285,7 +287,8 @@ class TopicDeletionManager:
         return topic in self._ctx.topics_ineligible_for_deletion
 
     def _is_deletion_in_progress(self, any_replica_started: bool) -> bool:
-        """The manager's own notion: a delete request is outstanding for some replica (§11.15).
+        """The manager's own notion (Kafka's ``isDeletionInProgress``): a delete request is
+        outstanding for some replica.
 
         Not ``ctx.is_topic_deletion_in_progress`` (deletion *started*), which stays true between
         rounds; this one is false once every StopReplica(delete=true) has been answered.

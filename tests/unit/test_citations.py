@@ -52,26 +52,7 @@ RULE_CITATION = re.compile(r"docs/rules\.md, ([A-Za-z' -]+[A-Za-z])")
 NUMBERED_HEADING = re.compile(r"^#+ +(\d+(?:\.\d+)*)\.? ")
 
 #: Files that still cite outside documents, each with why it was left. Shrink it; never grow it.
-ALLOWED: dict[str, str] = {
-    # kafka_controller/core/ was being split by collaboration (mixin chains into objects) while the
-    # citations were rewritten; its citations are left to the engineer who owns that package. The
-    # replacements: "spec §N" -> "docs/controller-behaviour.md §N" (§11 checklist items -> the
-    # topic's section, §12 -> §10), "house rule 2/5" -> "docs/rules.md, decisions are pure" /
-    # "docs/rules.md, callbacks only enqueue".
-    "kafka_controller/core/batch_api.py": "core/ restructure in flight",
-    "kafka_controller/core/context.py": "core/ restructure in flight",
-    "kafka_controller/core/election.py": "core/ restructure in flight",
-    "kafka_controller/core/events.py": "core/ restructure in flight",
-    "kafka_controller/core/ibp.py": "core/ restructure in flight",
-    "kafka_controller/core/partition_election.py": "core/ restructure in flight",
-    "kafka_controller/core/partition_state_machine.py": "core/ restructure in flight",
-    "kafka_controller/core/replica_isr.py": "core/ restructure in flight",
-    "kafka_controller/core/replica_offline.py": "core/ restructure in flight",
-    "kafka_controller/core/replica_state_machine.py": "core/ restructure in flight",
-    "kafka_controller/core/request_batch.py": "core/ restructure in flight",
-    "kafka_controller/core/strategies.py": "core/ restructure in flight",
-    "kafka_controller/core/topic_deletion_manager.py": "core/ restructure in flight",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def _scanned_files() -> list[Path]:
