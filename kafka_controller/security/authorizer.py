@@ -225,17 +225,67 @@ def parse_super_users(text: str | None) -> frozenset[str]:
     return frozenset(p.strip() for p in (text or "").split(";") if p.strip())
 
 
-def applicable_entries(acls: Acls, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
-    """The entries that apply to one resource: LITERAL exact and ``*``, PREFIXED of any prefix."""
-    out: list[AccessControlEntry] = []
-    for key in (
-        ResourcePattern(resource_type, name, PatternType.LITERAL),
-        ResourcePattern(resource_type, WILDCARD, PatternType.LITERAL),
-    ):
-        out.extend(acls.get(key, ()))
-    for end in range(len(name) + 1):  # a prefix may be any length, the empty one included
-        out.extend(acls.get(ResourcePattern(resource_type, name[:end], PatternType.PREFIXED), ()))
-    return out
+class AclIndex:
+    """The same ACLs keyed for the decision: per resource type, LITERAL names and PREFIXED names
+    (with the prefix lengths that occur), so finding what applies to a name costs a few string
+    lookups, whatever the number of ACLs."""
+
+    __slots__ = ("literal", "prefix_lengths", "prefixed")
+
+    def __init__(self, acls: Acls) -> None:
+        self.literal: dict[ResourceType, dict[str, frozenset[AccessControlEntry]]] = {}
+        self.prefixed: dict[ResourceType, dict[str, frozenset[AccessControlEntry]]] = {}
+        lengths: dict[ResourceType, set[int]] = {}
+        for p, entries in acls.items():
+            if p.pattern_type == PatternType.LITERAL:
+                self.literal.setdefault(p.resource_type, {})[p.name] = frozenset(entries)
+            elif p.pattern_type == PatternType.PREFIXED:
+                self.prefixed.setdefault(p.resource_type, {})[p.name] = frozenset(entries)
+                lengths.setdefault(p.resource_type, set()).add(len(p.name))
+        self.prefix_lengths = {rt: sorted(ls) for rt, ls in lengths.items()}
+
+    def with_pattern(self, p: ResourcePattern, entries: frozenset[AccessControlEntry]) -> AclIndex:
+        """A new index with one pattern's entries replaced (none: removed); only the names of that
+        resource type and pattern type are copied, the rest is shared (neither is ever mutated)."""
+        out = AclIndex({})
+        out.literal, out.prefixed, out.prefix_lengths = (
+            dict(self.literal),
+            dict(self.prefixed),
+            dict(self.prefix_lengths),
+        )
+        table = out.literal if p.pattern_type == PatternType.LITERAL else out.prefixed
+        names = dict(table.get(p.resource_type, {}))
+        if entries:
+            names[p.name] = entries
+        else:
+            names.pop(p.name, None)
+        table[p.resource_type] = names
+        if p.pattern_type == PatternType.PREFIXED:
+            out.prefix_lengths[p.resource_type] = sorted({len(n) for n in names})
+        return out
+
+    def applicable(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
+        """The entries that apply to one resource: LITERAL exact and ``*``, PREFIXED of any prefix."""
+        out: list[AccessControlEntry] = []
+        literal = self.literal.get(resource_type)
+        if literal:
+            out.extend(literal.get(name, ()))
+            out.extend(literal.get(WILDCARD, ()))
+        prefixed = self.prefixed.get(resource_type)
+        if prefixed:
+            for length in self.prefix_lengths[resource_type]:
+                if length > len(name):
+                    break
+                out.extend(prefixed.get(name[:length], ()))
+        return out
+
+
+def applicable_entries(
+    acls: Acls | AclIndex, resource_type: ResourceType, name: str
+) -> list[AccessControlEntry]:
+    """The entries that apply to one resource (see ``AclIndex.applicable``)."""
+    index = acls if isinstance(acls, AclIndex) else AclIndex(acls)
+    return index.applicable(resource_type, name)
 
 
 def _matches(e: AccessControlEntry, principal: str, host: str, operations: frozenset[AclOperation]) -> bool:
@@ -247,7 +297,7 @@ def _matches(e: AccessControlEntry, principal: str, host: str, operations: froze
 
 
 def authorize(
-    acls: Acls,
+    acls: Acls | AclIndex,
     principal: str,
     host: str,
     operation: AclOperation,
@@ -283,14 +333,19 @@ class AclCache:
         self._acls: dict[ResourcePattern, frozenset[AccessControlEntry]] = {
             p: frozenset(es) for p, es in (acls or {}).items() if es
         }
+        self._index = AclIndex(self._acls)
 
     def snapshot(self) -> Acls:
         return self._acls  # replaced, never mutated: a reader keeps a consistent view
 
+    def index(self) -> AclIndex:
+        return self._index  # replaced together with the snapshot, never mutated
+
     def replace_all(self, acls: Acls) -> None:
         fresh = {p: frozenset(es) for p, es in acls.items() if es}
+        index = AclIndex(fresh)
         with self._lock:
-            self._acls = fresh
+            self._acls, self._index = fresh, index
 
     def update(self, pattern: ResourcePattern, entries: Iterable[AccessControlEntry]) -> None:
         """One pattern's entries as ZooKeeper now has them (none: the pattern is gone)."""
@@ -301,7 +356,10 @@ class AclCache:
                 acls[pattern] = fresh
             else:
                 acls.pop(pattern, None)
-            self._acls = acls
+            index = self._index
+            if pattern.pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
+                index = index.with_pattern(pattern, fresh)
+            self._acls, self._index = acls, index
 
     def bindings(self, f: AclBindingFilter | None = None) -> list[AclBinding]:
         """Every binding the filter matches, sorted (Kafka's ``acls(filter)``)."""
@@ -323,7 +381,7 @@ class Authorizer:
         self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str
     ) -> bool:
         return authorize(
-            self.cache.snapshot(),
+            self.cache.index(),
             principal,
             host,
             operation,

@@ -276,3 +276,45 @@ def test_notices_older_than_fifteen_minutes_are_purged_by_whoever_reads_them() -
     # the old one was seen at start; a broker starting now purges it
     AclChangeListener(zk, store, zk._backend, AclCache(), tasks.append, Clock()).start()  # type: ignore[arg-type]
     assert not zk.path_exists(old) and zk.path_exists(fresh)
+
+
+def test_the_cache_index_kept_by_updates_decides_as_one_built_from_scratch() -> None:
+    import random
+
+    from kafka_controller.security.authorizer import AclIndex
+
+    rng = random.Random(7)
+    cache = AclCache()
+    names = ["", "o", "or", "ord", "orders", "*", "other", "x"]
+    for _ in range(300):
+        p = ResourcePattern(
+            rng.choice([T.TOPIC, T.GROUP]), rng.choice(names) or "o", rng.choice([P.LITERAL, P.PREFIXED])
+        )
+        entries = {
+            acl(
+                rng.choice([ALICE, BOB, "User:*"]),
+                rng.choice([Op.READ, Op.ALL, Op.DESCRIBE]),
+                rng.choice([ALLOW, DENY]),
+            )
+            for _ in range(rng.randrange(0, 3))
+        }
+        cache.update(p, entries)
+        rebuilt = AclIndex(cache.snapshot())
+        for name in ("orders", "ord", "x", "other"):
+            for rt in (T.TOPIC, T.GROUP):
+                kept = sorted(cache.index().applicable(rt, name))
+                assert kept == sorted(rebuilt.applicable(rt, name))
+                assert kept == sorted(applicable_from_scratch(cache.snapshot(), rt, name))
+
+
+def applicable_from_scratch(acls: dict, rt: ResourceType, name: str) -> list[AccessControlEntry]:
+    """The rule written out plainly: literal name or ``*``, or a prefixed pattern the name starts with."""
+    out: list[AccessControlEntry] = []
+    for p, entries in acls.items():
+        if p.resource_type != rt:
+            continue
+        if (p.pattern_type == P.LITERAL and p.name in (name, "*")) or (
+            p.pattern_type == P.PREFIXED and name.startswith(p.name)
+        ):
+            out.extend(entries)
+    return out
