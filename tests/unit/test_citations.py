@@ -19,8 +19,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED_DIRS = ("kafka_controller", "tests", "bench", "dags", "plugins", "docs", ".ci")
 SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".sh", ".sql", ".txt", ""}
@@ -116,13 +114,16 @@ def test_no_citation_points_outside_the_repository() -> None:
     )
 
 
-@pytest.mark.parametrize("rel", sorted(ALLOWED))
-def test_allow_list_only_shrinks(rel: str) -> None:
-    path = ROOT / rel
-    assert ALLOWED[rel].strip(), f"{rel}: an allow-list entry needs its reason"
-    assert path.is_file() and _outside_citations(_text(path), own_sections=_is_doc_page(path)), (
-        f"{rel} no longer cites an outside document (or is gone): remove it from ALLOWED"
-    )
+def test_allow_list_only_shrinks() -> None:
+    """One test, not one per entry, so that an empty allow-list still runs (and passes)."""
+    stale = []
+    for rel, reason in sorted(ALLOWED.items()):
+        path = ROOT / rel
+        if not reason.strip():
+            stale.append(f"{rel}: an allow-list entry needs its reason")
+        elif not (path.is_file() and _outside_citations(_text(path), own_sections=_is_doc_page(path))):
+            stale.append(f"{rel} no longer cites an outside document (or is gone): remove it")
+    assert not stale, stale
 
 
 def _numbered_sections(doc: Path) -> set[str]:
