@@ -67,6 +67,7 @@ def socket_settings(kafka: KafkaConfig) -> SocketSettings:
         sasl_server_max_receive_size=kafka.sasl_server_max_receive_size,
         queued_max_request_bytes=kafka.queued_max_request_bytes,
         connections_max_idle_ms=kafka.connections_max_idle_ms,
+        connection_failed_authentication_delay_ms=kafka.connection_failed_authentication_delay_ms,
         max_connections=kafka.max_connections,
         max_connections_per_ip=kafka.max_connections_per_ip,
         max_connections_per_ip_overrides=kafka.max_connections_per_ip_overrides_map,

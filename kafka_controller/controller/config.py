@@ -36,6 +36,7 @@ SOCKET_REQUEST_MAX_BYTES = "socket.request.max.bytes"
 QUEUED_MAX_REQUEST_BYTES = "queued.max.request.bytes"
 SASL_SERVER_MAX_RECEIVE_SIZE = "sasl.server.max.receive.size"
 CONNECTIONS_MAX_IDLE_MS = "connections.max.idle.ms"
+CONNECTION_FAILED_AUTHENTICATION_DELAY_MS = "connection.failed.authentication.delay.ms"
 MAX_CONNECTIONS = "max.connections"
 MAX_CONNECTIONS_PER_IP = "max.connections.per.ip"
 MAX_CONNECTIONS_PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
@@ -130,6 +131,7 @@ _KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     QUEUED_MAX_REQUEST_BYTES: (_int_at_least(_LONG_MIN, _LONG_MAX), -1),
     SASL_SERVER_MAX_RECEIVE_SIZE: (_int_at_least(1, _INT_MAX), 524288),
     CONNECTIONS_MAX_IDLE_MS: (_int_at_least(_LONG_MIN, _LONG_MAX), 600000),
+    CONNECTION_FAILED_AUTHENTICATION_DELAY_MS: (_int_at_least(0, _INT_MAX), 100),
     MAX_CONNECTIONS: (_int_at_least(0, _INT_MAX), _INT_MAX),
     MAX_CONNECTIONS_PER_IP: (_int_at_least(0, _INT_MAX), _INT_MAX),
     MAX_CONNECTIONS_PER_IP_OVERRIDES: (_overrides, ""),
@@ -247,6 +249,7 @@ class KafkaConfig:
     queued_max_request_bytes: int = -1
     sasl_server_max_receive_size: int = 524288
     connections_max_idle_ms: int = 600000
+    connection_failed_authentication_delay_ms: int = 100
     max_connections: int = _INT_MAX
     max_connections_per_ip: int = _INT_MAX
     max_connections_per_ip_overrides: str = ""

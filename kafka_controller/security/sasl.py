@@ -25,9 +25,12 @@ the connection without an answer. Any other request before authentication closes
 Every failure is logged (INFO) with the peer, the listener and the mechanism; never a user's
 password, nor the token that carried it.
 
-Deviations from Kafka 2.8: no ``connection.failed.authentication.delay.ms`` (the refusal is
-answered at once; a handler thread is never parked for it); no re-authentication (KIP-368:
-``connections.max.reauth.ms`` is 0, Kafka's default, so the session lifetime is always 0).
+A refused exchange says ``failed``: the transport then holds the answer (or the close) for
+``connection.failed.authentication.delay.ms`` (Kafka's default 100) on the network thread, never a
+handler thread, and closes the connection once it is written, as Kafka's ``Selector`` does.
+
+Deviation from Kafka 2.8: no re-authentication (KIP-368: ``connections.max.reauth.ms`` is 0,
+Kafka's default, so the session lifetime is always 0).
 """
 
 from __future__ import annotations

@@ -35,6 +35,9 @@ from kafka_controller.transport.tls import TlsChannel
 
 #: Kafka's principal of a peer that did not authenticate (``KafkaPrincipal.ANONYMOUS``).
 ANONYMOUS = "User:ANONYMOUS"
+#: ``Connection.refusal`` of a peer whose authentication failed (its authenticator's ``failed``):
+#: its answer waits ``connection.failed.authentication.delay.ms``, then the connection is closed.
+AUTHENTICATION_FAILED = "authentication failed"
 
 
 class Authenticator(Protocol):

@@ -40,6 +40,9 @@ class SocketSettings:
     sasl_server_max_receive_size: int = 524288
     queued_max_request_bytes: int = -1
     connections_max_idle_ms: int = 600_000
+    #: How long a refused authentication waits before its answer (or close): Kafka's brake on
+    #: clients that retry failed logins in a tight loop.
+    connection_failed_authentication_delay_ms: int = 100
     max_connections: int = INT_MAX
     max_connections_per_ip: int = INT_MAX
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)

@@ -15,6 +15,8 @@ What the thread decides on its own, each named with the peer in one log line:
 * a connection that has sent nothing, stopped mid-frame or stopped reading its answer for
   ``connections.max.idle.ms`` is closed (Kafka's ``Selector`` idle expiry); time a request spends
   with a handler or waiting for memory is the server's, not the peer's, and does not count;
+* a connection whose authentication failed gets its answer (or its close) only after
+  ``connection.failed.authentication.delay.ms``, and is then closed (Kafka's delayed close);
 * a connection over its address's ``max.connections.per.ip`` (or override) is closed at once;
 * at ``max.connections`` the listener stops accepting until a connection closes;
 * a TLS listener's handshake that fails (a plaintext client, an untrusted or missing client
@@ -42,7 +44,13 @@ from collections.abc import Callable
 
 from kafka_controller.domain.requests import Errors
 from kafka_controller.transport import framing
-from kafka_controller.transport.connection import Authenticator, Connection, PendingAuthenticator, State
+from kafka_controller.transport.connection import (
+    AUTHENTICATION_FAILED,
+    Authenticator,
+    Connection,
+    PendingAuthenticator,
+    State,
+)
 from kafka_controller.transport.limits import (
     ConnectionQuotas,
     MemoryPool,
@@ -115,6 +123,10 @@ class Processor:
         self._wake_w.setblocking(False)
         #: Answers from handler threads: bytes to frame, a framed remainder (memoryview), or None.
         self._responses: collections.deque[tuple[Connection, bytes | memoryview | None]] = collections.deque()
+        #: Refused authentications, answered after ``connection.failed.authentication.delay.ms``:
+        #: handed over by handler threads, then held (due time, connection, answer) by this thread.
+        self._delayed_in: collections.deque[tuple[Connection, bytes | None]] = collections.deque()
+        self._delayed: list[tuple[float, Connection, bytes | None]] = []
         self._conns: set[Connection] = set()
         self._lru: dict[Connection, None] = {}  # READING/WRITING connections, least recently active first
         self._timed: set[Connection] = set()  # REFUSING/LINGERING connections
@@ -157,7 +169,12 @@ class Processor:
         reaches the peer without waiting for the network thread to be scheduled, which on a busy
         machine was most of a small request's round trip. The network thread does not touch a
         connection while its request is in flight, so the two never write at once."""
-        if answer is None or conn.tls is not None or self._stopping:
+        if (
+            conn.refusal == AUTHENTICATION_FAILED
+            and self._settings.connection_failed_authentication_delay_ms > 0
+        ):
+            self._delayed_in.append((conn, answer))  # the network thread answers it later
+        elif answer is None or conn.tls is not None or self._stopping:
             self._responses.append((conn, answer))
         else:
             frame = memoryview(_HEADER.pack(len(answer)) + answer)
@@ -256,6 +273,7 @@ class Processor:
         if self._lru and idle_s >= 0:
             deadlines.append(next(iter(self._lru)).last_active + idle_s)
         deadlines.extend(c.deadline for c in self._timed)
+        deadlines.extend(due for due, _, _ in self._delayed)
         if not self._listening and self._accept_resume_at > now:
             deadlines.append(self._accept_resume_at)
         return max(0.0, min(deadlines) - now)
@@ -454,7 +472,19 @@ class Processor:
             self._close(conn, None)
 
     # -- writing -------------------------------------------------------------------------------------
+    def _release_delayed(self, now: float) -> None:
+        """Refused authentications whose delay is over join the answers to write (or close)."""
+        delay_s = self._settings.connection_failed_authentication_delay_ms / 1000.0
+        while self._delayed_in:
+            conn, answer = self._delayed_in.popleft()
+            self._delayed.append((now + delay_s, conn, answer))
+        due = [entry for entry in self._delayed if entry[0] <= now]
+        if due:
+            self._delayed = [entry for entry in self._delayed if entry[0] > now]
+            self._responses.extend((conn, answer) for _, conn, answer in due)
+
     def _drain_responses(self, now: float) -> None:
+        self._release_delayed(now)
         released = False
         while self._responses:
             conn, answer = self._responses.popleft()

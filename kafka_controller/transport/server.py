@@ -69,7 +69,12 @@ from kafka_controller.transport.codec import (
     UPDATE_METADATA,
     ApiRegistry,
 )
-from kafka_controller.transport.connection import Authenticator, Connection, PlaintextAuthenticator
+from kafka_controller.transport.connection import (
+    AUTHENTICATION_FAILED,
+    Authenticator,
+    Connection,
+    PlaintextAuthenticator,
+)
 from kafka_controller.transport.errors import ProtocolError, TransportError
 from kafka_controller.transport.limits import ConnectionQuotas, SocketSettings, resolve_overrides
 from kafka_controller.transport.processor import AuthenticatorFactory, Processor
@@ -294,10 +299,11 @@ class TransportServer:
         try:
             if not conn.authenticated:
                 answer = conn.authenticator.receive(payload)
-                if answer is not None and getattr(conn.authenticator, "failed", False):
-                    # Kafka's SaslServerAuthenticator: the refusal is sent, then the connection
-                    # closed (read by the network thread once the answer is written)
-                    conn.refusal = "authentication failed"
+                if getattr(conn.authenticator, "failed", False):
+                    # Kafka's SaslServerAuthenticator: after connection.failed.authentication.delay.ms
+                    # the refusal (if any) is sent, then the connection closed (the network thread
+                    # reads this once the answer is handed over)
+                    conn.refusal = AUTHENTICATION_FAILED
             elif self._raw_handler is not None and is_raw_frame(payload):
                 answer = self._raw_handler(payload)
             else:

@@ -679,3 +679,30 @@ def test_configs_alter_users_on_a_real_zookeeper_reaches_running_brokers(zk_conn
     finally:
         for broker in brokers:
             broker.crash()
+
+
+def test_a_refusal_waits_connection_failed_authentication_delay_ms_then_closes(
+    start_broker: Callable[..., BrokerServer],
+) -> None:
+    settings = {
+        **sasl_settings({"SASL_PLAINTEXT": "SASL_PLAINTEXT", "INTERNAL": "PLAINTEXT"}, "INTERNAL"),
+        "connection.failed.authentication.delay.ms": "5000",
+    }
+    server = start_broker(1, settings)
+    port = server.transport.ports["SASL_PLAINTEXT"]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        assert _call(s, wire.handshake_request(1, "PLAIN", "t")) is not None
+        framing.write_frame(s, wire.authenticate_request(2, b"\0carol\0wrong", "t"))
+        s.settimeout(1)
+        with pytest.raises(TimeoutError):  # held back: not answered at once
+            s.recv(1)
+        s.settimeout(10)
+        answer = framing.read_frame(s, 1 << 20)
+        assert answer is not None
+        assert wire.read_authenticate_response(wire.Reader(answer))[1] == wire.SASL_AUTHENTICATION_FAILED
+        assert s.recv(1) == b""  # then closed
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # a good login is not held
+        assert _call(s, wire.handshake_request(1, "PLAIN", "t")) is not None
+        s.settimeout(4)  # well inside the 5 s a refusal waits
+        ok = _call(s, wire.authenticate_request(2, f"\0carol\0{PLAIN_PASSWORD}".encode(), "t"))
+        assert ok is not None and wire.read_authenticate_response(wire.Reader(ok))[1] == 0
