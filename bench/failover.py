@@ -243,6 +243,8 @@ def run_once(
         layout, audit=audit, broker_config=config, zk_servers=zk_servers, security=security
     ) as bench:
         result = fail_over(bench, client_view)
+        brokers = bench.store.get_all_brokers_and_epochs()
+        result["listeners"] = sorted({ep.listener_name for b in brokers for ep in b.endpoints})
         result["setup_seconds"] = {k: round(v, 1) for k, v in bench.setup_seconds.items()}
     return result
 

@@ -42,6 +42,21 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
     assert "client_all_led_seconds" not in run  # not at the 100,000-partition layout's cases
 
 
+def test_failover_benchmark_on_a_sasl_ssl_cluster_beside_plaintext(tmp_path: Path) -> None:
+    result = run_bench(
+        tmp_path, "failover.py", "--rf", "3", "--scale", "0.01", "--no-audit", "--no-10k",
+        "--security", "plaintext", "sasl_ssl",
+    )  # fmt: skip
+    plain, secured = result["rf3"], result["secured"]["sasl_ssl"]["rf3"]
+    assert plain["audit_off"]["listeners"] == ["PLAINTEXT"]
+    assert secured["audit_off"]["listeners"] == ["SASL_SSL"]  # the brokers really were secured
+    assert secured["audit_off"]["new_controller"] != secured["audit_off"]["old_controller"]
+    assert secured["audit_off"]["state_znodes_written"] > 0
+    assert secured["failover_to_plaintext"] == round(
+        secured["audit_off"]["failover_seconds"] / plain["audit_off"]["failover_seconds"], 2
+    )
+
+
 def test_controlled_shutdown_benchmark_leaves_the_broker_leading_nothing(tmp_path: Path) -> None:
     result = run_bench(tmp_path, "controlled_shutdown.py", "--scale", "0.01", "--reps", "2")
     for case in ("audit_off", "audit_on"):
