@@ -303,3 +303,24 @@ def test_connection_secrets_stay_out_of_logs_xcoms_and_audit(env: Env, capfd, mo
     assert secret not in out + err
     logs = [p for p in (env.home / "logs").rglob("*") if p.is_file()]
     assert all(secret not in p.read_text(errors="replace") for p in logs)
+
+
+def test_sasl_credentials_stay_out_of_logs_xcoms_and_audit(env: Env, capfd, monkeypatch) -> None:
+    """With a SASL protocol the connection's login and password are the brokers' SASL login: the
+    run's parameters name the user and the protocol, and the password is nowhere."""
+    secret = "sasl-Pa55word-e41b"
+    conn = json.loads(os.environ[CLUSTER_ENV])
+    conn.update(login="ops-admin", password=secret)
+    conn["extra"].update(security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512")
+    monkeypatch.setenv(CLUSTER_ENV, json.dumps(conn))
+    run, tis = env.run("controller_failover_drill", {})  # a dry run: planned, no broker asked
+    assert run.state == "success"
+    assert secret not in json.dumps(tis, default=str)
+    shown = env.operations(run)["controller_failover_drill"]["parameters"]["cluster"]
+    assert (shown["sasl_username"], shown["security_protocol"]) == ("ops-admin", "SASL_PLAINTEXT")
+    assert shown["digest_user"] is None  # the login is SASL's, not ZooKeeper's
+    assert secret not in json.dumps(list_operations(env.engine, limit=1000, dry_runs=True), default=str)
+    out, err = capfd.readouterr()
+    assert secret not in out + err
+    logs = [p for p in (env.home / "logs").rglob("*") if p.is_file()]
+    assert all(secret not in p.read_text(errors="replace") for p in logs)
