@@ -127,11 +127,16 @@ class ExitSupervisor:
             self._seen.add(key)
             if proc.exit_requested or self._stopped.is_set():
                 continue
-            log.warning(
-                "broker %d (pid %d) exited with code %s, not at our request",
+            # code 0 is a broker's own clean shutdown, which only a request starts (a lifecycle
+            # backend's or an operator's SIGTERM): expected, so no warning in a task log or the demo
+            clean = proc.returncode == 0
+            log.log(
+                logging.DEBUG if clean else logging.WARNING,
+                "broker %d (pid %d) exited with code %s, %s",
                 proc.broker_id,
                 proc.pid,
                 proc.returncode,
+                "a clean shutdown asked for from outside this process" if clean else "not at our request",
             )
             exited = ExitedProcess(proc.broker_id, proc.pid, proc.returncode)
             self._handlers = [h for h in self._handlers if h.is_alive()]

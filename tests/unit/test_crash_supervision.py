@@ -4,6 +4,7 @@ owner asked for (real child processes, no ZooKeeper)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import signal
@@ -39,6 +40,7 @@ from kafka_controller.zk.session_close import (
     check_owner,
     close_recorded_session,
 )
+from tests.broker.helpers import wait_until
 
 RECORD = SessionRecord(3, 4242, 99, 0x1234ABCD, bytes(range(16)), 0x500)
 
@@ -246,3 +248,42 @@ def test_a_crash_is_handled_while_an_earlier_one_still_is(tmp_path: Path) -> Non
         supervisor.stop()
         first.kill()
         second.kill()
+
+
+def test_a_clean_shutdown_asked_for_from_elsewhere_is_no_warning(tmp_path: Path, caplog) -> None:
+    """A broker stopped by someone else's SIGTERM (a lifecycle backend restarting it) exits 0: the
+    supervisor still handles it, at DEBUG; a crash is still a warning."""
+    clean = BrokerProcess(
+        1,
+        [
+            sys.executable,
+            "-c",
+            "import pathlib, signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
+            "pathlib.Path(sys.argv[1]).touch(); time.sleep(60)",
+            str(tmp_path / "ready"),
+        ],
+        tmp_path / "1.log",
+    )
+    clean.start()
+    crashed = _sleeper(tmp_path, 2)
+    reports: queue.Queue[tuple[int, int | None]] = queue.Queue()
+    caplog.set_level(logging.DEBUG, logger="kafka_controller.cluster.supervisor")
+    supervisor = ExitSupervisor(
+        lambda: [clean, crashed], lambda p: reports.put((p.broker_id, p.returncode))
+    ).start()
+    try:
+        assert clean.pid is not None and crashed.pid is not None
+        wait_until(lambda: (tmp_path / "ready").exists(), "the child's SIGTERM handler", 10.0)
+        os.kill(clean.pid, signal.SIGTERM)  # from elsewhere, answered with a clean exit
+        assert reports.get(timeout=10.0) == (1, 0)
+        os.kill(crashed.pid, signal.SIGKILL)
+        assert reports.get(timeout=10.0) == (2, -signal.SIGKILL)
+    finally:
+        supervisor.stop()
+        clean.kill()
+        crashed.kill()
+    said = [
+        (r.levelno, r.getMessage()) for r in caplog.records if r.name == "kafka_controller.cluster.supervisor"
+    ]
+    assert [level for level, message in said if "broker 1 " in message] == [logging.DEBUG]
+    assert [level for level, message in said if "broker 2 " in message] == [logging.WARNING]
