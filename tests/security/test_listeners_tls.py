@@ -192,14 +192,23 @@ def test_kafka_python_over_tls_and_mtls(
 def test_kafka_python_is_refused_without_tls_and_without_a_client_certificate(
     broker: tuple[BrokerServer, InMemoryZooKeeper, Path], pki: Pki
 ) -> None:
-    from kafka.errors import KafkaError
+    from kafka.errors import KafkaTimeoutError
 
     server, _, _ = broker
     tls = {"security_protocol": "SSL", "ssl_cafile": str(pki.truststore)}
+    # KafkaTimeoutError (no bootstrap), not any KafkaError: a misspelt client setting is a
+    # KafkaError too, raised before the client ever connects, which would pass untested
     for address, settings in ((_address(server, "SSL"), {}), (_address(server, "MTLS"), tls)):
-        with pytest.raises(KafkaError):
-            admin = _kafka_python(address, api_version_auto_timeout_ms=3000, **settings)
-            admin.list_topics()
+        with pytest.raises(KafkaTimeoutError):
+            _kafka_python(address, bootstrap_timeout_ms=3000, **settings).list_topics()
+    # the same client with the credentials each listener wants is served (the control)
+    mtls = {**tls, "ssl_certfile": str(pki.client_cert), "ssl_keyfile": str(pki.client_key)}
+    for address, settings in ((_address(server, "SSL"), tls), (_address(server, "MTLS"), mtls)):
+        admin = _kafka_python(address, bootstrap_timeout_ms=10_000, **settings)
+        try:
+            assert isinstance(admin.list_topics(), list)
+        finally:
+            admin.close()
 
 
 # -- the network thread -----------------------------------------------------------------------------
