@@ -1,62 +1,57 @@
 """``ZkMetadataStore``: the metadata-store port over any ``ZkBackend`` (docs/controller-behaviour.md §7).
 
-This file holds the partition-state part (the hot path: batched multi-reads and fenced batched
-multis) and watch registration, and puts the other concerns' mixins together. The kazoo store
-(``kazoo_backend.KazooMetadataStore``) and the in-memory fake
+Kafka's ``KafkaZkClient`` is one class of some 150 methods over one ``ZooKeeperClient``. Here the
+same methods, under the same names, are answered by five objects built in the constructor, each
+receiving what it uses:
+
+* ``StoreCore`` (``store_base``): the backend, the batcher, the watch registry, session listeners
+  and the read/write helpers every concern shares;
+* ``ClusterZNodes`` (``store_cluster``): controller election and epoch, broker registrations,
+  cluster id, ``/feature``, the top-level paths;
+* ``TopicZNodes`` (``store_topics``): topic znodes, topic ids, entity configs and their change
+  notifications;
+* ``PartitionStateZNodes`` (``store_partitions``): the partition states, the hot path of a
+  failover; it also receives the ``TopicZNodes`` whose assignment reads it overlaps;
+* ``AdminZNodes`` (``store_admin``): reassignment, preferred election, topic deletions, ISR-change
+  and log-dir event notifications.
+
+This class only forwards, so a reader looks a method up in the one collaborator its section names.
+The kazoo store (``kazoo_backend.KazooMetadataStore``) and the in-memory fake
 (``kafka_controller.testing.InMemoryMetadataStore``) are this class over their backends, so the
 contract suite tests one piece of logic twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from kafka_controller.domain.errors import (
-    ControllerMovedError,
-    MetadataStoreError,
-    StoreUnavailableError,
-    ZNodeDecodeError,
-)
+from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
+    Broker,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicPartition,
-    build_leader_and_isr,
 )
 from kafka_controller.ports import (
+    Clock,
+    FeatureZNode,
     PartitionStateRead,
+    SessionListener,
     TopicIdReplicaAssignment,
     UpdateLeaderAndIsrResult,
     WatchHandler,
 )
 from kafka_controller.zk import paths as P
-from kafka_controller.zk.admin_codecs import decode_entity_config
-from kafka_controller.zk.backend import (
-    BADVERSION,
-    CREATE,
-    NONODE,
-    OK,
-    PERSISTENT,
-    SET_DATA,
-    DataVersions,
-    Op,
-    error_for_code,
-)
-from kafka_controller.zk.codecs import decode_partition_state, encode_leader_and_isr, encode_partition_state
+from kafka_controller.zk.backend import DataRead, ZkBackend
+from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BATCH_OPS, Batcher
 from kafka_controller.zk.store_admin import AdminZNodes
 from kafka_controller.zk.store_base import StoreCore
 from kafka_controller.zk.store_cluster import ClusterZNodes
-from kafka_controller.zk.store_topics import TopicZNodes
-from kafka_controller.zk.watches import CHILDREN, NODE
-
-_state_path = P.topic_partition_state_path
-#: The bound of ``get_partition_states``' memo of decoded states.
-_DECODED_STATES_MAX = 4096
-#: The bound of ``update_leader_and_isr``'s memo of encoded states.
-_ENCODED_STATES_MAX = 4096
+from kafka_controller.zk.store_partitions import PartitionStateZNodes
+from kafka_controller.zk.store_topics import Assignment, TopicZNodes
 
 
-class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
+class ZkMetadataStore:
     """Kafka 2.8's ``KafkaZkClient`` for the controller and admin tools, over a ``ZkBackend``.
 
     Error contract (every method): ``ControllerMovedError`` = fenced, resign;
@@ -64,59 +59,209 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
     any other ``MetadataStoreError`` is about the znode it names.
     """
 
-    # -- partition states (PartitionStateStore) ------------------------------------------------------
+    def __init__(
+        self,
+        backend: ZkBackend,
+        *,
+        clock: Clock | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        max_batch_ops: int = DEFAULT_MAX_BATCH_OPS,
+    ) -> None:
+        core = StoreCore(backend, clock=clock, max_batch_bytes=max_batch_bytes, max_batch_ops=max_batch_ops)
+        self._core = core
+        self._backend = backend
+        self._watches = core.watches
+        self._cluster = ClusterZNodes(core)
+        self._topics = TopicZNodes(core)
+        self._partitions = PartitionStateZNodes(core, self._topics)
+        self._admin = AdminZNodes(core)
+
+    @property
+    def batcher(self) -> Batcher:
+        """The batcher every fenced write goes through (its counters show how many multis went out)."""
+        return self._core.batcher
+
+    # -- session, batching and raw reads (``StoreCore``) -------------------------------------------
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        self._core.add_session_listener(listener)
+
+    def remove_session_listener(self, listener: SessionListener) -> None:
+        self._core.remove_session_listener(listener)
+
+    @property
+    def session_id(self) -> int:
+        return self._core.session_id
+
+    @property
+    def connected(self) -> bool:
+        return self._core.connected
+
+    def close(self) -> None:
+        self._core.close()
+
+    def path_exists(self, path: str) -> bool:
+        return self._core.path_exists(path)
+
+    def read_raw(self, paths: Sequence[str]) -> list[DataRead]:
+        return self._core.read_raw(paths)
+
+    def watch_children(self, path: str, handler: WatchHandler) -> list[str]:
+        return self._core.watch_children(path, handler)
+
+    def watch_node(self, path: str, handler: WatchHandler) -> bool:
+        return self._core.watch_node(path, handler)
+
+    def unwatch(self, path: str) -> None:
+        self._core.unwatch(path)
+
+    # -- controller, brokers, cluster id, ``/feature`` (``ClusterZNodes``) -------------------------
+
+    def get_controller_id(self) -> int | None:
+        return self._cluster.get_controller_id()
+
+    def get_controller_epoch(self) -> tuple[int, int] | None:
+        return self._cluster.get_controller_epoch()
+
+    def register_controller_and_increment_controller_epoch(self, broker_id: int) -> tuple[int, int]:
+        return self._cluster.register_controller_and_increment_controller_epoch(broker_id)
+
+    def delete_controller(self, expected_controller_epoch_zk_version: int) -> None:
+        self._cluster.delete_controller(expected_controller_epoch_zk_version)
+
+    def register_broker(self, broker: Broker, *, jmx_port: int = -1) -> int:
+        return self._cluster.register_broker(broker, jmx_port=jmx_port)
+
+    def update_broker_info(self, broker: Broker, *, jmx_port: int = -1) -> None:
+        self._cluster.update_broker_info(broker, jmx_port=jmx_port)
+
+    def get_sorted_broker_list(self) -> list[int]:
+        return self._cluster.get_sorted_broker_list()
+
+    def get_broker(self, broker_id: int) -> Broker | None:
+        return self._cluster.get_broker(broker_id)
+
+    def get_all_brokers_and_epochs(self) -> dict[Broker, int]:
+        return self._cluster.get_all_brokers_and_epochs()
+
+    def generate_broker_sequence_id(self) -> int:
+        return self._cluster.generate_broker_sequence_id()
+
+    def get_cluster_id(self) -> str | None:
+        return self._cluster.get_cluster_id()
+
+    def create_or_get_cluster_id(self, proposed_cluster_id: str) -> str:
+        return self._cluster.create_or_get_cluster_id(proposed_cluster_id)
+
+    def get_feature_znode(self) -> tuple[FeatureZNode, int] | None:
+        return self._cluster.get_feature_znode()
+
+    def create_feature_znode(self, feature: FeatureZNode) -> None:
+        self._cluster.create_feature_znode(feature)
+
+    def update_feature_znode(self, feature: FeatureZNode) -> int:
+        return self._cluster.update_feature_znode(feature)
+
+    def create_top_level_paths(self) -> None:
+        self._cluster.create_top_level_paths()
+
+    # -- topics and configs (``TopicZNodes``) ------------------------------------------------------
+
+    def get_all_topics(self) -> set[str]:
+        return self._topics.get_all_topics()
+
+    def topic_exists(self, topic: str) -> bool:
+        return self._topics.topic_exists(topic)
+
+    def get_replica_assignment_and_topic_ids(
+        self, topics: Collection[str], *, watch_handler: WatchHandler | None = None
+    ) -> dict[str, TopicIdReplicaAssignment | MetadataStoreError]:
+        return self._topics.get_replica_assignment_and_topic_ids(topics, watch_handler=watch_handler)
+
+    def create_topic(
+        self,
+        topic: str,
+        assignment: Assignment,
+        config: Mapping[str, str] | None = None,
+        topic_id: str | None = None,
+    ) -> None:
+        self._topics.create_topic(topic, assignment, config, topic_id)
+
+    def set_topic_assignment(
+        self,
+        topic: str,
+        topic_id: str | None,
+        assignment: Assignment,
+        expected_controller_epoch_zk_version: int,
+    ) -> None:
+        self._topics.set_topic_assignment(topic, topic_id, assignment, expected_controller_epoch_zk_version)
+
+    def set_topic_ids(
+        self, assignments: Sequence[TopicIdReplicaAssignment], expected_controller_epoch_zk_version: int
+    ) -> dict[str, MetadataStoreError | None]:
+        return self._topics.set_topic_ids(assignments, expected_controller_epoch_zk_version)
+
+    def delete_topic_recursively(self, topic: str, expected_controller_epoch_zk_version: int) -> None:
+        self._topics.delete_topic_recursively(topic, expected_controller_epoch_zk_version)
+
+    def delete_recursively(self, roots: Sequence[str], expected_controller_epoch_zk_version: int) -> None:
+        self._topics.delete_recursively(roots, expected_controller_epoch_zk_version)
+
+    def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        return self._topics.get_entity_config(entity_type, name)
+
+    def get_topic_config(self, topic: str) -> dict[str, str]:
+        return self._topics.get_topic_config(topic)
+
+    def get_entity_names(self, entity_type: str) -> list[str]:
+        return self._topics.get_entity_names(entity_type)
+
+    def get_entity_configs(
+        self, entities: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, str] | MetadataStoreError]:
+        return self._topics.get_entity_configs(entities)
+
+    def set_or_create_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+        self._topics.set_or_create_entity_config(entity_type, name, config)
+
+    def create_config_change_notification(self, entity_path: str) -> str:
+        return self._topics.create_config_change_notification(entity_path)
+
+    def get_config_change_entity_paths(
+        self, notifications: Sequence[str]
+    ) -> list[str | MetadataStoreError | None]:
+        return self._topics.get_config_change_entity_paths(notifications)
+
+    def change_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        self._topics.change_topic_config(topic, config)
+
+    def delete_topic_configs(
+        self, topics: Collection[str], expected_controller_epoch_zk_version: int
+    ) -> None:
+        self._topics.delete_topic_configs(topics, expected_controller_epoch_zk_version)
+
+    # -- partition states (``PartitionStateZNodes``) -----------------------------------------------
 
     def get_partition_states(
         self, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, PartitionStateRead]:
-        """Batched read of the state znodes: value, None (missing/empty) or the per-znode error."""
-        paths = list(map(_state_path, partitions))
-        return _decode_states(partitions, paths, self._backend.iter_data_versions_many(paths))
+        return self._partitions.get_partition_states(partitions)
 
     def get_replica_assignments_and_partition_states(
         self, topics: Collection[str], *, watch_handler: WatchHandler | None = None
     ) -> tuple[
         dict[str, TopicIdReplicaAssignment | MetadataStoreError], dict[TopicPartition, PartitionStateRead]
     ]:
-        """``get_replica_assignment_and_topic_ids``, then ``get_partition_states`` of every
-        partition it found, overlapped: a topic's state reads go out as soon as it is decoded, so
-        ZooKeeper answers them while the later topics are decoded (a failover's context load)."""
-        assignments: dict[str, TopicIdReplicaAssignment | MetadataStoreError] = {}
-        partitions: list[TopicPartition] = []
-        paths: list[str] = []
-
-        def state_paths() -> Iterator[str]:
-            for topic, read in self._decoded_topics(topics, watch_handler):
-                assignments[topic] = read
-                if not isinstance(read, MetadataStoreError):
-                    start = len(paths)
-                    partitions.extend(read.assignment)
-                    paths.extend(map(_state_path, partitions[start:]))
-                    yield from paths[start:]
-
-        states = _decode_states(partitions, paths, self._backend.iter_data_versions_streamed(state_paths()))
-        return assignments, states
+        return self._partitions.get_replica_assignments_and_partition_states(
+            topics, watch_handler=watch_handler
+        )
 
     def create_partition_states(
         self,
         states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
         expected_controller_epoch_zk_version: int,
     ) -> dict[TopicPartition, MetadataStoreError | None]:
-        """Create-if-absent, fenced: first the missing ``partitions``/``partitions/<p>`` parents
-        (results ignored, as Kafka), then every state znode; ``None`` = created."""
-        if not states:
-            return {}
-        tps = list(states)
-        parents = list(dict.fromkeys(P.topic_partitions_path(tp[0]) for tp in tps))
-        parents += [P.topic_partition_path(tp) for tp in tps]
-        missing = [
-            p for p, (code, _, _) in zip(parents, self._read_many(parents), strict=True) if code == NONODE
-        ]
-        if missing:
-            self._run([(CREATE, p, None, PERSISTENT) for p in missing], expected_controller_epoch_zk_version)
-        ops = [(CREATE, _state_path(tp), encode_partition_state(states[tp]), PERSISTENT) for tp in tps]
-        result = self._run(ops, expected_controller_epoch_zk_version)
-        return {tp: _store_error(result.error(i, ops[i][1])) for i, tp in enumerate(tps)}
+        return self._partitions.create_partition_states(states, expected_controller_epoch_zk_version)
 
     def update_leader_and_isr(
         self,
@@ -124,225 +269,117 @@ class ZkMetadataStore(ClusterZNodes, TopicZNodes, AdminZNodes, StoreCore):
         controller_epoch: int,
         expected_controller_epoch_zk_version: int,
     ) -> UpdateLeaderAndIsrResult:
-        """Conditional set of each state znode on its ``zk_version``, fenced, batched
-        (docs/controller-behaviour.md §7.4; Kafka's ``KafkaZkClient.updateLeaderAndIsr``).
-
-        BADVERSION -> ``to_retry`` (input order); other per-znode errors are final. A whole-call
-        failure other than ``ControllerMovedError`` fails every partition, with nothing to retry.
-        """
-        # The ops are a stream: each is encoded as its batch goes out and let go once it settles,
-        # so a failover's 60,000 encoded writes never exist at once (the batcher's docs).
-        ops = _set_state_ops(leader_and_isrs, controller_epoch)
-        out = UpdateLeaderAndIsrResult()
-        try:
-            result = self._run(ops, expected_controller_epoch_zk_version)
-        except ControllerMovedError:
-            raise
-        except MetadataStoreError as e:
-            out.finished = dict.fromkeys(leader_and_isrs, e)
-            return out
-        codes = result.codes
-        if codes.count(OK) == len(codes):  # the usual outcome, in bulk
-            out.finished = dict(
-                zip(
-                    leader_and_isrs,
-                    map(_with_zk_version, leader_and_isrs.values(), result.values),
-                    strict=True,
-                )
-            )
-            return out
-        finished, to_retry = out.finished, out.to_retry
-        for (tp, lai), code, version in zip(leader_and_isrs.items(), codes, result.values, strict=True):
-            if code == OK:
-                finished[tp] = lai.with_zk_version(version)
-            elif code == BADVERSION:
-                to_retry.append(tp)
-            else:
-                finished[tp] = error_for_code(code, _state_path(tp))
-        return out
+        return self._partitions.update_leader_and_isr(
+            leader_and_isrs, controller_epoch, expected_controller_epoch_zk_version
+        )
 
     def get_log_configs(
         self, topics: Collection[str], broker_defaults: Mapping[str, str]
     ) -> tuple[dict[str, dict[str, str]], dict[str, MetadataStoreError]]:
-        """Each topic's ``/config/topics/<t>`` merged over the defaults; per-topic failures apart."""
-        names = list(dict.fromkeys(topics))
-        configs: dict[str, dict[str, str]] = {}
-        failures: dict[str, MetadataStoreError] = {}
-        reads = self._decode_many(
-            [P.topic_config_path(t) for t in names],
-            lambda data, _stat, path: decode_entity_config(data, path),
-        )
-        for topic, read in zip(names, reads, strict=True):
-            if isinstance(read, MetadataStoreError):
-                failures[topic] = read
-            else:
-                configs[topic] = {**broker_defaults, **(read or {})}
-        return configs, failures
+        return self._partitions.get_log_configs(topics, broker_defaults)
 
-    # -- watches ----------------------------------------------------------------------------------------
+    # -- admin znodes and notifications (``AdminZNodes``) ------------------------------------------
 
-    def watch_children(self, path: str, handler: WatchHandler) -> list[str]:
-        """Set ``handler`` for ``path``'s children and arm a one-shot child watch; returns the
-        children (sorted). A missing path returns [] and fires CHILDREN_CHANGED when created."""
-        w = self._watches
-        w.set_handler(path, CHILDREN, handler)
-        try:
-            code, children = self._backend.get_children_many([path], w.children_dispatch)[0]
-            if code == NONODE:
-                if self._backend.exists(path, w.children_exists_dispatch) is None:
-                    return []
-                code, children = self._backend.get_children_many([path], w.children_dispatch)[0]
-        except StoreUnavailableError:
-            w.arm_failed([path], CHILDREN)
-            raise
-        if code != OK or children is None:
-            raise error_for_code(code, path)
-        return sorted(children)
+    def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        return self._admin.get_partition_reassignment()
 
-    def watch_node(self, path: str, handler: WatchHandler) -> bool:
-        """Set ``handler`` for ``path`` and arm a one-shot exists watch (fires on create, delete or
-        data change); returns whether the znode exists now."""
-        w = self._watches
-        w.set_handler(path, NODE, handler)
-        try:
-            stat = self._backend.exists(path, w.node_dispatch)
-        except StoreUnavailableError:
-            w.arm_failed([path], NODE)
-            raise
-        w.remember(path, stat)
-        return stat is not None
+    def reassign_partitions_in_progress(self) -> bool:
+        return self._admin.reassign_partitions_in_progress()
 
-    def unwatch(self, path: str) -> None:
-        """Drop the handlers of ``path`` (Kafka's unregister): a watch still armed fires into nothing."""
-        self._watches.unregister(path)
+    def create_partition_reassignment(self, reassignment: Mapping[TopicPartition, Iterable[int]]) -> None:
+        self._admin.create_partition_reassignment(reassignment)
+
+    def set_or_create_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Iterable[int]], expected_controller_epoch_zk_version: int
+    ) -> None:
+        self._admin.set_or_create_partition_reassignment(reassignment, expected_controller_epoch_zk_version)
+
+    def delete_partition_reassignment(self, expected_controller_epoch_zk_version: int) -> None:
+        self._admin.delete_partition_reassignment(expected_controller_epoch_zk_version)
+
+    def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+        self._admin.create_preferred_replica_election(partitions)
+
+    def get_preferred_replica_election(self) -> set[TopicPartition]:
+        return self._admin.get_preferred_replica_election()
+
+    def delete_preferred_replica_election(self, expected_controller_epoch_zk_version: int) -> None:
+        self._admin.delete_preferred_replica_election(expected_controller_epoch_zk_version)
+
+    def create_delete_topic_path(self, topic: str) -> None:
+        self._admin.create_delete_topic_path(topic)
+
+    def get_topic_deletions(self) -> list[str]:
+        return self._admin.get_topic_deletions()
+
+    def is_topic_marked_for_deletion(self, topic: str) -> bool:
+        return self._admin.is_topic_marked_for_deletion(topic)
+
+    def delete_topic_deletions(
+        self, topics: Collection[str], expected_controller_epoch_zk_version: int
+    ) -> None:
+        self._admin.delete_topic_deletions(topics, expected_controller_epoch_zk_version)
+
+    def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str:
+        return self._admin.propagate_isr_changes(partitions)
+
+    def get_all_isr_change_notifications(self) -> list[str]:
+        return self._admin.get_all_isr_change_notifications()
+
+    def get_partitions_from_isr_change_notifications(
+        self, sequence_numbers: Iterable[str]
+    ) -> list[TopicPartition]:
+        return self._admin.get_partitions_from_isr_change_notifications(sequence_numbers)
+
+    def delete_isr_change_notifications(
+        self, sequence_numbers: Collection[str] | None, expected_controller_epoch_zk_version: int
+    ) -> None:
+        self._admin.delete_isr_change_notifications(sequence_numbers, expected_controller_epoch_zk_version)
+
+    def propagate_log_dir_event(self, broker_id: int) -> str:
+        return self._admin.propagate_log_dir_event(broker_id)
+
+    def get_all_log_dir_event_notifications(self) -> list[str]:
+        return self._admin.get_all_log_dir_event_notifications()
+
+    def get_broker_ids_from_log_dir_events(self, sequence_numbers: Iterable[str]) -> list[int]:
+        return self._admin.get_broker_ids_from_log_dir_events(sequence_numbers)
+
+    def delete_log_dir_event_notifications(
+        self, sequence_numbers: Collection[str] | None, expected_controller_epoch_zk_version: int
+    ) -> None:
+        self._admin.delete_log_dir_event_notifications(sequence_numbers, expected_controller_epoch_zk_version)
+
+    # -- watches on Kafka's paths (the handlers' znodes) -------------------------------------------
 
     def watch_broker_ids(self, handler: WatchHandler) -> list[int]:
-        return sorted(int(c) for c in self.watch_children(P.BROKER_IDS_PATH, handler) if c.isdigit())
+        return sorted(int(c) for c in self._core.watch_children(P.BROKER_IDS_PATH, handler) if c.isdigit())
 
     def watch_topics(self, handler: WatchHandler) -> set[str]:
-        return set(self.watch_children(P.BROKER_TOPICS_PATH, handler))
+        return set(self._core.watch_children(P.BROKER_TOPICS_PATH, handler))
 
     def watch_topic_deletions(self, handler: WatchHandler) -> list[str]:
-        return self.watch_children(P.DELETE_TOPICS_PATH, handler)
+        return self._core.watch_children(P.DELETE_TOPICS_PATH, handler)
 
     def watch_isr_change_notifications(self, handler: WatchHandler) -> list[str]:
-        children = self.watch_children(P.ISR_CHANGE_NOTIFICATION_PATH, handler)
+        children = self._core.watch_children(P.ISR_CHANGE_NOTIFICATION_PATH, handler)
         return [P.sequence_number(c, P.ISR_CHANGE_NOTIFICATION_PREFIX) for c in children]
 
     def watch_log_dir_event_notifications(self, handler: WatchHandler) -> list[str]:
-        children = self.watch_children(P.LOG_DIR_EVENT_NOTIFICATION_PATH, handler)
+        children = self._core.watch_children(P.LOG_DIR_EVENT_NOTIFICATION_PATH, handler)
         return [P.sequence_number(c, P.LOG_DIR_EVENT_NOTIFICATION_PREFIX) for c in children]
 
     def watch_controller(self, handler: WatchHandler) -> bool:
-        return self.watch_node(P.CONTROLLER_PATH, handler)
+        return self._core.watch_node(P.CONTROLLER_PATH, handler)
 
     def watch_partition_reassignment(self, handler: WatchHandler) -> bool:
-        return self.watch_node(P.REASSIGN_PARTITIONS_PATH, handler)
+        return self._core.watch_node(P.REASSIGN_PARTITIONS_PATH, handler)
 
     def watch_preferred_replica_election(self, handler: WatchHandler) -> bool:
-        return self.watch_node(P.PREFERRED_REPLICA_ELECTION_PATH, handler)
+        return self._core.watch_node(P.PREFERRED_REPLICA_ELECTION_PATH, handler)
 
     def watch_topic(self, topic: str, handler: WatchHandler) -> bool:
-        return self.watch_node(P.topic_path(topic), handler)
+        return self._core.watch_node(P.topic_path(topic), handler)
 
     def watch_broker(self, broker_id: int, handler: WatchHandler) -> bool:
-        return self.watch_node(P.broker_id_path(broker_id), handler)
-
-
-def _with_zk_version(lai: LeaderAndIsr, zk_version: int) -> LeaderAndIsr:
-    return build_leader_and_isr(lai[0], lai[1], lai[2], zk_version)
-
-
-def _set_state_ops(
-    leader_and_isrs: Mapping[TopicPartition, LeaderAndIsr], controller_epoch: int
-) -> Iterator[Op]:
-    """The conditional sets of ``update_leader_and_isr``, made as they are taken. A failover's
-    states repeat (a few dozen distinct leader, epoch and ISR), so each distinct payload is encoded
-    once and its bytes shared, up to ``_ENCODED_STATES_MAX`` of them; states that seldom repeat
-    are encoded directly once that many have been seen with fewer hits."""
-    memo: dict[tuple[int, int, tuple[int, ...]], bytes] | None = {}
-    hits = 0
-    for tp, lai in leader_and_isrs.items():
-        if memo is None:
-            data = encode_leader_and_isr(lai, controller_epoch)
-        else:
-            key = lai[:3]
-            data = memo.get(key)  # type: ignore[assignment]
-            if data is None:
-                if len(memo) >= _ENCODED_STATES_MAX:
-                    memo = {} if hits >= _ENCODED_STATES_MAX else None
-                    hits = 0
-                data = encode_leader_and_isr(lai, controller_epoch)
-                if memo is not None:
-                    memo[key] = data
-            else:
-                hits += 1
-        yield (SET_DATA, _state_path(tp), data, lai[3])
-
-
-def _store_error(e: Exception | None) -> MetadataStoreError | None:
-    return e if e is None or isinstance(e, MetadataStoreError) else MetadataStoreError(str(e))
-
-
-def _decode_states(
-    partitions: Sequence[TopicPartition], paths: Sequence[str], replies: Iterable[DataVersions]
-) -> dict[TopicPartition, PartitionStateRead]:
-    """Each reply's states, for ``partitions[k]`` at ``paths[k]`` in reply order (both may still
-    grow while ``replies`` is iterated: ``get_replica_assignments_and_partition_states``)."""
-    out: dict[TopicPartition, PartitionStateRead] = {}
-    # A settled cluster's states repeat: at 100,000 partitions a few dozen distinct (data, zk
-    # version) pairs. Each is decoded once per call and its (immutable) value shared by every
-    # partition that has it: equal to decoding each, without the JSON parse, the checks and
-    # the two tuples per partition. Failures are not kept (each is reported with its path).
-    # A long-lived cluster's states may all differ (each partition its own leader epoch): once
-    # the memo is full with fewer hits than entries, the rest is decoded directly, so the memo
-    # costs such a cluster little (``memo`` None from then on).
-    memo: dict[tuple[bytes | None, int], LeaderIsrAndControllerEpoch | None] | None = {}
-    hits = 0
-    done = 0
-    # Chunk by chunk as the replies arrive: a failover's 100,000 states are decoded while the
-    # rest are still being read, and the raw replies never all exist at once. Each chunk comes
-    # as columns (codes, data, versions); a chunk whose every state the memo holds is shared
-    # out in C-speed bulk (``map``/``zip``), the others partition by partition.
-    for codes, datas, versions in replies:
-        n = min(len(codes), len(paths) - done)  # a surplus answer is ignored, as before
-        chunk_tps = partitions[done : done + n]
-        if memo is not None and codes.count(OK) == len(codes):
-            shared = list(map(memo.get, zip(datas, versions, strict=True)))
-            if None not in shared:
-                out.update(zip(chunk_tps, shared, strict=False))
-                hits += n
-                done += n
-                continue
-        for i in range(n):
-            tp = chunk_tps[i]
-            code = codes[i]
-            if code == OK:
-                key = (datas[i], versions[i])
-                if memo is not None:
-                    state = memo.get(key)
-                    if state is not None:
-                        hits += 1
-                        out[tp] = state
-                        continue
-                try:
-                    state = decode_partition_state(key[0], key[1], paths[done + i])
-                except ZNodeDecodeError as e:
-                    out[tp] = e
-                    continue
-                out[tp] = state
-                if memo is not None and state is not None:
-                    if len(memo) >= _DECODED_STATES_MAX:
-                        # Keep no raw replies alive; stop sharing if the states seldom repeat.
-                        memo = {} if hits >= _DECODED_STATES_MAX else None
-                        hits = 0
-                    if memo is not None:
-                        memo[key] = state
-            elif code == NONODE:
-                out[tp] = None
-            else:
-                out[tp] = error_for_code(code, paths[done + i])
-        done += n
-    if done < len(paths):
-        raise MetadataStoreError(f"the store answered fewer than the {len(paths)} partition state reads")
-    return out
+        return self._core.watch_node(P.broker_id_path(broker_id), handler)

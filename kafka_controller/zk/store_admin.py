@@ -36,25 +36,29 @@ from kafka_controller.zk.store_base import StoreCore
 log = logging.getLogger(__name__)
 
 
-class AdminZNodes(StoreCore):
-    """Mixin: ``/admin/*``, ``/isr_change_notification``, ``/log_dir_event_notification``."""
+class AdminZNodes:
+    """``/admin/*``, ``/isr_change_notification``, ``/log_dir_event_notification``. It receives the
+    shared ``StoreCore`` and keeps nothing else."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
 
     # -- /admin/reassign_partitions ----------------------------------------------------------------
 
     def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """The legacy reassignment request; {} when absent. Decoded strictly: corrupt data or
         unknown fields raise ``ZNodeDecodeError`` (the controller logs it and treats it as empty)."""
-        read = self._read(P.REASSIGN_PARTITIONS_PATH)
+        read = self._core.read(P.REASSIGN_PARTITIONS_PATH)
         return {} if read is None else decode_reassignment(read[0], P.REASSIGN_PARTITIONS_PATH)
 
     def reassign_partitions_in_progress(self) -> bool:
-        return self._backend.exists(P.REASSIGN_PARTITIONS_PATH) is not None
+        return self._core.backend.exists(P.REASSIGN_PARTITIONS_PATH) is not None
 
     def create_partition_reassignment(self, reassignment: Mapping[TopicPartition, Iterable[int]]) -> None:
         """Admin (legacy tool) create, not fenced; ``NodeExistsError`` if one is in progress."""
         data = encode_reassignment(reassignment)
-        self._ensure_paths([P.ADMIN_PATH])
-        self._backend.create(P.REASSIGN_PARTITIONS_PATH, data, PERSISTENT)
+        self._core.ensure_paths([P.ADMIN_PATH])
+        self._core.backend.create(P.REASSIGN_PARTITIONS_PATH, data, PERSISTENT)
 
     def set_or_create_partition_reassignment(
         self, reassignment: Mapping[TopicPartition, Iterable[int]], expected_controller_epoch_zk_version: int
@@ -62,34 +66,34 @@ class AdminZNodes(StoreCore):
         """Controller's rewrite of the znode (set any version, else create). Fenced."""
         data = encode_reassignment(reassignment)
         try:
-            self._run_one(
+            self._core.run_one(
                 (SET_DATA, P.REASSIGN_PARTITIONS_PATH, data, -1), expected_controller_epoch_zk_version
             )
         except NoNodeError:
-            self._run_one(
+            self._core.run_one(
                 (CREATE, P.REASSIGN_PARTITIONS_PATH, data, PERSISTENT), expected_controller_epoch_zk_version
             )
 
     def delete_partition_reassignment(self, expected_controller_epoch_zk_version: int) -> None:
         """Fenced delete; missing is fine."""
-        self._delete_all([P.REASSIGN_PARTITIONS_PATH], expected_controller_epoch_zk_version)
+        self._core.delete_all([P.REASSIGN_PARTITIONS_PATH], expected_controller_epoch_zk_version)
 
     # -- /admin/preferred_replica_election -----------------------------------------------------------
 
     def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
         """Admin create, not fenced; ``NodeExistsError`` if an election is already pending."""
         data = encode_preferred_replica_election(partitions)
-        self._ensure_paths([P.ADMIN_PATH])
-        self._backend.create(P.PREFERRED_REPLICA_ELECTION_PATH, data, PERSISTENT)
+        self._core.ensure_paths([P.ADMIN_PATH])
+        self._core.backend.create(P.PREFERRED_REPLICA_ELECTION_PATH, data, PERSISTENT)
 
     def get_preferred_replica_election(self) -> set[TopicPartition]:
         """Partitions awaiting a preferred election; empty when absent. Corrupt data raises."""
-        read = self._read(P.PREFERRED_REPLICA_ELECTION_PATH)
+        read = self._core.read(P.PREFERRED_REPLICA_ELECTION_PATH)
         return set() if read is None else decode_preferred_replica_election(read[0])
 
     def delete_preferred_replica_election(self, expected_controller_epoch_zk_version: int) -> None:
         """Fenced delete; missing is fine."""
-        self._delete_all([P.PREFERRED_REPLICA_ELECTION_PATH], expected_controller_epoch_zk_version)
+        self._core.delete_all([P.PREFERRED_REPLICA_ELECTION_PATH], expected_controller_epoch_zk_version)
 
     # -- /admin/delete_topics ---------------------------------------------------------------------------
 
@@ -99,22 +103,22 @@ class AdminZNodes(StoreCore):
         ``NodeExistsError`` when already marked (TopicAlreadyMarkedForDeletion)."""
         P.validate_topic_name(topic)
         ops = [(CHECK, P.topic_path(topic), None, -1), (CREATE, P.delete_topic_path(topic), None, PERSISTENT)]
-        outcome = self._backend.multi([ops])[0]
+        outcome = self._core.backend.multi([ops])[0]
         if not outcome.ok:
             raise error_for_code(outcome.error_code, ops[outcome.failed_index][1])
 
     def get_topic_deletions(self) -> list[str]:
         """Topics queued for deletion (children of ``/admin/delete_topics``)."""
-        return self._children(P.DELETE_TOPICS_PATH)
+        return self._core.children(P.DELETE_TOPICS_PATH)
 
     def is_topic_marked_for_deletion(self, topic: str) -> bool:
-        return self._backend.exists(P.delete_topic_path(topic)) is not None
+        return self._core.backend.exists(P.delete_topic_path(topic)) is not None
 
     def delete_topic_deletions(
         self, topics: Collection[str], expected_controller_epoch_zk_version: int
     ) -> None:
         """Delete ``/admin/delete_topics/<t>`` for each topic, fenced and batched."""
-        self._delete_all([P.delete_topic_path(t) for t in topics], expected_controller_epoch_zk_version)
+        self._core.delete_all([P.delete_topic_path(t) for t in topics], expected_controller_epoch_zk_version)
 
     # -- ISR-change notifications ------------------------------------------------------------------------
 
@@ -123,12 +127,12 @@ class AdminZNodes(StoreCore):
         returns its path. Not fenced."""
         data = encode_isr_change_notification(partitions)
         prefix = f"{P.ISR_CHANGE_NOTIFICATION_PATH}/{P.ISR_CHANGE_NOTIFICATION_PREFIX}"
-        return self._backend.create(prefix, data, PERSISTENT_SEQUENTIAL)[0]
+        return self._core.backend.create(prefix, data, PERSISTENT_SEQUENTIAL)[0]
 
     def get_all_isr_change_notifications(self) -> list[str]:
         """Sequence numbers of the pending notifications, in order."""
         prefix = P.ISR_CHANGE_NOTIFICATION_PREFIX
-        return [P.sequence_number(c, prefix) for c in self._children(P.ISR_CHANGE_NOTIFICATION_PATH)]
+        return [P.sequence_number(c, prefix) for c in self._core.children(P.ISR_CHANGE_NOTIFICATION_PATH)]
 
     def get_partitions_from_isr_change_notifications(
         self, sequence_numbers: Iterable[str]
@@ -137,7 +141,7 @@ class AdminZNodes(StoreCore):
         Vanished notifications are skipped; a corrupt one is logged and skipped."""
         paths = [P.isr_change_notification_path(s) for s in sequence_numbers]
         out: list[TopicPartition] = []
-        for read in self._decode_many(
+        for read in self._core.decode_many(
             paths, lambda data, _s, path: decode_isr_change_notification(data, path)
         ):
             if isinstance(read, MetadataStoreError):
@@ -151,7 +155,7 @@ class AdminZNodes(StoreCore):
     ) -> None:
         """Delete those notifications (all of them for None), fenced and batched."""
         seqs = self.get_all_isr_change_notifications() if sequence_numbers is None else sequence_numbers
-        self._delete_all(
+        self._core.delete_all(
             [P.isr_change_notification_path(s) for s in seqs], expected_controller_epoch_zk_version
         )
 
@@ -160,17 +164,17 @@ class AdminZNodes(StoreCore):
     def propagate_log_dir_event(self, broker_id: int) -> str:
         """Broker side: a sequential LogDirFailure notification; returns its path. Not fenced."""
         prefix = f"{P.LOG_DIR_EVENT_NOTIFICATION_PATH}/{P.LOG_DIR_EVENT_NOTIFICATION_PREFIX}"
-        return self._backend.create(prefix, encode_log_dir_event(broker_id), PERSISTENT_SEQUENTIAL)[0]
+        return self._core.backend.create(prefix, encode_log_dir_event(broker_id), PERSISTENT_SEQUENTIAL)[0]
 
     def get_all_log_dir_event_notifications(self) -> list[str]:
         prefix = P.LOG_DIR_EVENT_NOTIFICATION_PREFIX
-        return [P.sequence_number(c, prefix) for c in self._children(P.LOG_DIR_EVENT_NOTIFICATION_PATH)]
+        return [P.sequence_number(c, prefix) for c in self._core.children(P.LOG_DIR_EVENT_NOTIFICATION_PATH)]
 
     def get_broker_ids_from_log_dir_events(self, sequence_numbers: Iterable[str]) -> list[int]:
         """Broker ids named by those notifications; vanished or corrupt ones are skipped."""
         paths = [P.log_dir_event_notification_path(s) for s in sequence_numbers]
         out: list[int] = []
-        for read in self._decode_many(paths, lambda data, _s, path: decode_log_dir_event(data, path)):
+        for read in self._core.decode_many(paths, lambda data, _s, path: decode_log_dir_event(data, path)):
             if isinstance(read, MetadataStoreError):
                 log.warning("skipping log dir event notification: %s", read)
             elif read is not None:
@@ -183,4 +187,4 @@ class AdminZNodes(StoreCore):
         """Delete those notifications (all of them for None), fenced and batched."""
         seqs = self.get_all_log_dir_event_notifications() if sequence_numbers is None else sequence_numbers
         paths = [P.log_dir_event_notification_path(s) for s in seqs]
-        self._delete_all(paths, expected_controller_epoch_zk_version)
+        self._core.delete_all(paths, expected_controller_epoch_zk_version)

@@ -44,19 +44,23 @@ from kafka_controller.zk.store_base import StoreCore
 log = logging.getLogger(__name__)
 
 
-class ClusterZNodes(StoreCore):
-    """Mixin: cluster-wide znodes."""
+class ClusterZNodes:
+    """The cluster-wide znodes: ``/controller``, ``/controller_epoch``, ``/brokers/ids``,
+    ``/cluster/id``, ``/feature``. It receives the shared ``StoreCore`` and keeps nothing else."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
 
     # -- controller ---------------------------------------------------------------------------------
 
     def get_controller_id(self) -> int | None:
         """The active controller's broker id, or None. Not fenced."""
-        read = self._read(P.CONTROLLER_PATH)
+        read = self._core.read(P.CONTROLLER_PATH)
         return None if read is None else decode_controller(read[0], P.CONTROLLER_PATH)
 
     def get_controller_epoch(self) -> tuple[int, int] | None:
         """``(epoch, epoch_zk_version)`` from ``/controller_epoch``, or None when absent."""
-        read = self._read(P.CONTROLLER_EPOCH_PATH)
+        read = self._core.read(P.CONTROLLER_EPOCH_PATH)
         if read is None:
             return None
         return decode_controller_epoch(read[0], P.CONTROLLER_EPOCH_PATH), read[1].version
@@ -69,7 +73,7 @@ class ClusterZNodes(StoreCore):
         current = self.get_controller_epoch()
         if current is None:
             try:
-                self._backend.create(P.CONTROLLER_EPOCH_PATH, encode_controller_epoch(0), PERSISTENT)
+                self._core.backend.create(P.CONTROLLER_EPOCH_PATH, encode_controller_epoch(0), PERSISTENT)
                 current = (0, 0)
             except NodeExistsError:
                 current = self.get_controller_epoch()
@@ -77,10 +81,10 @@ class ClusterZNodes(StoreCore):
                     raise ControllerMovedError("/controller_epoch vanished during election") from None
         epoch, zkv = current
         ops = [
-            (CREATE, P.CONTROLLER_PATH, encode_controller(broker_id, self._clock.time_ms()), EPHEMERAL),
+            (CREATE, P.CONTROLLER_PATH, encode_controller(broker_id, self._core.clock.time_ms()), EPHEMERAL),
             (SET_DATA, P.CONTROLLER_EPOCH_PATH, encode_controller_epoch(epoch + 1), zkv),
         ]
-        outcome = self._backend.multi([ops])[0]
+        outcome = self._core.backend.multi([ops])[0]
         if outcome.ok:
             assert outcome.values is not None
             return epoch + 1, int(outcome.values[1])
@@ -100,7 +104,7 @@ class ClusterZNodes(StoreCore):
 
     def delete_controller(self, expected_controller_epoch_zk_version: int) -> None:
         """Delete ``/controller`` (Kafka's ``triggerControllerMove``). Fenced; missing is fine."""
-        self._delete_all([P.CONTROLLER_PATH], expected_controller_epoch_zk_version)
+        self._core.delete_all([P.CONTROLLER_PATH], expected_controller_epoch_zk_version)
 
     # -- brokers ------------------------------------------------------------------------------------
 
@@ -110,27 +114,27 @@ class ClusterZNodes(StoreCore):
         A znode left by this very session (a retried create) counts as ours; one owned by another
         session raises ``NodeExistsError``. Not fenced."""
         path = P.broker_id_path(broker.id)
-        data = encode_broker(broker, self._clock.time_ms(), jmx_port)
+        data = encode_broker(broker, self._core.clock.time_ms(), jmx_port)
         try:
-            return self._backend.create(path, data, EPHEMERAL)[1].czxid
+            return self._core.backend.create(path, data, EPHEMERAL)[1].czxid
         except NodeExistsError:
-            stat = self._backend.exists(path)
-            if stat is not None and stat.ephemeral_owner == self._backend.session_id:
+            stat = self._core.backend.exists(path)
+            if stat is not None and stat.ephemeral_owner == self._core.backend.session_id:
                 return stat.czxid
             raise
 
     def update_broker_info(self, broker: Broker, *, jmx_port: int = -1) -> None:
         """Overwrite this broker's registration (unconditional set). NoNodeError if unregistered."""
         path = P.broker_id_path(broker.id)
-        self._run_one((SET_DATA, path, encode_broker(broker, self._clock.time_ms(), jmx_port), -1))
+        self._core.run_one((SET_DATA, path, encode_broker(broker, self._core.clock.time_ms(), jmx_port), -1))
 
     def get_sorted_broker_list(self) -> list[int]:
-        return sorted(int(c) for c in self._children(P.BROKER_IDS_PATH) if _is_int(c))
+        return sorted(int(c) for c in self._core.children(P.BROKER_IDS_PATH) if _is_int(c))
 
     def get_broker(self, broker_id: int) -> Broker | None:
         """The registration of ``broker_id``, or None. A corrupt one raises ``ZNodeDecodeError``."""
         path = P.broker_id_path(broker_id)
-        read = self._read(path)
+        read = self._core.read(path)
         return None if read is None else decode_broker(broker_id, read[0], path)
 
     def get_all_brokers_and_epochs(self) -> dict[Broker, int]:
@@ -139,7 +143,7 @@ class ClusterZNodes(StoreCore):
         ids = self.get_sorted_broker_list()
         paths = [P.broker_id_path(b) for b in ids]
         out: dict[Broker, int] = {}
-        for b, path, (code, data, stat) in zip(ids, paths, self._read_many(paths), strict=True):
+        for b, path, (code, data, stat) in zip(ids, paths, self._core.read_many(paths), strict=True):
             if code == NONODE:
                 continue
             if code != OK or stat is None:
@@ -153,16 +157,16 @@ class ClusterZNodes(StoreCore):
     def generate_broker_sequence_id(self) -> int:
         """Kafka's ``generateBrokerSequenceId``: bump ``/brokers/seqid`` and return its version."""
         try:
-            stat = self._backend.set_data(P.BROKER_SEQUENCE_ID_PATH, b"", -1)
+            stat = self._core.backend.set_data(P.BROKER_SEQUENCE_ID_PATH, b"", -1)
         except NoNodeError:
-            self._ensure_paths([P.BROKER_SEQUENCE_ID_PATH])
-            stat = self._backend.set_data(P.BROKER_SEQUENCE_ID_PATH, b"", -1)
+            self._core.ensure_paths([P.BROKER_SEQUENCE_ID_PATH])
+            stat = self._core.backend.set_data(P.BROKER_SEQUENCE_ID_PATH, b"", -1)
         return stat.version
 
     # -- cluster id, feature --------------------------------------------------------------------------
 
     def get_cluster_id(self) -> str | None:
-        read = self._read(P.CLUSTER_ID_PATH)
+        read = self._core.read(P.CLUSTER_ID_PATH)
         return None if read is None else decode_cluster_id(read[0], P.CLUSTER_ID_PATH)
 
     def create_or_get_cluster_id(self, proposed_cluster_id: str) -> str:
@@ -171,9 +175,9 @@ class ClusterZNodes(StoreCore):
         existing = self.get_cluster_id()
         if existing is not None:
             return existing
-        self._ensure_paths([P.parent_path(P.CLUSTER_ID_PATH)])
+        self._core.ensure_paths([P.parent_path(P.CLUSTER_ID_PATH)])
         try:
-            self._backend.create(P.CLUSTER_ID_PATH, data, PERSISTENT)
+            self._core.backend.create(P.CLUSTER_ID_PATH, data, PERSISTENT)
             return proposed_cluster_id
         except NodeExistsError:
             stored = self.get_cluster_id()
@@ -183,22 +187,22 @@ class ClusterZNodes(StoreCore):
 
     def get_feature_znode(self) -> tuple[FeatureZNode, int] | None:
         """``(feature, zk_version)`` or None when absent. Not fenced."""
-        read = self._read(P.FEATURE_PATH)
+        read = self._core.read(P.FEATURE_PATH)
         return None if read is None else (decode_feature(read[0], P.FEATURE_PATH), read[1].version)
 
     def create_feature_znode(self, feature: FeatureZNode) -> None:
         """Create ``/feature`` (not fenced, as in Kafka); ``NodeExistsError`` if present."""
-        self._backend.create(P.FEATURE_PATH, encode_feature(feature), PERSISTENT)
+        self._core.backend.create(P.FEATURE_PATH, encode_feature(feature), PERSISTENT)
 
     def update_feature_znode(self, feature: FeatureZNode) -> int:
         """Overwrite ``/feature`` (any version, not fenced); returns the new zk version."""
-        return self._backend.set_data(P.FEATURE_PATH, encode_feature(feature), -1).version
+        return self._core.backend.set_data(P.FEATURE_PATH, encode_feature(feature), -1).version
 
     # -- paths ------------------------------------------------------------------------------------------
 
     def create_top_level_paths(self) -> None:
         """Kafka's ``createTopLevelPaths``: create-if-absent every persistent top-level path."""
-        self._ensure_paths(P.TOP_LEVEL_PATHS)
+        self._core.ensure_paths(P.TOP_LEVEL_PATHS)
 
 
 def _is_int(text: str) -> bool:

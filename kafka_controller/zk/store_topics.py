@@ -39,15 +39,19 @@ from kafka_controller.zk.watches import NODE
 Assignment = Mapping[int, ReplicaAssignment] | Mapping[TopicPartition, ReplicaAssignment]
 
 
-class TopicZNodes(StoreCore):
-    """Mixin: ``/brokers/topics`` and ``/config/topics``."""
+class TopicZNodes:
+    """``/brokers/topics`` and ``/config/*``. It receives the shared ``StoreCore`` and keeps
+    nothing else."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
 
     def get_all_topics(self) -> set[str]:
         """Children of ``/brokers/topics`` (Kafka's ``getAllTopicsInCluster``)."""
-        return set(self._children(P.BROKER_TOPICS_PATH))
+        return set(self._core.children(P.BROKER_TOPICS_PATH))
 
     def topic_exists(self, topic: str) -> bool:
-        return self._backend.exists(P.topic_path(topic)) is not None
+        return self._core.backend.exists(P.topic_path(topic)) is not None
 
     def get_replica_assignment_and_topic_ids(
         self, topics: Collection[str], *, watch_handler: WatchHandler | None = None
@@ -55,9 +59,9 @@ class TopicZNodes(StoreCore):
         """Batched read of topic znodes (versions 1-3). Missing topics are left out; a corrupt one
         maps to its ``ZNodeDecodeError``. With ``watch_handler``, a data watch is armed on every
         topic read (Kafka's partition-modification handlers) in the same batched request."""
-        return dict(self._decoded_topics(topics, watch_handler))
+        return dict(self.decoded_topics(topics, watch_handler))
 
-    def _decoded_topics(
+    def decoded_topics(
         self, topics: Collection[str], watch_handler: WatchHandler | None
     ) -> Iterator[tuple[str, TopicIdReplicaAssignment | MetadataStoreError]]:
         """``get_replica_assignment_and_topic_ids``' items: the znodes are read (and the watches
@@ -65,12 +69,12 @@ class TopicZNodes(StoreCore):
         topics while the rest are still to be decoded."""
         names = list(dict.fromkeys(topics))
         paths = [P.topic_path(t) for t in names]
-        w = self._watches
+        w = self._core.watches
         if watch_handler is not None:
             for path in paths:
                 w.set_handler(path, NODE, watch_handler)
         try:
-            reads = self._backend.get_data_many(paths, w.node_dispatch if watch_handler else None)
+            reads = self._core.backend.get_data_many(paths, w.node_dispatch if watch_handler else None)
         except StoreUnavailableError:
             if watch_handler is not None:
                 w.arm_failed(paths, NODE)
@@ -103,7 +107,7 @@ class TopicZNodes(StoreCore):
             if other != topic and other.replace(".", "_") == topic.replace(".", "_"):
                 raise InvalidArgumentError(f"topic {topic!r} collides with existing topic {other!r}")
         config_path = P.topic_config_path(topic)
-        config_read, deletion_read = self._read_many([config_path, P.delete_topic_path(topic)])
+        config_read, deletion_read = self._core.read_many([config_path, P.delete_topic_path(topic)])
         if deletion_read[0] == OK:
             raise NodeExistsError(topic_path)
         config_op = (
@@ -111,12 +115,12 @@ class TopicZNodes(StoreCore):
             if config_read[0] == OK
             else (CREATE, config_path, config_data, PERSISTENT)
         )
-        self._ensure_paths([P.BROKER_TOPICS_PATH, P.config_entity_type_path(P.CONFIG_TYPE_TOPIC)])
+        self._core.ensure_paths([P.BROKER_TOPICS_PATH, P.config_entity_type_path(P.CONFIG_TYPE_TOPIC)])
         topic_op = (CREATE, topic_path, encode_topic(normalized, topic_id), PERSISTENT)
-        outcome = self._backend.multi([[config_op, topic_op]])[0]
+        outcome = self._core.backend.multi([[config_op, topic_op]])[0]
         if not outcome.ok and outcome.failed_index == 0 and outcome.error_code == NODEEXISTS:
             # a config znode appeared since we looked: overwrite it instead, still atomically
-            outcome = self._backend.multi([[(SET_DATA, config_path, config_data, -1), topic_op]])[0]
+            outcome = self._core.backend.multi([[(SET_DATA, config_path, config_data, -1), topic_op]])[0]
         if not outcome.ok:
             raise error_for_code(outcome.error_code, (config_path, topic_path)[outcome.failed_index])
 
@@ -129,7 +133,7 @@ class TopicZNodes(StoreCore):
     ) -> None:
         """Overwrite the topic znode (any version), fenced. ``NoNodeError`` if the topic is gone."""
         data = encode_topic(assignment, topic_id)
-        self._run_one((SET_DATA, P.topic_path(topic), data, -1), expected_controller_epoch_zk_version)
+        self._core.run_one((SET_DATA, P.topic_path(topic), data, -1), expected_controller_epoch_zk_version)
 
     def set_topic_ids(
         self, assignments: Sequence[TopicIdReplicaAssignment], expected_controller_epoch_zk_version: int
@@ -139,7 +143,7 @@ class TopicZNodes(StoreCore):
         ops = [
             (SET_DATA, P.topic_path(a.topic), encode_topic(a.assignment, a.topic_id), -1) for a in assignments
         ]
-        result = self._run(ops, expected_controller_epoch_zk_version)
+        result = self._core.run(ops, expected_controller_epoch_zk_version)
         return {a.topic: result.error(i, ops[i][1]) for i, a in enumerate(assignments)}
 
     def delete_topic_recursively(self, topic: str, expected_controller_epoch_zk_version: int) -> None:
@@ -154,7 +158,7 @@ class TopicZNodes(StoreCore):
         frontier = list(dict.fromkeys(roots))
         while frontier:
             levels.append(frontier)
-            reads = self._backend.get_children_many(frontier)
+            reads = self._core.backend.get_children_many(frontier)
             frontier = [
                 f"{parent}/{c}"
                 for parent, (code, kids) in zip(frontier, reads, strict=True)
@@ -162,14 +166,14 @@ class TopicZNodes(StoreCore):
                 for c in kids
             ]
         for level in reversed(levels):
-            self._delete_all(level, expected_controller_epoch_zk_version)
+            self._core.delete_all(level, expected_controller_epoch_zk_version)
 
     # -- configs -------------------------------------------------------------------------------------
 
     def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
         """``/config/<type>/<name>`` overrides; {} when absent. Corrupt data raises."""
         path = P.config_entity_path(entity_type, name)
-        read = self._read(path)
+        read = self._core.read(path)
         return {} if read is None else decode_entity_config(read[0], path)
 
     def get_topic_config(self, topic: str) -> dict[str, str]:
@@ -178,7 +182,7 @@ class TopicZNodes(StoreCore):
     def get_entity_names(self, entity_type: str) -> list[str]:
         """Kafka's ``getAllEntitiesWithConfig``: the children of ``/config/<type>``, sorted (as
         stored: user names sanitized)."""
-        return self._children(P.config_entity_type_path(entity_type))
+        return self._core.children(P.config_entity_type_path(entity_type))
 
     def get_entity_configs(
         self, entities: Sequence[tuple[str, str]]
@@ -186,7 +190,7 @@ class TopicZNodes(StoreCore):
         """Kafka's ``getEntityConfigs`` over several entity types, one batched read: {} for an
         absent znode, the per-znode error (e.g. ``ZNodeDecodeError``) for a failed one."""
         keys = list(dict.fromkeys(entities))
-        reads = self._decode_many(
+        reads = self._core.decode_many(
             [P.config_entity_path(t, n) for t, n in keys],
             lambda data, _stat, path: decode_entity_config(data, path),
         )
@@ -197,18 +201,18 @@ class TopicZNodes(StoreCore):
         path = P.config_entity_path(entity_type, name)
         data = encode_entity_config(dict(config))
         try:
-            self._backend.set_data(path, data, -1)
+            self._core.backend.set_data(path, data, -1)
         except MetadataStoreError as e:
             if e.code != "NONODE":
                 raise
-            self._ensure_paths([P.config_entity_type_path(entity_type)])
-            self._backend.create(path, data, PERSISTENT)
+            self._core.ensure_paths([P.config_entity_type_path(entity_type)])
+            self._core.backend.create(path, data, PERSISTENT)
 
     def create_config_change_notification(self, entity_path: str) -> str:
         """Sequential ``/config/changes/config_change_<seq>``; returns the created path."""
         data = encode_config_change_notification(entity_path)
-        self._ensure_paths([P.CONFIG_CHANGES_PATH])
-        return self._backend.create(
+        self._core.ensure_paths([P.CONFIG_CHANGES_PATH])
+        return self._core.backend.create(
             f"{P.CONFIG_CHANGES_PATH}/{P.CONFIG_CHANGE_PREFIX}", data, PERSISTENT_SEQUENTIAL
         )[0]
 
@@ -218,7 +222,7 @@ class TopicZNodes(StoreCore):
         """Entity paths (``topics/<t>``) of ``/config/changes/<name>`` notifications, one batched
         read; None for a notification already purged, the decode error for a corrupt one."""
         paths = [f"{P.CONFIG_CHANGES_PATH}/{n}" for n in notifications]
-        return self._decode_many(
+        return self._core.decode_many(
             paths, lambda data, _stat, path: decode_config_change_notification(data, path)
         )
 
@@ -232,7 +236,7 @@ class TopicZNodes(StoreCore):
         self, topics: Collection[str], expected_controller_epoch_zk_version: int
     ) -> None:
         """Delete ``/config/topics/<t>`` for each topic, fenced and batched; missing is fine."""
-        self._delete_all([P.topic_config_path(t) for t in topics], expected_controller_epoch_zk_version)
+        self._core.delete_all([P.topic_config_path(t) for t in topics], expected_controller_epoch_zk_version)
 
 
 def _validate_assignment(topic: str, assignment: Assignment) -> dict[int, ReplicaAssignment]:

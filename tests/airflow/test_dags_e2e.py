@@ -170,7 +170,7 @@ def test_partition_reassignment_generate_execute_in_batches_verify(env: Env) -> 
     }
     assert tis["verify"][1]["verified"] is False
 
-    notifications_before = len(env.store._children("/config/changes"))
+    notifications_before = len(env.store._core.children("/config/changes"))
     run, tis = env.run("partition_reassignment", {**conf, "dry_run": False})
     assert run.state == "success", tis
     generated = tis["generate"][1]
@@ -184,7 +184,7 @@ def test_partition_reassignment_generate_execute_in_batches_verify(env: Env) -> 
     for b in (1, 2, 3):  # throttles set for the move, removed by verify
         assert not any("throttled" in k for k in env.store.get_entity_config("brokers", str(b)))
     assert not any("throttled" in k for k in env.store.get_topic_config("orders"))
-    assert len(env.store._children("/config/changes")) > notifications_before
+    assert len(env.store._core.children("/config/changes")) > notifications_before
     ops = env.operations(run)
     assert {
         ops[k]["status"] for k in ("reassignment_generate", "reassignment_execute", "reassignment_verify")

@@ -55,7 +55,7 @@ def test_states_that_seldom_repeat_stop_the_sharing_and_still_decode_alike(
 ) -> None:
     """A long-lived cluster's states may all differ: once the memo is full with fewer hits than
     entries, the rest is decoded on its own (not shared), to the same values."""
-    monkeypatch.setattr("kafka_controller.zk.store._DECODED_STATES_MAX", 4)
+    monkeypatch.setattr("kafka_controller.zk.store_partitions._DECODED_STATES_MAX", 4)
     distinct = [TopicPartition("t", p) for p in range(6)]
     repeated = [TopicPartition("u", p) for p in range(3)]
     datas = {tp: _state(1, 10 + tp.partition, (1, 2)) for tp in distinct}
@@ -68,7 +68,7 @@ def test_states_that_seldom_repeat_stop_the_sharing_and_still_decode_alike(
 
 
 def test_states_that_repeat_keep_being_shared_past_the_memos_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kafka_controller.zk.store._DECODED_STATES_MAX", 4)
+    monkeypatch.setattr("kafka_controller.zk.store_partitions._DECODED_STATES_MAX", 4)
     tps = [TopicPartition("t", p) for p in range(40)]
     # four distinct states, each repeated: the memo fills with many hits, is cleared and kept
     datas = {tp: _state(1, tp.partition % 4, (1, 2)) for tp in tps[:32]}

@@ -261,7 +261,7 @@ def _recording_store(
     counted (``encoded``) and whose multis are recorded with the count when each was taken."""
     from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
     from kafka_controller.testing.memory_store import InMemoryMetadataStore
-    from kafka_controller.zk import store as store_module
+    from kafka_controller.zk import store_partitions as store_module
     from kafka_controller.zk.codecs import encode_leader_and_isr as encode
 
     store = InMemoryMetadataStore(max_batch_ops=max_batch_ops)

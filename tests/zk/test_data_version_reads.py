@@ -101,7 +101,7 @@ def test_partition_states_from_columns_whole_chunks_shared_and_the_rest_one_by_o
         session.create(f"/brokers/topics/t/partitions/{tp.partition}/state", encode_partition_state(state))
     session.create("/brokers/topics/t/partitions/9/state", b"{not json")
     store = ZkMetadataStore(zk.open_session())
-    store._backend = _ChunkedBackend(zk, 4)  # type: ignore[assignment]
+    store._core.backend = _ChunkedBackend(zk, 4)  # type: ignore[assignment]
     reads = store.get_partition_states(tps)
     assert list(reads) == tps
     assert all(reads[tp] == _state(1, 0) for tp in [*tps[:8], *tps[11:]])
@@ -121,7 +121,7 @@ def test_partition_states_refuse_a_short_answer() -> None:
         def iter_data_versions_many(self, paths: Sequence[str]) -> Iterator[DataVersions]:
             yield [NONODE], [None], [-1]
 
-    store._backend = Short()  # type: ignore[assignment]
+    store._core.backend = Short()  # type: ignore[assignment]
     with pytest.raises(MetadataStoreError, match="fewer than the 2"):
         store.get_partition_states([TP("t", 0), TP("t", 1)])
 
