@@ -8,9 +8,9 @@
   brokers started by hand) a broker is found by its command line (``... broker --broker-id N
   --zookeeper CONNECT``); stop is SIGTERM (the broker's own controlled shutdown). Kill is SIGKILL
   either way: a hard failure is one nobody asked its owner for. Before a broker goes, its command
-  line, working directory and log file are saved (mode 0600: the line may carry an audit URL with a
-  password), so a later task, in another process, can start it again with the same settings, detached
-  so that it outlives the task.
+  line, working directory, log file and ``KAFKA_OPTS`` (naming its ZooKeeper login's JAAS file) are
+  saved (mode 0600: the line may carry an audit URL with a password), so a later task, in another
+  process, can start it again with the same settings, detached so that it outlives the task.
 * ``command`` — templates for real hosts, e.g. ``{"stop": "ssh {host} sudo systemctl stop kafka",
   "start": "...", "hosts": {"1": "kafka1"}}``; placeholders ``{broker_id}`` and ``{host}``. Run
   without a shell; a non-zero exit fails with the command's last output line.
@@ -40,6 +40,27 @@ from kafka_controller.domain.errors import InvalidArgumentError, KafkaController
 POLL_S = 0.05
 #: Environment variables never handed to a relaunched broker (Airflow connections carry secrets).
 _PRIVATE_ENV_PREFIXES = ("AIRFLOW_", "AIRFLOW__")
+
+
+#: A broker's environment variables saved with its command line and given back at a start: its
+#: ZooKeeper login (``KAFKA_OPTS`` names a JAAS file, as for a Java broker) is not on the command
+#: line, and a broker started again without it would not get into a ZooKeeper that requires SASL.
+_KEPT_ENV = ("KAFKA_OPTS",)
+
+
+def _kept_environment(pid: int) -> dict[str, str]:
+    """The ``_KEPT_ENV`` variables of process ``pid`` (empty if unreadable: another user's)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read(1 << 20)
+    except OSError:
+        return {}
+    kept: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep and name.decode(errors="replace") in _KEPT_ENV:
+            kept[name.decode()] = value.decode(errors="replace")
+    return kept
 
 
 class LifecycleError(KafkaControllerError):
@@ -103,6 +124,9 @@ class LocalLifecycle:
             raise LifecycleError(f"broker {broker_id} is not running on this host ({self.connect_string})")
         pid = pids[0]
         saved: dict[str, Any] = {"argv": argv_of(pid)}
+        kept = _kept_environment(pid)
+        if kept:
+            saved["env"] = kept
         for key, link in (("cwd", "cwd"), ("log", "fd/1")):
             try:
                 target = os.readlink(f"/proc/{pid}/{link}")
@@ -193,6 +217,9 @@ class LocalLifecycle:
             return
         saved = self._recalled(broker_id)
         env = {k: v for k, v in os.environ.items() if not k.startswith(_PRIVATE_ENV_PREFIXES)}
+        recalled_env = saved.get("env")
+        if isinstance(recalled_env, dict):
+            env.update({k: str(v) for k, v in recalled_env.items() if k in _KEPT_ENV})
         log_path = saved.get("log")
         out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
         try:

@@ -16,6 +16,15 @@ with SCRAM-SHA-512 and Kafka's ACL authorizer on: a super user ``admin`` and an 
 user's client properties in DATA_DIR/client.properties (mode 0600), which both ``kcat -F FILE`` and
 this package's ``--command-config FILE`` read.
 
+Every mode but plaintext also secures the embedded ZooKeeper (one server; an ensemble stays open):
+it requires a SASL DIGEST-MD5 login as the user ``kafka`` (random password) and the brokers set
+Kafka's ZooKeeper ACLs (``zookeeper.set.acl=true``: the credentials under ``/config/users`` are
+readable by that user only, other znodes by anyone but writable only by it). The login is in
+DATA_DIR/zookeeper-client.jaas (mode 0600): commands with ``--zookeeper`` read it through
+``KAFKA_OPTS=-Djava.security.auth.login.config=FILE``, as Kafka's tools do, and an Airflow cluster
+connection through its ``zk_jaas_config_file`` extra; ``--json`` adds ``zookeeper_jaas_config`` and
+``zookeeper_kafka_opts``.
+
 While it runs, ``cluster stop-broker N``, ``start-broker N``, ``restart-broker N`` and ``status``
 (from another terminal) act on its brokers through its control socket (found by ``--data-dir``, or
 as the only ``cluster up`` of this user running).
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import threading
 from collections.abc import Callable
@@ -97,7 +107,9 @@ def register(subparsers: Any) -> None:
         help="plaintext (default, loopback); ssl: a private CA in DATA_DIR/tls, each broker's only "
         "listener SSL with client certificates required, and a client certificate for you; "
         "sasl_ssl/sasl_plaintext: SCRAM-SHA-512 logins (TLS from that CA for sasl_ssl), the ACL "
-        "authorizer on, and a super user whose password is in the printed client properties file",
+        "authorizer on, and a super user whose password is in the printed client properties file; "
+        "every mode but plaintext also makes ZooKeeper require a SASL login (printed: the "
+        "KAFKA_OPTS for --zookeeper commands) and the brokers set Kafka's ZooKeeper ACLs",
     )
     up.add_argument("--start-timeout", type=float, default=90.0, help="seconds to wait for the cluster")
     up.add_argument(
@@ -160,6 +172,11 @@ def run_up(args: argparse.Namespace) -> int:
             properties = cluster.tls.write_client_properties()
         if properties is not None:
             info["client_properties"] = str(properties)
+        zk_opts = ""
+        if cluster.zk_login is not None:
+            info["zookeeper_jaas_config"] = str(cluster.zk_login.client_jaas)
+            info["zookeeper_kafka_opts"] = cluster.zk_login.client_kafka_opts
+            zk_opts = f"KAFKA_OPTS={shlex.quote(cluster.zk_login.client_kafka_opts)} "
         if args.json:
             common.print_json(info, one_line=True)
             _say(_audit_line(cluster))
@@ -174,8 +191,13 @@ def run_up(args: argparse.Namespace) -> int:
                     f"{cluster.security.upper()}: client properties {properties} "
                     f"(kcat -F {properties} -b BROKER -L; kafka-controller ... --command-config {properties})"
                 )
+            if cluster.zk_login is not None:
+                common.say(
+                    f"ZooKeeper SASL login (user kafka): {zk_opts}kafka-controller ... --zookeeper "
+                    f"{cluster.connect_string}; Airflow: zk_jaas_config_file {cluster.zk_login.client_jaas}"
+                )
             common.say(_audit_line(cluster))
-            common.say(f"try: kafka-controller describe --zookeeper {cluster.connect_string}")
+            common.say(f"try: {zk_opts}kafka-controller describe --zookeeper {cluster.connect_string}")
         _say(f"ready; press Ctrl-C to stop (pid {os.getpid()}, control socket {control.path})")
         serve(cluster, control, stop)
         control.drain("cluster up is stopping")

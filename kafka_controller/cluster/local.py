@@ -43,6 +43,7 @@ from kafka_controller.domain.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
     from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
+    from kafka_controller.cluster.zk_login import ClusterZkLogin
     from kafka_controller.security.certs import ClusterPki
     from kafka_controller.security.client_config import ClientSecurity
     from kafka_controller.zk.embedded import EmbeddedZooKeeper
@@ -104,7 +105,9 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         client present theirs), from a private CA made in ``data_dir/tls`` (``tls``);
         ``sasl_plaintext``/``sasl_ssl``: every broker's only listener is SASL (SCRAM-SHA-512, over
         that CA's TLS for ``sasl_ssl``) with Kafka's ACL authorizer on, a super user and an
-        inter-broker user with random passwords (``client_properties``: the super user's, mode 0600)."""
+        inter-broker user with random passwords (``client_properties``: the super user's, mode 0600).
+        Every mode but ``plaintext`` also secures an embedded single ZooKeeper (``zk_login``): a
+        SASL login required, Kafka's ``zookeeper.set.acl`` ACLs."""
         if security not in SECURITY_MODES:
             raise InvalidArgumentError(
                 f"security must be one of {', '.join(SECURITY_MODES)}, got {security!r}"
@@ -113,6 +116,8 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         self.tls: ClusterPki | None = None
         self._passwords: dict[str, str] = {}  # SASL user -> password; never logged
         self.client_properties: Path | None = None
+        #: The ``kafka`` ZooKeeper login (``cluster.zk_login``); None: ZooKeeper is open.
+        self.zk_login: ClusterZkLogin | None = None
         if not 1 <= brokers <= 64:
             raise InvalidArgumentError(f"number of brokers must be between 1 and 64, got {brokers}")
         if first_broker_id < 0:
@@ -189,8 +194,14 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 
                 zk_dir = self.data_dir / "zookeeper"
+                if self.security != "plaintext" and self.zk_servers == 1 and self.zk_login is None:
+                    from kafka_controller.cluster.zk_login import ClusterZkLogin
+
+                    self.data_dir.mkdir(parents=True, exist_ok=True)
+                    self.zk_login = ClusterZkLogin.new(self.data_dir)
+                security = None if self.zk_login is None else self.zk_login.server_security()
                 self.zk = (
-                    EmbeddedZooKeeper(port=self.zk_port, data_dir=zk_dir)
+                    EmbeddedZooKeeper(port=self.zk_port, data_dir=zk_dir, security=security)
                     if self.zk_servers == 1
                     else ZooKeeperEnsemble(self.zk_servers, self.zk_port, zk_dir)
                 )
@@ -296,8 +307,12 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 session_timeout_ms=self.store_session_timeout_ms,
                 connection_timeout_ms=30_000,
                 digest=digest_from_env(),
+                **self._zk_client_settings(),
             )
         )
+
+    def _zk_client_settings(self) -> dict[str, Any]:
+        return {} if self.zk_login is None else self.zk_login.client_settings()
 
     def broker_data_dir(self, broker_id: int) -> Path:
         return self.data_dir / "brokers" / f"broker-{broker_id}"
@@ -307,7 +322,12 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
         backend: Any = self.store.backend  # type: ignore[attr-defined]
-        config = ZkClientConfig(self.connect_string, connection_timeout_ms=10_000, digest=digest_from_env())
+        config = ZkClientConfig(
+            self.connect_string,
+            connection_timeout_ms=10_000,
+            digest=digest_from_env(),
+            **self._zk_client_settings(),
+        )
         closer = SessionCloser(self.broker_data_dir, config, backend.exists, enabled=self._close_sessions)
         self.session_closer = closer
         self.supervisor = ExitSupervisor(lambda: list(self.processes.values()), closer).start()
@@ -359,6 +379,10 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         elif self.security.startswith("sasl_"):
             tls = {} if self.tls is None else self.tls.broker_settings(broker_id)
             config = {**config, **self._sasl_settings(), **tls}
+        env = None
+        if self.zk_login is not None:  # its ZooKeeper login: KAFKA_OPTS names its JAAS file
+            config = {**config, **self.zk_login.broker_settings()}
+            env = self.zk_login.broker_environment(self.broker_data_dir(broker_id))
         command = broker_command(
             broker_id,
             self.connect_string,
@@ -376,7 +400,8 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         command[:0] = prefix
         proc = self.processes.get(broker_id)
         if proc is None or proc.command != command:
-            proc = BrokerProcess(broker_id, command, self.data_dir / "logs" / f"broker-{broker_id}.log")
+            log_path = self.data_dir / "logs" / f"broker-{broker_id}.log"
+            proc = BrokerProcess(broker_id, command, log_path, env=env)
             self.processes[broker_id] = proc
         proc.start()
         return proc
