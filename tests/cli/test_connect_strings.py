@@ -14,6 +14,7 @@ from tests.cli.parsers import zookeeper_commands
 
 #: The least each command needs past argparse, so that the connect string is what fails.
 MINIMAL: dict[tuple[str, ...], list[str]] = {
+    ("acls",): ["--list"],
     ("broker",): ["--broker-id", "1"],
     ("close-session",): ["--data-dir", "/nonexistent/data"],
     ("configs", "alter"): ["--entity-type", "topics", "--entity-name", "t", "--add-config", "a=1"],

@@ -24,6 +24,7 @@ def _commands(tmp_path: Path) -> dict[tuple[str, ...], list[str]]:
     moves = tmp_path / "moves.json"
     moves.write_text('{"topics":[{"topic":"t"}]}')
     return {
+        ("acls",): ["--list"],
         ("configs", "alter"): ["--entity-type", "topics", "--entity-name", "t", "--add-config", "a=1"],
         ("configs", "describe"): ["--entity-type", "topics", "--entity-name", "t"],
         ("describe",): [],
