@@ -191,6 +191,11 @@ def run_up(args: argparse.Namespace) -> int:
                     f"{cluster.security.upper()}: client properties {properties} "
                     f"(kcat -F {properties} -b BROKER -L; kafka-controller ... --command-config {properties})"
                 )
+            if cluster.zk_login is None and cluster.security != "plaintext":
+                common.say(
+                    "warning: the ZooKeeper ensemble takes no login (only a single server is secured "
+                    "here): anyone on this host can read and change the cluster's state in it"
+                )
             if cluster.zk_login is not None:
                 common.say(
                     f"ZooKeeper SASL login (user kafka): {zk_opts}kafka-controller ... --zookeeper "

@@ -80,7 +80,10 @@ CODE_NAMES = {
     AUTHFAILED: "AUTHFAILED",
     -118: "SESSIONMOVED",
     -119: "NOTREADONLY",
+    -124: "SESSIONCLOSEDREQUIRESASLAUTH",
 }
+#: ZooKeeper 3.6+'s answer to a session without a SASL login on a server that requires one.
+SESSIONCLOSEDREQUIRESASLAUTH = -124
 
 _UNAVAILABLE = frozenset({CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, AUTHFAILED, -118})
 
@@ -95,6 +98,13 @@ def error_for_code(code: int, path: str | None) -> MetadataStoreError:
     if code == BADVERSION:
         return BadVersionError(path or "")
     name = CODE_NAMES.get(code, f"UNKNOWN({code})")
+    if code == SESSIONCLOSEDREQUIRESASLAUTH:  # say how to log in, as Kafka's docs do
+        return MetadataStoreError(
+            f"ZooKeeper requires a SASL login ({name}): name a JAAS file whose Client section holds "
+            "it in $KAFKA_OPTS (-Djava.security.auth.login.config=FILE)",
+            code=name,
+            path=path,
+        )
     if code in _UNAVAILABLE:
         return StoreUnavailableError(f"KeeperErrorCode = {name} for {path}", path=path)
     return MetadataStoreError(f"KeeperErrorCode = {name} for {path}", code=name, path=path)

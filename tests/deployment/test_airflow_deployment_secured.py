@@ -87,6 +87,8 @@ def site() -> Iterator[SecuredSite]:
         for topic in ("orders", "payments"):
             cluster.wait_topic_healthy(topic)
         security = cluster.client_security()
+        assert cluster.zk_login is not None
+        zk_jaas = cluster.zk_login.client_jaas
         airflow = AirflowDeployment(
             work / "airflow",
             metadata_url=metadata_url,
@@ -107,6 +109,8 @@ def site() -> Iterator[SecuredSite]:
                 "security_protocol": "SASL_SSL",
                 "sasl_mechanism": "SCRAM-SHA-512",
                 "ssl_cafile": str(security.cafile),
+                # its ZooKeeper takes only the kafka SASL login, from the JAAS file cluster up prints
+                "zk_jaas_config_file": str(zk_jaas),
             },
         )
         airflow.add_connection("kafka_controller_audit_default", AUDIT_CONN_TYPE, extra={"url": audit_url})
@@ -171,3 +175,5 @@ def test_the_sasl_password_is_in_no_task_log_xcom_or_audit_row(site: SecuredSite
     assert rows and site.password not in json.dumps(rows, default=str)
     logs = [p for p in site.airflow.logs.rglob("*") if p.is_file()]
     assert logs and all(site.password not in p.read_text(errors="replace") for p in logs)
+    assert site.cluster.zk_login is not None  # nor the ZooKeeper login's, which the tasks read
+    assert all(site.cluster.zk_login.password not in p.read_text(errors="replace") for p in logs)

@@ -1,7 +1,9 @@
 """``kafka-controller cluster up --security ssl`` as a user runs it: every broker's only listener is
 SSL with client certificates required; ``--json`` gives ``bootstrap_servers`` and the librdkafka
 ``client_config`` that confluent-kafka takes as it is; kcat reads the printed properties file; a
-client without TLS gets nothing; SIGINT still stops the cluster with controlled shutdowns."""
+client without TLS gets nothing; ZooKeeper takes only the printed SASL login (an SSL cluster's
+ZooKeeper is as secured as a SASL one's: open, it would let anyone rewrite what the client
+certificates guard); SIGINT still stops the cluster with controlled shutdowns."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from kafka_controller.zk.client_security import sasl_from_kafka_opts
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+from kafka_controller.zk.security import ZkClientConfig
 from tests.integration.helpers import pump_stderr
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.clients]
@@ -45,7 +49,9 @@ def test_cluster_up_security_ssl(tmp_path: Path) -> None:
         config = info["client_config"]
         assert config["security.protocol"] == "ssl" and Path(config["ssl.ca.location"]).is_file()
 
-        store = KazooMetadataStore(info["zookeeper"])
+        login = sasl_from_kafka_opts({"KAFKA_OPTS": info["zookeeper_kafka_opts"]})
+        assert login is not None and login[0] == "kafka"
+        store = KazooMetadataStore(ZkClientConfig(info["zookeeper"], sasl=login))
         try:
             for broker in store.get_all_brokers_and_epochs():
                 assert [ep.connection_string().split("://")[0] for ep in broker.endpoints] == ["SSL"]

@@ -210,7 +210,12 @@ def test_an_anonymous_zookeeper_session_reads_and_writes_nothing(cluster: LocalC
     from kazoo.handlers.threading import KazooTimeoutError
 
     path = "/brokers/topics/forged"
-    for attempt in (lambda k: k.get("/config/users/admin"), lambda k: k.create(path, b'{"partitions":{}}')):
+    attempts = (
+        lambda k: k.get("/config/users/admin"),  # the ACLs alone refuse these two
+        lambda k: k.create(path, b'{"partitions":{}}'),
+        lambda k: k.get_children("/brokers/ids"),  # world-readable: refused only for want of a login
+    )
+    for attempt in attempts:
         anonymous = _zk_client(cluster, login=False)
         try:
             with pytest.raises((KazooException, KazooTimeoutError)):
@@ -259,6 +264,8 @@ def test_the_cli_reaches_zookeeper_with_the_printed_login_only(cluster: LocalClu
     assert sorted(b["id"] for b in json.loads(ok.stdout)["brokers"]) == list(cluster.broker_ids)
     refused = _cli("describe", "--zookeeper", cluster.connect_string, "--json", timeout=120)
     assert refused.returncode != 0 and not refused.stdout.strip()
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "requires a SASL login" in lines[0] and "KAFKA_OPTS" in lines[0], lines
 
 
 def test_no_zookeeper_password_in_a_log_or_a_command_line(cluster: LocalCluster) -> None:
