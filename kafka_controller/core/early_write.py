@@ -2,7 +2,7 @@
 
 A new controller's startup knows, before its online replicas move, two batches of state writes it
 will make: the ISR removal's first round for the dead broker's replicas (``core.replica_isr``) and
-the election of the partitions it led (``core.election_early``), both from the states the context
+the election of the partitions it led (``core.partition_election``), both from the states the context
 load cached. Moving the online replicas writes nothing and changes no cached state, so both batches
 are exactly what the later steps would write; started early, each on a thread of its own,
 ZooKeeper works through them while the event thread builds the online replicas' requests. The step
