@@ -86,6 +86,7 @@ def test_the_broker_command_limits_the_arenas_before_it_starts(monkeypatch: pyte
     args = argparse.Namespace(
         broker_id=1,
         config=[],
+        config_file=None,
         listener="127.0.0.1:0",
         metrics_port=None,
         metrics_host=None,
