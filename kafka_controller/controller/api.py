@@ -15,14 +15,18 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from kafka_controller.controller import events as ev
-from kafka_controller.controller.base import ControllerBase
 from kafka_controller.controller.event_manager import QueuedEvent
+from kafka_controller.controller.services import ControllerServices
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
 
 
-class ControllerApi(ControllerBase):
-    """Mixin: the public entry points of ``KafkaController``."""
+class ControllerApi:
+    """The public entry points of ``KafkaController`` (it hands these bound methods out as its
+    own): validate on the caller's thread, then enqueue."""
+
+    def __init__(self, services: ControllerServices) -> None:
+        self._s = services
 
     def elect_leaders(
         self,
@@ -35,7 +39,7 @@ class ControllerApi(ControllerBase):
         really elect an out-of-sync replica (only the admin API can)."""
         etype = ev.ElectionType.parse(election_type)
         parts = None if partitions is None else _partitions_arg(partitions)
-        return self.event_manager.put(
+        return self._s.event_manager.put(
             ev.ReplicaLeaderElection(
                 parts, etype, ev.ElectionTrigger.ADMIN_CLIENT_TRIGGERED, callback, operation_id
             )
@@ -59,7 +63,7 @@ class ControllerApi(ControllerBase):
                 checked[tp] = tuple(target)
             else:
                 checked[tp] = None
-        return self.event_manager.put(ev.ApiPartitionReassignment(checked, callback, operation_id))
+        return self._s.event_manager.put(ev.ApiPartitionReassignment(checked, callback, operation_id))
 
     def list_partition_reassignments(
         self,
@@ -68,12 +72,12 @@ class ControllerApi(ControllerBase):
         operation_id: str | None = None,
     ) -> QueuedEvent:
         parts = None if partitions is None else _partitions_arg(partitions)
-        return self.event_manager.put(ev.ListPartitionReassignments(parts, callback, operation_id))
+        return self._s.event_manager.put(ev.ListPartitionReassignments(parts, callback, operation_id))
 
     def describe_controller_context(self, callback: ev.DescribeControllerContextCallback) -> QueuedEvent:
         """DescribeControllerContext (not Kafka's): ``callback`` gets the whole context as the
         columnar document of ``core.context_description``, or NOT_CONTROLLER."""
-        return self.event_manager.put(ev.DescribeControllerContext(callback))
+        return self._s.event_manager.put(ev.DescribeControllerContext(callback))
 
     def controlled_shutdown(
         self,
@@ -89,7 +93,9 @@ class ControllerApi(ControllerBase):
                 f"controlled shutdown: broker id and epoch must be integers, got "
                 f"{broker_id!r}, {broker_epoch!r}"
             )
-        return self.event_manager.put(ev.ControlledShutdown(broker_id, broker_epoch, callback, operation_id))
+        return self._s.event_manager.put(
+            ev.ControlledShutdown(broker_id, broker_epoch, callback, operation_id)
+        )
 
     def alter_isr(
         self,
@@ -109,12 +115,12 @@ class ControllerApi(ControllerBase):
             _partitions_arg([tp])
             if not isinstance(lai, LeaderAndIsr):
                 raise InvalidArgumentError(f"AlterIsr for {tp}: expected a LeaderAndIsr, got {lai!r}")
-        return self.event_manager.put(
+        return self._s.event_manager.put(
             ev.AlterIsrReceived(broker_id, broker_epoch, dict(isrs), callback, operation_id)
         )
 
     def enable_default_unclean_leader_election(self) -> QueuedEvent:
-        return self.event_manager.put(ev.UncleanLeaderElectionEnable())
+        return self._s.event_manager.put(ev.UncleanLeaderElectionEnable())
 
     def update_dynamic_broker_configs(
         self, cluster_default: Mapping[str, str] | None, per_broker: Mapping[str, str] | None
@@ -125,15 +131,15 @@ class ControllerApi(ControllerBase):
             _config_arg(name, c)
             for name, c in (("cluster default", cluster_default), ("per-broker", per_broker))
         ]
-        return self.event_manager.put(ev.DynamicBrokerConfigChange(checked[0], checked[1]))
+        return self._s.event_manager.put(ev.DynamicBrokerConfigChange(checked[0], checked[1]))
 
     def enable_topic_unclean_leader_election(self, topic: str) -> QueuedEvent | None:
         """Called when a topic's config enables unclean election; acts only on the active controller."""
         if not isinstance(topic, str) or not topic:
             raise InvalidArgumentError(f"expected a topic name, got {topic!r}")
-        if not self.is_active:
+        if not self._s.is_active:
             return None
-        return self.event_manager.put(ev.TopicUncleanLeaderElectionEnable(topic))
+        return self._s.event_manager.put(ev.TopicUncleanLeaderElectionEnable(topic))
 
 
 def _config_arg(level: str, config: Mapping[str, str] | None) -> dict[str, str] | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka_controller.controller.base import ControllerBase, log
 from kafka_controller.controller.config import KafkaConfig
 from kafka_controller.controller.dynamic_config import (
     BROKER_CONFIG_TYPE,
@@ -22,18 +21,30 @@ from kafka_controller.controller.dynamic_config import (
     effective_broker_config,
 )
 from kafka_controller.controller.events import UncleanLeaderElectionEnable
-from kafka_controller.controller.failover import AUTO_REBALANCE_FIRST_DELAY_S
+from kafka_controller.controller.replica_election import AUTO_REBALANCE_FIRST_DELAY_S, ReplicaElections
+from kafka_controller.controller.services import ControllerServices, log
+from kafka_controller.controller.state_machines import StateMachineFactory
 from kafka_controller.domain.errors import MetadataStoreError
 
 
-class DynamicBrokerConfigs(ControllerBase):
-    """Mixin: the effective config = static (``--config``) + cluster default + this broker's."""
+class DynamicBrokerConfigs:
+    """The effective config = static (``--config``) + cluster default + this broker's."""
 
-    #: The config the broker was started with; ``config`` is the effective one.
-    static_config: KafkaConfig
-    #: The last read of each level (replaced, never mutated).
-    _dynamic_default: Mapping[str, str]
-    _dynamic_per_broker: Mapping[str, str]
+    def __init__(
+        self,
+        services: ControllerServices,
+        static_config: KafkaConfig,
+        state_machines: StateMachineFactory,
+        elections: ReplicaElections,
+    ) -> None:
+        self._s = services
+        #: The config the broker was started with; ``services.config`` is the effective one.
+        self.static_config = static_config
+        self._state_machines = state_machines
+        self._elections = elections
+        #: The last read of each level (replaced, never mutated).
+        self._dynamic_default: Mapping[str, str] = {}
+        self._dynamic_per_broker: Mapping[str, str] = {}
 
     def load_dynamic_broker_configs(self) -> None:
         """Failover: read both levels and apply them (no side effects: failover builds the state
@@ -44,8 +55,8 @@ class DynamicBrokerConfigs(ControllerBase):
     def read_dynamic_broker_configs(self) -> tuple[dict[str, str] | None, dict[str, str] | None]:
         """``/config/brokers/<default>`` and ``/config/brokers/<this id>`` in one batched read; a
         level that cannot be read (corrupt) is None: its last known value is kept."""
-        keys = [(BROKER_CONFIG_TYPE, DEFAULT_BROKER_ENTITY), (BROKER_CONFIG_TYPE, str(self.controller_id))]
-        reads = self.store.get_entity_configs(keys)
+        keys = [(BROKER_CONFIG_TYPE, DEFAULT_BROKER_ENTITY), (BROKER_CONFIG_TYPE, str(self._s.controller_id))]
+        reads = self._s.store.get_entity_configs(keys)
         out: list[dict[str, str] | None] = []
         for key in keys:
             read = reads.get(key, {})
@@ -77,12 +88,12 @@ class DynamicBrokerConfigs(ControllerBase):
         )
         for what, reason in sorted(effective.ignored.items()):
             log.warning("Ignoring dynamic broker config %s: %s", what, reason)
-        old, new = self.config, effective.config
-        self.config = new
+        old, new = self._s.config, effective.config
+        self._s.config = new
         if new != old:
             log.info(
                 "Controller %d follows the dynamic broker configs: %s",
-                self.controller_id,
+                self._s.controller_id,
                 effective.describe(),
             )
         if failover:  # failover goes on to build the state machines and schedule from ``config``
@@ -92,15 +103,16 @@ class DynamicBrokerConfigs(ControllerBase):
         if new == old:
             return
         change = config_transition(old, new)
-        if self.is_active:
+        if self._s.is_active:
             self._record(effective.describe())
         if change.unclean_changed:
-            self.build_state_machines()  # the partition state machine merges topic configs over it
+            # the partition state machine merges topic configs over it
+            self._state_machines.build_state_machines()
         if change.unclean_enabled:
-            self.enqueue(UncleanLeaderElectionEnable())  # Kafka's enableDefaultUncleanLeaderElection
-        if change.rebalance_resumed and self.is_active and not self.is_auto_leader_rebalance_scheduled:
+            self._s.enqueue(UncleanLeaderElectionEnable())  # Kafka's enableDefaultUncleanLeaderElection
+        if change.rebalance_resumed and self._s.is_active and not self._s.is_auto_leader_rebalance_scheduled:
             # Not scheduled in this epoch (off when it began): start it as failover would have.
-            self.schedule_auto_leader_rebalance_task(AUTO_REBALANCE_FIRST_DELAY_S)
+            self._elections.schedule_auto_leader_rebalance_task(AUTO_REBALANCE_FIRST_DELAY_S)
 
     def _record(self, detail: str) -> None:
-        self.audit.record_controller_event("dynamic_config", self.clock.time_ms(), 0.0, detail)
+        self._s.audit.record_controller_event("dynamic_config", self._s.clock.time_ms(), 0.0, detail)

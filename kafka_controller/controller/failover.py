@@ -15,20 +15,13 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from kafka_controller import heap
-from kafka_controller.controller.base import (
-    BROKER_IDS_PATH,
-    BROKER_TOPICS_PATH,
-    DELETE_TOPICS_PATH,
-    ISR_CHANGE_NOTIFICATION_PATH,
-    LOG_DIR_EVENT_NOTIFICATION_PATH,
-    PREFERRED_REPLICA_ELECTION_PATH,
-    REASSIGN_PARTITIONS_PATH,
-    ControllerBase,
-    log,
-    partition_state_path,
-    topic_path,
-)
+from kafka_controller.controller.broker_configs import DynamicBrokerConfigs
 from kafka_controller.controller.events import ElectionTrigger, ElectionType
+from kafka_controller.controller.metadata_updates import UpdateMetadataSender
+from kafka_controller.controller.reassignment import Reassignments
+from kafka_controller.controller.replica_election import AUTO_REBALANCE_FIRST_DELAY_S, ReplicaElections
+from kafka_controller.controller.services import ControllerServices, log
+from kafka_controller.controller.state_machines import StateMachineFactory
 from kafka_controller.domain.errors import IllegalControllerStateError, MetadataStoreError, ZNodeDecodeError
 from kafka_controller.domain.values import Broker
 from kafka_controller.heap import release_free_heap
@@ -36,8 +29,6 @@ from kafka_controller.ports import FeatureZNode, TopicIdReplicaAssignment
 from kafka_controller.thread_cpu import CpuAccount
 
 _ENABLED, _DISABLED = 1, 0
-#: Kafka starts auto rebalance this long after failover (``KafkaController.onControllerFailover``).
-AUTO_REBALANCE_FIRST_DELAY_S = 5.0
 
 
 def new_topic_id() -> str:
@@ -59,11 +50,26 @@ def is_broker_compatible(broker: Broker, finalized: Mapping[str, tuple[int, int]
     return True
 
 
-class ControllerFailover(ControllerBase):
-    """Mixin: ``on_controller_failover``, ``on_controller_resignation`` and their helpers."""
+class ControllerFailover:
+    """``on_controller_failover`` and its steps (resignation is ``election.ControllerResignation``)."""
 
-    #: What the failover in progress knows of the outage it ends (see ``on_controller_failover``).
-    _recovery: Mapping[str, int | None] = MappingProxyType({})
+    def __init__(
+        self,
+        services: ControllerServices,
+        state_machines: StateMachineFactory,
+        metadata: UpdateMetadataSender,
+        broker_configs: DynamicBrokerConfigs,
+        reassignments: Reassignments,
+        elections: ReplicaElections,
+    ) -> None:
+        self._s = services
+        self._state_machines = state_machines
+        self._metadata = metadata
+        self._broker_configs = broker_configs
+        self._reassignments = reassignments
+        self._elections = elections
+        #: What the failover in progress knows of the outage it ends (see ``on_controller_failover``).
+        self._recovery: Mapping[str, int | None] = MappingProxyType({})
 
     def on_controller_failover(self) -> None:
         """Become the controller, and record the failover with the outage it ends.
@@ -76,16 +82,16 @@ class ControllerFailover(ControllerBase):
         them were done (``recovered_ms``: every partition that could be led is led; the detail
         counts those that could not, without a live replica). The report takes the earliest sign of
         the loss it has (a drill's own record of its kill comes first)."""
-        previous, gone_ms = self.outage or (None, None)
+        previous, gone_ms = self._s.outage or (None, None)
         self._recovery = {"previous_broker_id": previous, "lost_ms": gone_ms}
 
         def detail() -> str:
-            text = f"{len(self.controller_context.all_topics)} topics"
-            still = self.controller_context.offline_partition_count
+            text = f"{len(self._s.controller_context.all_topics)} topics"
+            still = self._s.controller_context.offline_partition_count
             return f"{text}; {still} partitions still offline" if still else text
 
         cpu = CpuAccount()
-        with self.audit.timed("failover", detail, fields=lambda: self._recovery):
+        with self._s.audit.timed("failover", detail, fields=lambda: self._recovery):
             self._on_controller_failover()
         log.info("Failover CPU by thread (s): %s", cpu.summary())  # ``thread_cpu``
         # The context just loaded (~10 objects per partition) lives until resignation and holds no
@@ -97,22 +103,22 @@ class ControllerFailover(ControllerBase):
         release_free_heap()
 
     def _on_controller_failover(self) -> None:
-        ctx = self.controller_context
-        store = self.store
+        ctx = self._s.controller_context
+        store = self._s.store
         # 0. dynamic broker configs (``dynamic_config``): before anything reads the config, so that
         # a controller elected while the auto rebalance is paused stays paused
-        self.load_dynamic_broker_configs()
-        self.build_state_machines()
+        self._broker_configs.load_dynamic_broker_configs()
+        self._state_machines.build_state_machines()
         # 1. /feature
         self.maybe_setup_feature_versioning()
         # 2. watches
-        store.watch_broker_ids(self._on_broker_ids)
-        store.watch_topics(self._on_topics)
-        store.watch_topic_deletions(self._on_topic_deletions)
-        store.watch_log_dir_event_notifications(self._on_log_dir_event_notifications)
-        store.watch_isr_change_notifications(self._on_isr_change_notifications)
-        store.watch_preferred_replica_election(self._on_preferred_replica_election)
-        store.watch_partition_reassignment(self._on_reassign_partitions)
+        store.watch_broker_ids(self._s.watches.on_broker_ids)
+        store.watch_topics(self._s.watches.on_topics)
+        store.watch_topic_deletions(self._s.watches.on_topic_deletions)
+        store.watch_log_dir_event_notifications(self._s.watches.on_log_dir_event_notifications)
+        store.watch_isr_change_notifications(self._s.watches.on_isr_change_notifications)
+        store.watch_preferred_replica_election(self._s.watches.on_preferred_replica_election)
+        store.watch_partition_reassignment(self._s.watches.on_reassign_partitions)
         # 3. stale notifications
         store.delete_log_dir_event_notifications(None, ctx.epoch_zk_version)
         store.delete_isr_change_notifications(None, ctx.epoch_zk_version)
@@ -121,41 +127,41 @@ class ControllerFailover(ControllerBase):
         self.initialize_controller_context()
         # 5-6. pending topic deletions
         to_delete, ineligible = self.fetch_topic_deletions_in_progress()
-        self.topic_deletion_manager.init(to_delete, ineligible)
+        self._s.topic_deletion_manager.init(to_delete, ineligible)
         # 7. brokers learn the live brokers before any LeaderAndIsr
-        self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), ())
+        self._metadata.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), ())
         # 8. state machines
         try:
-            self.replica_state_machine.startup()
+            self._s.replica_state_machine.startup()
             self._start_partition_state_machine()
         finally:
-            self.partition_state_machine.abandon_election_prewrite()  # taken by the election, if it ran
-        self.replica_state_machine.finish_offline_left_to_election()
+            self._s.partition_state_machine.abandon_election_prewrite()  # taken by the election, if it ran
+        self._s.replica_state_machine.finish_offline_left_to_election()
         log.info("Ready to serve as the new controller with epoch %d", ctx.epoch)
         # 9-11. reassignments, deletions, preferred elections left pending by the previous controller
-        self.initialize_partition_reassignments()
-        self.topic_deletion_manager.try_topic_deletion()
-        pending = self.fetch_pending_preferred_replica_elections()
-        self.on_replica_election(pending, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
+        self._reassignments.initialize_partition_reassignments()
+        self._s.topic_deletion_manager.try_topic_deletion()
+        pending = self._elections.fetch_pending_preferred_replica_elections()
+        self._elections.on_replica_election(pending, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
         # 12. scheduler
-        if not self.kafka_scheduler.is_started:
-            self.kafka_scheduler.startup()
-        if self.config.auto_leader_rebalance_enable:
-            self.schedule_auto_leader_rebalance_task(AUTO_REBALANCE_FIRST_DELAY_S)
+        if not self._s.kafka_scheduler.is_started:
+            self._s.kafka_scheduler.startup()
+        if self._s.config.auto_leader_rebalance_enable:
+            self._elections.schedule_auto_leader_rebalance_task(AUTO_REBALANCE_FIRST_DELAY_S)
 
     def _start_partition_state_machine(self) -> None:
         """``PartitionStateMachine.startup``, with the offline partitions it finds and the moment the
         elections it triggers are done noted for the failover's record."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         found: dict[str, int | None] = {}
 
         def note_offline() -> None:
             offline = ctx.offline_partition_count
             found["offline_partitions"] = offline
-            found["first_offline_ms"] = self.clock.time_ms() if offline else None
+            found["first_offline_ms"] = self._s.clock.time_ms() if offline else None
 
-        self.partition_state_machine.startup(on_initialized=note_offline)
-        self._recovery = {**self._recovery, **found, "recovered_ms": self.clock.time_ms()}
+        self._s.partition_state_machine.startup(on_initialized=note_offline)
+        self._recovery = {**self._recovery, **found, "recovered_ms": self._s.clock.time_ms()}
 
     def maybe_setup_feature_versioning(self) -> None:
         """Step 1 (KIP-584): enabled with no finalized features from IBP 2.7-IV0, else disabled.
@@ -165,35 +171,35 @@ class ControllerFailover(ControllerBase):
         too, so one bad write by another client would leave the cluster without a controller.
         Finalized features it held were unreadable anyway; the log says why it did not decode."""
         try:
-            existing = self.store.get_feature_znode()
+            existing = self._s.store.get_feature_znode()
         except ZNodeDecodeError as e:
             log.error("%s: overwriting /feature with no finalized features", e)
-            wanted = _ENABLED if self.config.is_feature_versioning_supported else _DISABLED
-            self.store.update_feature_znode(FeatureZNode(wanted, {}))
-            existing = self.store.get_feature_znode()
-        if self.config.is_feature_versioning_supported:
+            wanted = _ENABLED if self._s.config.is_feature_versioning_supported else _DISABLED
+            self._s.store.update_feature_znode(FeatureZNode(wanted, {}))
+            existing = self._s.store.get_feature_znode()
+        if self._s.config.is_feature_versioning_supported:
             if existing is None:
-                self.store.create_feature_znode(FeatureZNode(_ENABLED, {}))
+                self._s.store.create_feature_znode(FeatureZNode(_ENABLED, {}))
             elif not existing[0].enabled:
                 if existing[0].features:
                     log.warning(
                         "/feature is disabled with features %s: clearing them", dict(existing[0].features)
                     )
-                self.store.update_feature_znode(FeatureZNode(_ENABLED, {}))
+                self._s.store.update_feature_znode(FeatureZNode(_ENABLED, {}))
         else:
             disabled = FeatureZNode(_DISABLED, {})
             if existing is None:
-                self.store.create_feature_znode(disabled)
+                self._s.store.create_feature_znode(disabled)
             elif existing[0].status != _DISABLED or existing[0].features:
-                self.store.update_feature_znode(disabled)
-        read = self.store.get_feature_znode()
-        self._finalized_features = dict(read[0].features) if read is not None and read[0].enabled else {}
+                self._s.store.update_feature_znode(disabled)
+        read = self._s.store.get_feature_znode()
+        self._s.finalized_features = dict(read[0].features) if read is not None and read[0].enabled else {}
 
     def compatible_brokers(self, brokers: Mapping[Broker, int]) -> dict[Broker, int]:
         """The brokers that support the finalized features; the others are logged and ignored."""
         out: dict[Broker, int] = {}
         for broker, epoch in brokers.items():
-            if is_broker_compatible(broker, self._finalized_features):
+            if is_broker_compatible(broker, self._s.finalized_features):
                 out[broker] = epoch
             else:
                 log.warning(
@@ -202,8 +208,8 @@ class ControllerFailover(ControllerBase):
         return out
 
     def initialize_controller_context(self) -> None:
-        ctx = self.controller_context
-        store = self.store
+        ctx = self._s.controller_context
+        store = self._s.store
         ctx.set_live_brokers(self.compatible_brokers(store.get_all_brokers_and_epochs()))
         log.info("Initialized broker epochs cache: %s", ctx.live_broker_id_and_epochs)
         ctx.set_all_topics(store.get_all_topics())
@@ -211,7 +217,7 @@ class ControllerFailover(ControllerBase):
         # below); read together, ZooKeeper answers the first states while later topics decode
         # (README deviation 19: the same context, states read before the topic ids are written).
         reads, states = store.get_replica_assignments_and_partition_states(
-            ctx.all_topics, watch_handler=self._on_topic_znode
+            ctx.all_topics, watch_handler=self._s.watches.on_topic_znode
         )
         assignments: list[TopicIdReplicaAssignment] = []
         for topic, read in reads.items():
@@ -226,9 +232,9 @@ class ControllerFailover(ControllerBase):
             ctx.load_topic_assignment(a.topic, a.assignment)
             being_reassigned.update(tp for tp, ra in a.assignment.items() if ra.is_being_reassigned)
         ctx.shutting_down_broker_ids.clear()
-        self.register_broker_modifications_handlers(ctx.live_or_shutting_down_broker_ids)
-        self.update_leader_and_isr_cache(already_read=states)
-        self.channel_manager.startup(ctx.live_or_shutting_down_brokers)
+        self._s.register_broker_modifications_handlers(ctx.live_or_shutting_down_broker_ids)
+        self._s.update_leader_and_isr_cache(already_read=states)
+        self._s.channel_manager.startup(ctx.live_or_shutting_down_brokers)
         log.info(
             "Currently active brokers in the cluster: %s; shutting down: %s",
             sorted(ctx.live_broker_ids),
@@ -237,9 +243,9 @@ class ControllerFailover(ControllerBase):
 
     def process_topic_ids(self, assignments: Iterable[TopicIdReplicaAssignment]) -> None:
         """IBP >= 2.8: give id-less topics an id (one fenced batched write); cache every known id."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         items = list(assignments)
-        if self.config.uses_topic_id:
+        if self._s.config.uses_topic_id:
             known = [a for a in items if a.topic_id is not None]
             fresh = [
                 TopicIdReplicaAssignment(a.topic, new_topic_id(), a.assignment, a.zk_version)
@@ -247,7 +253,7 @@ class ControllerFailover(ControllerBase):
                 if a.topic_id is None
             ]
             if fresh:
-                results = self.store.set_topic_ids(fresh, ctx.epoch_zk_version)
+                results = self._s.store.set_topic_ids(fresh, ctx.epoch_zk_version)
                 for a in fresh:
                     error = results.get(a.topic)
                     if error is None:
@@ -265,8 +271,8 @@ class ControllerFailover(ControllerBase):
     def fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
         """Step 5: queued deletions, and those that cannot proceed yet (an offline replica, or a
         partition being reassigned)."""
-        ctx = self.controller_context
-        to_delete = set(self.store.get_topic_deletions())
+        ctx = self._s.controller_context
+        to_delete = set(self._s.store.get_topic_deletions())
         with_offline_replicas = {
             t
             for t in to_delete
@@ -280,42 +286,3 @@ class ControllerFailover(ControllerBase):
             sorted(ineligible),
         )
         return to_delete, ineligible
-
-    def on_controller_resignation(self) -> None:
-        epoch = self.controller_context.epoch
-        if epoch == 0:  # never became controller (or already resigned): nothing worth a record
-            self._on_controller_resignation()
-            return
-        with self.audit.timed("resigned", lambda: f"epoch {epoch}", controller_epoch=epoch):
-            self._on_controller_resignation()
-
-    def _on_controller_resignation(self) -> None:
-        """Kafka's ``onControllerResignation`` (docs/controller-behaviour.md §8.4), in order. Only
-        local bookkeeping: it works with the store unreachable."""
-        log.debug("Resigning")
-        ctx = self.controller_context
-        store = self.store
-        for path in (
-            ISR_CHANGE_NOTIFICATION_PATH,
-            REASSIGN_PARTITIONS_PATH,
-            PREFERRED_REPLICA_ELECTION_PATH,
-            LOG_DIR_EVENT_NOTIFICATION_PATH,
-        ):
-            store.unwatch(path)
-        self.unregister_broker_modifications_handlers(self._watched_brokers)
-        self.kafka_scheduler.shutdown()
-        if not self.config.is_alter_isr_enabled:
-            for tp in ctx.partitions_being_reassigned:
-                store.unwatch(partition_state_path(tp))
-        self.partition_state_machine.shutdown()
-        store.unwatch(BROKER_TOPICS_PATH)
-        for topic in ctx.all_topics:
-            store.unwatch(topic_path(topic))
-        store.unwatch(DELETE_TOPICS_PATH)
-        self.replica_state_machine.shutdown()
-        store.unwatch(BROKER_IDS_PATH)
-        self.channel_manager.shutdown()
-        ctx.reset_context()
-        heap.unfreeze()  # what the context held is garbage now: let the collector see it again
-        self.update_metrics()
-        log.info("Resigned")

@@ -5,13 +5,14 @@ read by Kafka's short names."""
 from __future__ import annotations
 
 from kafka_controller.controller.auditing import AUDIT_HELD_RECORDS, AUDIT_HOLD_MS
-from kafka_controller.controller.base import ControllerBase
 from kafka_controller.controller.metrics import (
     EVENT_QUEUE_SIZE,
     KAFKA_CONTROLLER_GAUGES,
+    UNCLEAN_LEADER_ELECTIONS_PER_SEC,
     Meter,
     MetricsRegistry,
 )
+from kafka_controller.controller.services import ControllerServices
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.states import ReplicaState
 
@@ -24,37 +25,42 @@ _NAME = GAUGE_NAMES
 KAFKA_3_1 = frozenset({"ActiveBrokerCount", "FencedBrokerCount"})
 
 
-class ControllerGauges(ControllerBase):
-    """Registers and refreshes the gauges; ``KafkaController`` sets the attributes."""
+class ControllerGauges:
+    """Registers and refreshes the gauges."""
 
-    metrics: MetricsRegistry
-    _metric_values: dict[str, float]
-    _unclean_meter: Meter
-    _unclean_seen: int
+    def __init__(self, services: ControllerServices, metrics: MetricsRegistry) -> None:
+        self._s = services
+        self.metrics = metrics
+        self._metric_values: dict[str, float] = dict.fromkeys(_NAME, 0.0)
+        self._unclean_meter: Meter = metrics.meter(
+            UNCLEAN_LEADER_ELECTIONS_PER_SEC, "Unclean leader elections"
+        )
+        self._unclean_seen = 0
+        self._register_metrics()
 
     def _register_metrics(self) -> None:
         reg = self.metrics
         values = self._metric_values
         for short, full in _NAME.items():
             if short == "ControllerState":
-                reg.gauge(full, lambda: float(self.event_manager.state.value), "State being processed")
+                reg.gauge(full, lambda: float(self._s.event_manager.state.value), "State being processed")
             else:
                 help_text = f"{short} (Kafka 3.1+, KIP-748; not in 2.8)" if short in KAFKA_3_1 else short
                 reg.gauge(full, lambda s=short: values[s], help_text)  # type: ignore[misc]
-        reg.gauge(EVENT_QUEUE_SIZE, lambda: float(self.event_manager.queue_size), "Events waiting")
-        audit = self.audit
+        reg.gauge(EVENT_QUEUE_SIZE, lambda: float(self._s.event_manager.queue_size), "Events waiting")
+        audit = self._s.audit
         reg.gauge(AUDIT_HELD_RECORDS, lambda: float(audit.held_records()), "Audit records held by the event")
         reg.gauge(AUDIT_HOLD_MS, lambda: float(audit.hold_ms()), "Age of the oldest held audit record (ms)")
 
     def update_metrics(self) -> None:
         """Refresh the cached gauge values (0 when not the controller) and the unclean meter."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         stats = ctx.stats.unclean_leader_elections
         if stats > self._unclean_seen:
             self._unclean_meter.mark(stats - self._unclean_seen)
         self._unclean_seen = stats
         v = self._metric_values
-        if not self.is_active:
+        if not self._s.is_active:
             for k in v:
                 v[k] = 0.0
             return

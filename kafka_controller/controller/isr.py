@@ -13,15 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka_controller.controller.base import ControllerBase, log
 from kafka_controller.controller.events import AlterIsrCallback
+from kafka_controller.controller.metadata_updates import UpdateMetadataSender
+from kafka_controller.controller.reassignment_phases import ReassignmentPhases
+from kafka_controller.controller.services import ControllerServices, log
 from kafka_controller.domain.errors import ControllerMovedError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
 
 
-class IsrChanges(ControllerBase):
-    """Mixin: AlterIsrReceived, IsrChangeNotification."""
+class IsrChanges:
+    """AlterIsrReceived, IsrChangeNotification."""
+
+    def __init__(
+        self, services: ControllerServices, metadata: UpdateMetadataSender, phases: ReassignmentPhases
+    ) -> None:
+        self._s = services
+        self._metadata = metadata
+        self._phases = phases
 
     def process_alter_isr(
         self,
@@ -30,10 +39,10 @@ class IsrChanges(ControllerBase):
         isrs: Mapping[TopicPartition, LeaderAndIsr],
         callback: AlterIsrCallback,
     ) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             callback(Errors.NOT_CONTROLLER)
             return
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         cached_epoch = ctx.live_broker_epoch(broker_id)
         if cached_epoch is None:
             log.info("Ignoring AlterIsr due to unknown broker %d", broker_id)
@@ -65,7 +74,7 @@ class IsrChanges(ControllerBase):
                     to_write[tp] = wanted
             succeeded: list[TopicPartition] = []
             if to_write:
-                result = self.store.update_leader_and_isr(to_write, ctx.epoch, ctx.epoch_zk_version)
+                result = self._s.store.update_leader_and_isr(to_write, ctx.epoch, ctx.epoch_zk_version)
                 for tp, outcome in result.finished.items():
                     if isinstance(outcome, LeaderAndIsr):
                         responses[tp] = outcome
@@ -76,8 +85,10 @@ class IsrChanges(ControllerBase):
                 for tp in result.to_retry:
                     log.info("Failed to update ISR to %s for partition %s, bad ZK version.", to_write[tp], tp)
                     responses[tp] = Errors.INVALID_UPDATE_VERSION
-            self.update_leader_and_isr_cache(succeeded)
-            self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), list(isrs))
+            self._s.update_leader_and_isr_cache(succeeded)
+            self._metadata.send_update_metadata_request(
+                sorted(ctx.live_or_shutting_down_broker_ids), list(isrs)
+            )
         except ControllerMovedError:
             # Kafka answers UNKNOWN_SERVER_ERROR and carries on; a fenced controller should step
             # down instead, so the leader hears NOT_CONTROLLER and ``process`` resigns.
@@ -88,24 +99,26 @@ class IsrChanges(ControllerBase):
             callback(Errors.UNKNOWN_SERVER_ERROR)
             return
         callback(responses)
-        self.maybe_complete_reassignments(  # batched: one state read, one phase B for all
+        self._phases.maybe_complete_reassignments(  # batched: one state read, one phase B for all
             tp for tp, response in responses.items() if isinstance(response, LeaderAndIsr)
         )
 
     def process_isr_change_notification(self) -> None:
         """Pre-AlterIsr brokers wrote the ISR themselves: refresh the cache, tell every broker,
         and complete reassignments the change may finish; then delete what was processed."""
-        if not self.is_active:
+        if not self._s.is_active:
             return
-        ctx = self.controller_context
-        sequence_numbers = self.store.watch_isr_change_notifications(self._on_isr_change_notifications)
+        ctx = self._s.controller_context
+        sequence_numbers = self._s.store.watch_isr_change_notifications(
+            self._s.watches.on_isr_change_notifications
+        )
         try:
-            partitions = self.store.get_partitions_from_isr_change_notifications(sequence_numbers)
+            partitions = self._s.store.get_partitions_from_isr_change_notifications(sequence_numbers)
             if partitions:
-                self.update_leader_and_isr_cache(partitions)
-                self.send_update_metadata_request(
+                self._s.update_leader_and_isr_cache(partitions)
+                self._metadata.send_update_metadata_request(
                     sorted(ctx.live_or_shutting_down_broker_ids), set(partitions)
                 )
-                self.maybe_complete_reassignments(partitions)
+                self._phases.maybe_complete_reassignments(partitions)
         finally:
-            self.store.delete_isr_change_notifications(sequence_numbers, ctx.epoch_zk_version)
+            self._s.store.delete_isr_change_notifications(sequence_numbers, ctx.epoch_zk_version)

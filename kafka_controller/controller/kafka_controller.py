@@ -23,34 +23,31 @@ from typing import Any
 from kafka_controller.controller import events as ev
 from kafka_controller.controller.api import ControllerApi
 from kafka_controller.controller.auditing import ControllerAuditSink
-from kafka_controller.controller.base import BrokerChannelManager
 from kafka_controller.controller.broker_configs import DynamicBrokerConfigs
 from kafka_controller.controller.brokers import BrokerChanges
 from kafka_controller.controller.config import UNCLEAN_LEADER_ELECTION_ENABLE, KafkaConfig
 from kafka_controller.controller.election import ControllerElection
 from kafka_controller.controller.event_manager import ControllerEvent, ControllerEventManager
 from kafka_controller.controller.failover import ControllerFailover
-from kafka_controller.controller.gauges import GAUGE_NAMES as _NAME
 from kafka_controller.controller.gauges import ControllerGauges
 from kafka_controller.controller.isr import IsrChanges
+from kafka_controller.controller.metadata_updates import UpdateMetadataSender
 from kafka_controller.controller.metrics import (
     EVENT_QUEUE_TIME_MS,
-    UNCLEAN_LEADER_ELECTIONS_PER_SEC,
     MetricsRegistry,
     new_rate_and_time_metrics,
 )
 from kafka_controller.controller.reassignment import Reassignments
+from kafka_controller.controller.reassignment_phases import ReassignmentPhases
 from kafka_controller.controller.replica_election import ReplicaElections
+from kafka_controller.controller.resignation import ControllerResignation
 from kafka_controller.controller.scheduler import KafkaScheduler
+from kafka_controller.controller.services import BrokerChannelManager, ControllerServices, StoreWatches
 from kafka_controller.controller.shutdown import ControlledShutdownHandling
-from kafka_controller.controller.topics import ControllerDeletionClient, TopicChanges
-from kafka_controller.core import events as core_events
+from kafka_controller.controller.state_machines import StateMachineFactory
+from kafka_controller.controller.topics import TopicChanges
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.context_description import describe_context
-from kafka_controller.core.partition_state_machine import PartitionStateMachine
-from kafka_controller.core.replica_state_machine import ReplicaStateMachine
-from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
-from kafka_controller.core.topic_deletion_manager import TopicDeletionManager
 from kafka_controller.domain.errors import ControllerMovedError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker
@@ -74,20 +71,14 @@ class _Once:
             self.fn(value)
 
 
-class KafkaController(
-    ControllerGauges,
-    ControllerApi,
-    ControllerElection,
-    ControllerFailover,
-    DynamicBrokerConfigs,
-    BrokerChanges,
-    ControlledShutdownHandling,
-    Reassignments,
-    ReplicaElections,
-    TopicChanges,
-    IsrChanges,
-):
-    """One broker's controller candidate. ``startup()`` joins the election; ``shutdown()`` leaves."""
+class KafkaController:
+    """One broker's controller candidate. ``startup()`` joins the election; ``shutdown()`` leaves.
+
+    Composed of one object per concern, each built here with the services and the concerns it
+    calls (see ``services``); Kafka's method names live on those objects (``failover``'s
+    ``on_controller_failover``, ``broker_changes``' ``on_broker_failure``, ``reassignment_phases``'
+    ``on_partition_reassignment``). This class keeps the event loop's side: dispatch, answers,
+    metrics after each event, and the entry points other threads call."""
 
     def __init__(
         self,
@@ -103,112 +94,129 @@ class KafkaController(
     ) -> None:
         """``broker_info`` is this broker's registration, re-created after a session expiry
         (Kafka's RegisterBrokerAndReelect); None for a controller that registers no broker."""
-        self.config = config
-        self.static_config = config
-        self._dynamic_default = {}
-        self._dynamic_per_broker = {}
-        self.controller_id = config.broker_id
-        self.store = store
-        self.channel_manager = channel_manager
-        self.clock = clock or SystemClock()
-        self.broker_info = broker_info
-        self.controller_context = ControllerContext()
-        self.active_controller_id = -1
-        self._finalized_features = {}
-        self._watched_brokers = set()
-        self._listener = inter_broker_listener_name
+        clock = clock or SystemClock()
+        controller_id = config.broker_id
+        context = ControllerContext()
         self._answer: _Once | None = None
-        self.audit = ControllerAuditSink(
-            audit or NullAuditSink(), self.controller_id, self.clock, lambda: self.controller_context.epoch
-        )
-        self.metrics = metrics or MetricsRegistry(self.clock)
-        self.event_manager = ControllerEventManager(
-            self.controller_id,
+        self.metrics = metrics or MetricsRegistry(clock)
+        event_manager = ControllerEventManager(
+            controller_id,
             self,
-            self.clock,
+            clock,
             rate_and_time_metrics=new_rate_and_time_metrics(self.metrics),
             event_queue_time_histogram=self.metrics.histogram(EVENT_QUEUE_TIME_MS, "Time events wait (ms)"),
         )
-        self.kafka_scheduler = KafkaScheduler(self.clock, name=f"controller-{self.controller_id}-scheduler")
-        self._metric_values: dict[str, float] = dict.fromkeys(_NAME, 0.0)
-        self._unclean_meter = self.metrics.meter(UNCLEAN_LEADER_ELECTIONS_PER_SEC, "Unclean leader elections")
-        self._unclean_seen = 0
-        self._register_metrics()
-        self.build_state_machines()
+        self.services = s = ControllerServices(
+            config,
+            store,
+            channel_manager,
+            clock,
+            ControllerAuditSink(audit or NullAuditSink(), controller_id, clock, lambda: context.epoch),
+            event_manager,
+            KafkaScheduler(clock, name=f"controller-{controller_id}-scheduler"),
+            context,
+            StoreWatches(event_manager, clock),
+            broker_info,
+        )
+        self.gauges = ControllerGauges(s, self.metrics)
+        self.resignation = ControllerResignation(s, self.gauges)
+        self.metadata = UpdateMetadataSender(s, self.resignation)
+        self.state_machines = StateMachineFactory(s, self.metadata, inter_broker_listener_name)
+        self.state_machines.build_state_machines()
+        self.replica_elections = ReplicaElections(s)
+        self.broker_configs = DynamicBrokerConfigs(s, config, self.state_machines, self.replica_elections)
+        self.reassignment_phases = ReassignmentPhases(s, self.metadata, self.resignation)
+        self.reassignments = Reassignments(s, self.reassignment_phases)
+        self.failover = ControllerFailover(
+            s,
+            self.state_machines,
+            self.metadata,
+            self.broker_configs,
+            self.reassignments,
+            self.replica_elections,
+        )
+        self.election = ControllerElection(s, self.resignation, self.failover)
+        self.broker_changes = BrokerChanges(s, self.metadata, self.failover, self.reassignment_phases)
+        self.controlled_shutdown_handling = ControlledShutdownHandling(s, self.resignation)
+        self.topic_changes = TopicChanges(s, self.failover)
+        self.isr_changes = IsrChanges(s, self.metadata, self.reassignment_phases)
+        api = ControllerApi(s)
+        # The entry points other threads call, under Kafka's names (``KafkaController.scala``).
+        self.elect_leaders = api.elect_leaders
+        self.alter_partition_reassignments = api.alter_partition_reassignments
+        self.list_partition_reassignments = api.list_partition_reassignments
+        self.describe_controller_context = api.describe_controller_context
+        self.controlled_shutdown = api.controlled_shutdown
+        self.alter_isr = api.alter_isr
+        self.enable_default_unclean_leader_election = api.enable_default_unclean_leader_election
+        self.update_dynamic_broker_configs = api.update_dynamic_broker_configs
+        self.enable_topic_unclean_leader_election = api.enable_topic_unclean_leader_election
+        self.metric = self.gauges.metric
+        self.handle_illegal_state = self.resignation.handle_illegal_state
         self._dispatch: dict[type[ControllerEvent], Callable[[Any], None]] = self._dispatch_table()
 
-    # ------------------------------------------------------------------ wiring
-    def build_state_machines(self) -> None:
-        """Fresh batches, state machines and deletion manager (at construction, on every
-        failover, and when a broker default they read changes)."""
-        ctx, store, cid = self.controller_context, self.store, self.controller_id
-        ibp = self.config.inter_broker_protocol_version
+    # ------------------------------------------------------------------ what callers read
+    @property
+    def controller_id(self) -> int:
+        return self.services.controller_id
 
-        def batch() -> ControllerBrokerRequestBatch:
-            return ControllerBrokerRequestBatch(
-                cid,
-                ctx,
-                self.channel_manager,
-                self._event_sink,
-                ibp=ibp,
-                inter_broker_listener_name=self._listener,
-            )
+    @property
+    def is_active(self) -> bool:
+        return self.services.is_active
 
-        audit = self.audit if self.audit.enabled else None
-        self.broker_request_batch = batch()
-        self.replica_state_machine = rsm = ReplicaStateMachine(cid, ctx, store, batch(), audit=audit)
-        self.partition_state_machine = psm = PartitionStateMachine(
-            cid, ctx, store, batch(), broker_config=self._log_config_defaults(), audit=audit
-        )
-        # Cached-state writes, offline leaders left to the election, writes started early (core.*).
-        psm.write_on_cached_zk_version = rsm.write_on_cached_zk_version = True
-        rsm.leave_offline_leaders_to_election = rsm.prewrite_isr_removal = True
-        rsm.on_left_to_election = psm.start_election_prewrite
-        self.topic_deletion_manager = TopicDeletionManager(
-            cid,
-            ctx,
-            self.replica_state_machine,
-            self.partition_state_machine,
-            ControllerDeletionClient(self, store),
-            delete_topic_enable=self.config.delete_topic_enable,
-        )
+    @property
+    def active_controller_id(self) -> int:
+        return self.services.active_controller_id
 
-    def _log_config_defaults(self) -> dict[str, str]:
-        """Kafka's ``config.originals()`` with the broker's unclean default spelled out."""
-        defaults = self.config.originals()
-        defaults[UNCLEAN_LEADER_ELECTION_ENABLE] = str(self.config.unclean_leader_election_enable).lower()
-        return defaults
+    @property
+    def config(self) -> KafkaConfig:
+        """The effective config: static plus the dynamic broker configs (``broker_configs``)."""
+        return self.services.config
 
-    def _event_sink(self, event: object) -> None:
-        """Response callbacks of the batches (channel threads): wrap and enqueue, nothing else."""
-        if isinstance(event, core_events.LeaderAndIsrResponseReceived):
-            self.enqueue(ev.LeaderAndIsrResponseReceived(event.response, event.broker_id))
-        elif isinstance(event, core_events.UpdateMetadataResponseReceived):
-            self.enqueue(ev.UpdateMetadataResponseReceived(event.response, event.broker_id))
-        elif isinstance(event, core_events.TopicDeletionStopReplicaResponseReceived):
-            self.enqueue(
-                ev.TopicDeletionStopReplicaResponseReceived(
-                    event.broker_id, event.error, dict(event.partition_errors)
-                )
-            )
-        elif isinstance(event, ControllerEvent):
-            self.enqueue(event)
-        else:
-            log.warning("Dropping unexpected event %r from a broker response", event)
+    @property
+    def static_config(self) -> KafkaConfig:
+        return self.broker_configs.static_config
+
+    @property
+    def controller_context(self) -> ControllerContext:
+        return self.services.controller_context
+
+    @property
+    def store(self) -> MetadataStore:
+        return self.services.store
+
+    @property
+    def channel_manager(self) -> BrokerChannelManager:
+        return self.services.channel_manager
+
+    @property
+    def audit(self) -> ControllerAuditSink:
+        return self.services.audit
+
+    @property
+    def event_manager(self) -> ControllerEventManager:
+        return self.services.event_manager
+
+    @property
+    def kafka_scheduler(self) -> KafkaScheduler:
+        return self.services.kafka_scheduler
+
+    def enqueue(self, event: ControllerEvent) -> None:
+        self.services.enqueue(event)
 
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
         """Listen to the session, queue Startup (which runs the election) and start the thread."""
-        self.store.add_session_listener(self._on_session_event)
+        self.store.add_session_listener(self.services.watches.on_session_event)
         self.event_manager.put(ev.Startup())
         self.event_manager.start()
 
     def shutdown(self) -> None:
         """Stop the event thread (queued events are preempted), then resign locally."""
-        self.store.remove_session_listener(self._on_session_event)
+        self.store.remove_session_listener(self.services.watches.on_session_event)
         self.event_manager.close()
-        self.active_controller_id = -1
-        self.on_controller_resignation()
+        self.services.active_controller_id = -1
+        self.resignation.on_controller_resignation()
 
     def wait_until_idle(self, timeout_s: float = 30.0) -> bool:
         """Block until every queued event, and every event those queue, has been processed;
@@ -250,7 +258,7 @@ class KafkaController(
             log.info("Controller moved to another broker when processing %s: %s", ev.event_name(event), e)
             self._answer_failure(event, Errors.NOT_CONTROLLER, e)
             try:
-                self.maybe_resign()
+                self.resignation.maybe_resign()
             except Exception:
                 log.exception("Error while checking whether to resign after %s", ev.event_name(event))
         except Exception as e:
@@ -259,7 +267,7 @@ class KafkaController(
         finally:
             self._answer = None
             try:
-                self.update_metrics()
+                self.gauges.update_metrics()
             finally:
                 self.audit.end_event()
 
@@ -287,76 +295,81 @@ class KafkaController(
 
     def _dispatch_table(self) -> dict[type[ControllerEvent], Callable[[Any], None]]:
         return {
-            ev.Startup: lambda e: self.process_startup(),
-            ev.ControllerChange: lambda e: self.process_controller_change(),
-            ev.Reelect: lambda e: self.process_reelect(e.controller_gone_ms),
-            ev.RegisterBrokerAndReelect: lambda e: self.process_register_broker_and_reelect(),
-            ev.Expire: lambda e: self.process_expire(),
+            ev.Startup: lambda e: self.election.process_startup(),
+            ev.ControllerChange: lambda e: self.election.process_controller_change(),
+            ev.Reelect: lambda e: self.election.process_reelect(e.controller_gone_ms),
+            ev.RegisterBrokerAndReelect: lambda e: self.election.process_register_broker_and_reelect(),
+            ev.Expire: lambda e: self.election.process_expire(),
             ev.SessionReconnected: lambda e: self.process_session_reconnected(),
-            ev.BrokerChange: lambda e: self.process_broker_change(),
-            ev.BrokerModifications: lambda e: self.process_broker_modification(e.broker_id),
-            ev.TopicChange: lambda e: self.process_topic_change(),
-            ev.PartitionModifications: lambda e: self.process_partition_modifications(e.topic),
-            ev.TopicDeletion: lambda e: self.process_topic_deletion(),
+            ev.BrokerChange: lambda e: self.broker_changes.process_broker_change(),
+            ev.BrokerModifications: lambda e: self.broker_changes.process_broker_modification(e.broker_id),
+            ev.TopicChange: lambda e: self.topic_changes.process_topic_change(),
+            ev.PartitionModifications: lambda e: self.topic_changes.process_partition_modifications(e.topic),
+            ev.TopicDeletion: lambda e: self.topic_changes.process_topic_deletion(),
             ev.TopicDeletionStopReplicaResponseReceived: lambda e: (
-                self.process_topic_deletion_stop_replica_response_received(
+                self.topic_changes.process_topic_deletion_stop_replica_response_received(
                     e.replica_id, e.request_error, e.partition_errors
                 )
             ),
             ev.ZkPartitionReassignment: lambda e: self._process_zk_partition_reassignment(),
-            ev.ApiPartitionReassignment: lambda e: self.process_api_partition_reassignment(
+            ev.ApiPartitionReassignment: lambda e: self.reassignments.process_api_partition_reassignment(
                 e.reassignments, self._once(e.callback)
             ),
-            ev.PartitionReassignmentIsrChange: lambda e: self.process_partition_reassignment_isr_change(
-                e.partition
+            ev.PartitionReassignmentIsrChange: lambda e: (
+                self.reassignments.process_partition_reassignment_isr_change(e.partition)
             ),
-            ev.ListPartitionReassignments: lambda e: self.process_list_partition_reassignments(
+            ev.ListPartitionReassignments: lambda e: self.reassignments.process_list_partition_reassignments(
                 e.partitions, self._once(e.callback)
             ),
             ev.DescribeControllerContext: self._process_describe_controller_context,
             ev.AutoPreferredReplicaLeaderElection: lambda e: (
-                self.process_auto_preferred_replica_leader_election()
+                self.replica_elections.process_auto_preferred_replica_leader_election()
             ),
             ev.ReplicaLeaderElection: self._process_replica_leader_election,
-            ev.ControlledShutdown: lambda e: self.process_controlled_shutdown(
+            ev.ControlledShutdown: lambda e: self.controlled_shutdown_handling.process_controlled_shutdown(
                 e.broker_id, e.broker_epoch, self._once(e.callback)
             ),
             ev.UncleanLeaderElectionEnable: lambda e: self._process_unclean_leader_election_enable(),
-            ev.TopicUncleanLeaderElectionEnable: lambda e: self.process_topic_unclean_leader_election_enable(
-                e.topic
+            ev.TopicUncleanLeaderElectionEnable: lambda e: (
+                self.replica_elections.process_topic_unclean_leader_election_enable(e.topic)
             ),
-            ev.DynamicBrokerConfigChange: lambda e: self.process_dynamic_broker_config_change(
+            ev.DynamicBrokerConfigChange: lambda e: self.broker_configs.process_dynamic_broker_config_change(
                 e.cluster_default, e.per_broker
             ),
-            ev.IsrChangeNotification: lambda e: self.process_isr_change_notification(),
-            ev.AlterIsrReceived: lambda e: self.process_alter_isr(
+            ev.IsrChangeNotification: lambda e: self.isr_changes.process_isr_change_notification(),
+            ev.AlterIsrReceived: lambda e: self.isr_changes.process_alter_isr(
                 e.broker_id, e.broker_epoch, e.isrs, self._once(e.callback)
             ),
-            ev.LeaderAndIsrResponseReceived: lambda e: self.process_leader_and_isr_response_received(
-                e.response, e.broker_id
+            ev.LeaderAndIsrResponseReceived: lambda e: (
+                self.broker_changes.process_leader_and_isr_response_received(e.response, e.broker_id)
             ),
-            ev.UpdateMetadataResponseReceived: lambda e: self.process_update_metadata_response_received(
-                e.response, e.broker_id
+            ev.UpdateMetadataResponseReceived: lambda e: (
+                self.broker_changes.process_update_metadata_response_received(e.response, e.broker_id)
             ),
-            ev.LogDirEventNotification: lambda e: self.process_log_dir_event_notification(),
+            ev.LogDirEventNotification: lambda e: self.broker_changes.process_log_dir_event_notification(),
             ev.UpdateFeatures: self._process_update_features,
         }
 
     def _process_zk_partition_reassignment(self) -> None:
-        self.process_zk_partition_reassignment()
+        self.reassignments.process_zk_partition_reassignment()
 
     def _process_replica_leader_election(self, e: ev.ReplicaLeaderElection) -> None:
         partitions = e.partitions
         if partitions is None and e.trigger is ev.ElectionTrigger.ADMIN_CLIENT_TRIGGERED and self.is_active:
-            partitions = self.controller_context.all_partitions  # "all partitions" from the admin API
-        self.process_replica_leader_election(partitions, e.election_type, e.trigger, self._once(e.callback))
+            partitions = (
+                self.services.controller_context.all_partitions
+            )  # "all partitions" from the admin API
+        self.replica_elections.process_replica_leader_election(
+            partitions, e.election_type, e.trigger, self._once(e.callback)
+        )
 
     def _process_unclean_leader_election_enable(self) -> None:
         """The broker default was raised (Kafka's dynamic config): the state machines read it."""
-        if not self.config.unclean_leader_election_enable:
-            self.config = self.config.with_overrides({UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
-            self.build_state_machines()
-        self.process_unclean_leader_election_enable()
+        s = self.services
+        if not s.config.unclean_leader_election_enable:
+            s.config = s.config.with_overrides({UNCLEAN_LEADER_ELECTION_ENABLE: "true"})
+            self.state_machines.build_state_machines()
+        self.replica_elections.process_unclean_leader_election_enable()
 
     def process_session_reconnected(self) -> None:
         """Finish what the connection loss may have cut short (not Kafka's, whose ZooKeeper calls
@@ -367,12 +380,14 @@ class KafkaController(
         offline. Watch-driven work needs nothing: dropped watches are re-armed and fired for what
         changed."""
         if not self.is_active:
-            return self.elect()
-        ctx = self.controller_context
+            return self.election.elect()
+        ctx = self.services.controller_context
         reassigning = sorted(ctx.partitions_being_reassigned)
         log.info("Session reconnected: re-checking %d reassignments in flight", len(reassigning))
-        self.maybe_complete_reassignments(reassigning)  # one batched read; the complete ones finish
-        self.partition_state_machine.trigger_online_partition_state_change()
+        self.reassignment_phases.maybe_complete_reassignments(
+            reassigning
+        )  # one batched read; the complete ones finish
+        self.services.partition_state_machine.trigger_online_partition_state_change()
 
     def _process_describe_controller_context(self, e: ev.DescribeControllerContext) -> None:
         """Only the active controller's context is worth describing; a failure while building it is
@@ -381,7 +396,7 @@ class KafkaController(
         if not self.is_active:
             answer(ev.ApiError(Errors.NOT_CONTROLLER))
         else:
-            answer(describe_context(self.controller_context, self.controller_id))
+            answer(describe_context(self.services.controller_context, self.controller_id))
 
     def _process_update_features(self, e: ev.UpdateFeatures) -> None:
         answer = self._once(e.callback)

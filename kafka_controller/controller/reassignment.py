@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from kafka_controller.controller.base import log
 from kafka_controller.controller.events import (
     API_ERROR_NONE,
     AlterReassignmentsCallback,
@@ -27,6 +26,7 @@ from kafka_controller.controller.events import (
     ListReassignmentsCallback,
 )
 from kafka_controller.controller.reassignment_phases import ReassignmentPhases
+from kafka_controller.controller.services import ControllerServices, log
 from kafka_controller.domain.errors import (
     ControllerMovedError,
 )
@@ -39,18 +39,24 @@ from kafka_controller.domain.values import (
 _UNKNOWN_PARTITION = ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
 
 
-class Reassignments(ReassignmentPhases):
-    """Mixin: ZkPartitionReassignment, ApiPartitionReassignment, PartitionReassignmentIsrChange,
-    ListPartitionReassignments."""
+class Reassignments:
+    """ZkPartitionReassignment, ApiPartitionReassignment, PartitionReassignmentIsrChange,
+    ListPartitionReassignments. The phases themselves are ``ReassignmentPhases``'."""
+
+    def __init__(self, services: ControllerServices, phases: ReassignmentPhases) -> None:
+        self._s = services
+        self._phases = phases
 
     # ------------------------------------------------------------------ entry points
     def process_zk_partition_reassignment(self) -> set[TopicPartition]:
         """Trigger what ``/admin/reassign_partitions`` asks for; returns the partitions started."""
-        if not self.is_active or not self.store.watch_partition_reassignment(self._on_reassign_partitions):
+        if not self._s.is_active or not self._s.store.watch_partition_reassignment(
+            self._s.watches.on_reassign_partitions
+        ):
             return set()
         results: dict[TopicPartition, ApiError] = {}
         to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
-        for tp, target in self._read_zk_reassignment().items():
+        for tp, target in self._phases.read_zk_reassignment().items():
             built = self.maybe_build_reassignment(tp, target)
             if built is None:
                 results[tp] = ApiError(Errors.NO_REASSIGNMENT_IN_PROGRESS)
@@ -59,7 +65,7 @@ class Reassignments(ReassignmentPhases):
         results.update(self.maybe_trigger_partition_reassignment(to_reassign))
         failed = {tp for tp, e in results.items() if not e.is_success}
         if failed:
-            self.maybe_remove_from_zk_reassignment(lambda tp, _replicas: tp in failed)
+            self._phases.maybe_remove_from_zk_reassignment(lambda tp, _replicas: tp in failed)
         return {tp for tp, e in results.items() if e.is_success}
 
     def process_api_partition_reassignment(
@@ -67,7 +73,7 @@ class Reassignments(ReassignmentPhases):
         reassignments: Mapping[TopicPartition, Sequence[int] | None],
         callback: AlterReassignmentsCallback,
     ) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             callback(ApiError(Errors.NOT_CONTROLLER))
             return
         results: dict[TopicPartition, ApiError] = {}
@@ -83,21 +89,21 @@ class Reassignments(ReassignmentPhases):
             else:
                 to_reassign[tp] = built
         # The latest request wins: an API request overrides a pending ZooKeeper one.
-        self.maybe_remove_from_zk_reassignment(lambda tp, _replicas: tp in to_reassign)
+        self._phases.maybe_remove_from_zk_reassignment(lambda tp, _replicas: tp in to_reassign)
         results.update(self.maybe_trigger_partition_reassignment(to_reassign))
         callback(results)
 
     def process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
-        if self.is_active:
-            self.maybe_complete_reassignments([tp])
+        if self._s.is_active:
+            self._phases.maybe_complete_reassignments([tp])
 
     def process_list_partition_reassignments(
         self, partitions: Collection[TopicPartition] | None, callback: ListReassignmentsCallback
     ) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             callback(ApiError(Errors.NOT_CONTROLLER))
             return
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         wanted = list(ctx.partitions_being_reassigned) if partitions is None else partitions
         results: dict[TopicPartition, ReplicaAssignment] = {}
         for tp in wanted:
@@ -121,7 +127,7 @@ class Reassignments(ReassignmentPhases):
             return ApiError(
                 Errors.INVALID_REPLICA_ASSIGNMENT, f"Invalid broker id in replica list: {list(replicas)}"
             )
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         adding = ctx.partition_full_replica_assignment(tp).reassign_to(replicas).adding_replicas
         live = ctx.live_broker_ids
         if not set(adding) <= live:
@@ -136,7 +142,7 @@ class Reassignments(ReassignmentPhases):
         self, tp: TopicPartition, target: Sequence[int] | None
     ) -> ReplicaAssignment | None:
         """The new full assignment; None cancels an ongoing reassignment (back to the origin)."""
-        current = self.controller_context.partition_full_replica_assignment(tp)
+        current = self._s.controller_context.partition_full_replica_assignment(tp)
         if current.is_being_reassigned:
             return current.reassign_to(current.origin_replicas if target is None else target)
         return None if target is None else current.reassign_to(target)
@@ -148,18 +154,18 @@ class Reassignments(ReassignmentPhases):
         across partitions (``on_partition_reassignments``), and each partition gets its own result.
         A batched call that fails as a whole (the store unreachable, say) fails every partition of
         the request with that error, where Kafka's loop would fail them one after the other."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         results: dict[TopicPartition, ApiError] = {}
         valid: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, reassignment in reassignments.items():
-            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(tp.topic) or not (
+            if self._s.topic_deletion_manager.is_topic_queued_up_for_deletion(tp.topic) or not (
                 ctx.partition_replica_assignment(tp)
             ):
                 results[tp] = _UNKNOWN_PARTITION
             else:
                 valid[tp] = reassignment
         try:
-            failed = self.on_partition_reassignments(valid)
+            failed = self._phases.on_partition_reassignments(valid)
         except ControllerMovedError:
             log.error("Error completing reassignment of %d partitions: the controller moved", len(valid))
             raise
@@ -178,4 +184,4 @@ class Reassignments(ReassignmentPhases):
     def initialize_partition_reassignments(self) -> None:
         """Failover: requests made through ZooKeeper meanwhile, then API reassignments in flight."""
         resumed = self.process_zk_partition_reassignment()
-        self.maybe_resume_reassignments(lambda tp, _a: tp not in resumed)
+        self._phases.maybe_resume_reassignments(lambda tp, _a: tp not in resumed)

@@ -8,15 +8,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
-from kafka_controller.controller.base import ControllerBase, log, partition_state_path
 from kafka_controller.controller.events import (
     ZkPartitionReassignment,
 )
+from kafka_controller.controller.metadata_updates import UpdateMetadataSender
 from kafka_controller.controller.reassignment_writes import (
     is_reassignment_complete,
     update_leader_epochs,
     write_topic_assignments,
 )
+from kafka_controller.controller.resignation import ControllerResignation
+from kafka_controller.controller.services import ControllerServices, log, partition_state_path
 from kafka_controller.core.strategies import ReassignPartitionLeaderElectionStrategy
 from kafka_controller.domain.errors import (
     IllegalControllerStateError,
@@ -35,8 +37,8 @@ from kafka_controller.ports import PartitionStateRead
 __all__ = ["ReassignmentPhases"]
 
 
-class ReassignmentPhases(ControllerBase):
-    """Mixin: driving reassignments through their phases, many partitions at a time.
+class ReassignmentPhases:
+    """Driving reassignments through their phases, many partitions at a time.
 
     Kafka runs ``onPartitionReassignment`` once per partition, and each run does its own store
     round trips: a topic znode write (U1, B6), a state read and a write (the leader-epoch bump), a
@@ -52,6 +54,16 @@ class ReassignmentPhases(ControllerBase):
     partition stops where it failed and is reported; the others go on. ``ControllerMovedError``
     ends the whole call (the controller resigns).
     """
+
+    def __init__(
+        self,
+        services: ControllerServices,
+        metadata: UpdateMetadataSender,
+        resignation: ControllerResignation,
+    ) -> None:
+        self._s = services
+        self._metadata = metadata
+        self._resignation = resignation
 
     def on_partition_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
         """Kafka's ``onPartitionReassignment`` for one partition; raises what failed it."""
@@ -69,7 +81,7 @@ class ReassignmentPhases(ControllerBase):
         failed: dict[TopicPartition, Exception] = {}
         if not reassignments:
             return failed
-        self.topic_deletion_manager.mark_topic_ineligible_for_deletion(
+        self._s.topic_deletion_manager.mark_topic_ineligible_for_deletion(
             {tp.topic for tp in reassignments}, "topic reassignment in progress"
         )
         self.update_current_reassignments(reassignments, failed)
@@ -85,7 +97,7 @@ class ReassignmentPhases(ControllerBase):
                 if tp not in failed
                 for r in ra.adding_replicas
             ]
-            self.replica_state_machine.handle_state_changes(adding, ReplicaState.NEW_REPLICA)  # A2
+            self._s.replica_state_machine.handle_state_changes(adding, ReplicaState.NEW_REPLICA)  # A2
         complete = {tp: ra for tp, ra in going.items() if tp not in incomplete}
         if complete:
             self._complete_reassignments(complete, failed)
@@ -97,8 +109,8 @@ class ReassignmentPhases(ControllerBase):
         failed: dict[TopicPartition, Exception],
     ) -> None:
         """Phase B for partitions whose targets are all in the ISR."""
-        ctx = self.controller_context
-        self.replica_state_machine.handle_state_changes(
+        ctx = self._s.controller_context
+        self._s.replica_state_machine.handle_state_changes(
             [PartitionAndReplica(tp, r) for tp, ra in reassignments.items() for r in ra.adding_replicas],
             ReplicaState.ONLINE_REPLICA,
         )  # B1
@@ -119,8 +131,10 @@ class ReassignmentPhases(ControllerBase):
         done = {tp: ra for tp, ra in completed.items() if tp not in failed}
         self.remove_partitions_from_reassigning_partitions(done)  # B7
         if done:
-            self.send_update_metadata_request(sorted(ctx.live_or_shutting_down_broker_ids), set(done))  # B8
-            self.topic_deletion_manager.resume_deletion_for_topics({tp.topic for tp in done})
+            self._metadata.send_update_metadata_request(
+                sorted(ctx.live_or_shutting_down_broker_ids), set(done)
+            )  # B8
+            self._s.topic_deletion_manager.resume_deletion_for_topics({tp.topic for tp in done})
 
     def update_current_reassignments(
         self,
@@ -129,7 +143,7 @@ class ReassignmentPhases(ControllerBase):
     ) -> None:
         """Phase U: record the new RS/AR/RR (store, then context), stop the replicas an earlier
         reassignment added that this one drops, and mark the partitions as being reassigned."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         previous = {tp: ctx.partition_full_replica_assignment(tp) for tp in reassignments}
         changed = {tp: ra for tp, ra in reassignments.items() if previous[tp] != ra}
         written = self.update_replica_assignments(changed, failed)  # U1
@@ -143,8 +157,8 @@ class ReassignmentPhases(ControllerBase):
         for tp in reassignments:
             if tp in failed:
                 continue
-            if not self.config.is_alter_isr_enabled:
-                self.store.watch_node(partition_state_path(tp), self._on_partition_state)
+            if not self._s.config.is_alter_isr_enabled:
+                self._s.store.watch_node(partition_state_path(tp), self._s.watches.on_partition_state)
             ctx.partitions_being_reassigned.add(tp)
 
     def update_leader_epoch_and_send_requests(
@@ -158,7 +172,7 @@ class ReassignmentPhases(ControllerBase):
         updated = self.update_leader_epochs(list(assignments), failed, states)
         if not updated:
             return
-        batch = self.broker_request_batch
+        batch = self._s.broker_request_batch
         try:
             batch.new_batch()
             origin = [
@@ -171,9 +185,9 @@ class ReassignmentPhases(ControllerBase):
                 if assignments[tp].adding_replicas
             ]
             batch.add_leader_and_isr_requests(adding, True)
-            batch.send_requests_to_brokers(self.controller_context.epoch)
+            batch.send_requests_to_brokers(self._s.controller_context.epoch)
         except IllegalControllerStateError as e:
-            self.handle_illegal_state(e)
+            self._resignation.handle_illegal_state(e)
         if log.isEnabledFor(logging.DEBUG):
             for tp, leadership in updated.items():
                 log.debug(
@@ -197,7 +211,7 @@ class ReassignmentPhases(ControllerBase):
         states: Mapping[TopicPartition, PartitionStateRead] | None = None,
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         return update_leader_epochs(
-            self.store, self.controller_context, self.audit, partitions, failed, states
+            self._s.store, self._s.controller_context, self._s.audit, partitions, failed, states
         )
 
     def move_reassigned_partition_leaders_if_required(
@@ -205,7 +219,7 @@ class ReassignmentPhases(ControllerBase):
     ) -> None:
         """B3: a leader that stays (and is online) gets an epoch bump; the others are elected
         among the new replicas."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         bump: dict[TopicPartition, ReplicaAssignment] = {}
         elect: list[TopicPartition] = []
         for tp, assignment in assignments.items():
@@ -218,7 +232,7 @@ class ReassignmentPhases(ControllerBase):
         if bump:
             self.update_leader_epoch_and_send_requests(bump, failed)
         if elect:
-            self.partition_state_machine.handle_state_changes(
+            self._s.partition_state_machine.handle_state_changes(
                 elect, PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElectionStrategy()
             )
 
@@ -227,7 +241,7 @@ class ReassignmentPhases(ControllerBase):
         started, successful, gone. The deletion's success is not awaited."""
         if not replicas:
             return
-        rsm = self.replica_state_machine
+        rsm = self._s.replica_state_machine
         for target in (
             ReplicaState.OFFLINE_REPLICA,
             ReplicaState.REPLICA_DELETION_STARTED,
@@ -239,7 +253,7 @@ class ReassignmentPhases(ControllerBase):
     def update_replica_assignments(
         self, assignments: Mapping[TopicPartition, ReplicaAssignment], failed: dict[TopicPartition, Exception]
     ) -> list[TopicPartition]:
-        return write_topic_assignments(self.store, self.controller_context, assignments, failed)
+        return write_topic_assignments(self._s.store, self._s.controller_context, assignments, failed)
 
     def remove_partitions_from_reassigning_partitions(
         self, assignments: Mapping[TopicPartition, ReplicaAssignment]
@@ -248,15 +262,15 @@ class ReassignmentPhases(ControllerBase):
         when they are there with the same target (one read and one write for all)."""
         if not assignments:
             return
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         missing = [tp for tp in assignments if tp not in ctx.partitions_being_reassigned]
         if missing:
             raise IllegalControllerStateError(
                 f"Cannot remove a reassigning partition {missing[0]} because it is not present in memory"
             )
-        if not self.config.is_alter_isr_enabled:
+        if not self._s.config.is_alter_isr_enabled:
             for tp in assignments:
-                self.store.unwatch(partition_state_path(tp))
+                self._s.store.unwatch(partition_state_path(tp))
         self.maybe_remove_from_zk_reassignment(
             lambda p, replicas: (ra := assignments.get(p)) is not None and tuple(replicas) == ra.replicas
         )
@@ -267,10 +281,10 @@ class ReassignmentPhases(ControllerBase):
     ) -> None:
         """Drop matching entries from ``/admin/reassign_partitions``; delete it when it empties
         (and re-arm its creation watch by enqueueing ZkPartitionReassignment)."""
-        if not self.store.reassign_partitions_in_progress():
+        if not self._s.store.reassign_partitions_in_progress():
             return
-        ctx = self.controller_context
-        pending = self._read_zk_reassignment()
+        ctx = self._s.controller_context
+        pending = self.read_zk_reassignment()
         remaining = {tp: r for tp, r in pending.items() if not should_remove(tp, r)}
         log.info(
             "Removing partitions %s from the list of reassigned partitions in zookeeper",
@@ -278,10 +292,10 @@ class ReassignmentPhases(ControllerBase):
         )
         if not remaining:
             log.info("No more partitions need to be reassigned. Deleting zk path /admin/reassign_partitions")
-            self.store.delete_partition_reassignment(ctx.epoch_zk_version)
-            self.enqueue(ZkPartitionReassignment())
+            self._s.store.delete_partition_reassignment(ctx.epoch_zk_version)
+            self._s.enqueue(ZkPartitionReassignment())
         else:
-            self.store.set_or_create_partition_reassignment(remaining, ctx.epoch_zk_version)
+            self._s.store.set_or_create_partition_reassignment(remaining, ctx.epoch_zk_version)
 
     def maybe_complete_reassignment(self, tp: TopicPartition) -> None:
         self.maybe_complete_reassignments([tp])
@@ -289,7 +303,7 @@ class ReassignmentPhases(ControllerBase):
     def maybe_complete_reassignments(self, partitions: Iterable[TopicPartition]) -> None:
         """Complete those of ``partitions`` being reassigned whose targets have all joined the ISR
         (one batched state read, then phase B for all of them)."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         tps = [tp for tp in dict.fromkeys(partitions) if tp in ctx.partitions_being_reassigned]
         if not tps:
             return
@@ -316,7 +330,7 @@ class ReassignmentPhases(ControllerBase):
     def maybe_resume_reassignments(
         self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
     ) -> None:
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         resume = {
             tp: ra
             for tp in list(ctx.partitions_being_reassigned)
@@ -326,9 +340,9 @@ class ReassignmentPhases(ControllerBase):
             log.error("Error resuming reassignment of partition %s: %s", tp, e)
 
     # ------------------------------------------------------------------ helpers
-    def _read_zk_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+    def read_zk_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         try:
-            return self.store.get_partition_reassignment()
+            return self._s.store.get_partition_reassignment()
         except ZNodeDecodeError as e:
             log.error("Ignoring /admin/reassign_partitions: %s", e)
             return {}
@@ -343,7 +357,7 @@ class ReassignmentPhases(ControllerBase):
         partition whose state cannot be read fails."""
         given = states or {}
         unread = [tp for tp in partitions if tp not in given]
-        fresh = self.store.get_partition_states(unread) if unread else {}
+        fresh = self._s.store.get_partition_states(unread) if unread else {}
         out: dict[TopicPartition, LeaderIsrAndControllerEpoch | None] = {}
         for tp in partitions:
             read = given[tp] if tp in given else fresh.get(tp)

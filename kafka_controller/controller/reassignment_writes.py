@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kafka_controller.controller.auditing import ControllerAuditSink
-from kafka_controller.controller.base import log
+from kafka_controller.controller.services import log
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.domain.audit_records import OUTCOME_FAILED, OUTCOME_OK, PartitionTransition
 from kafka_controller.domain.errors import (

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from kafka_controller.controller.base import ControllerBase, log
 from kafka_controller.controller.config import AUTO_LEADER_REBALANCE_ENABLE
 from kafka_controller.controller.events import (
     ApiError,
@@ -26,6 +25,7 @@ from kafka_controller.controller.events import (
     ElectLeadersCallback,
     ReplicaLeaderElection,
 )
+from kafka_controller.controller.services import ControllerServices, log
 from kafka_controller.core.election import preferred_replica_partition_leader_election
 from kafka_controller.core.strategies import (
     OfflinePartitionLeaderElectionStrategy,
@@ -37,12 +37,17 @@ from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import NO_LEADER, LeaderAndIsr, TopicPartition
 
+#: Kafka starts auto rebalance this long after failover (``KafkaController.onControllerFailover``).
+AUTO_REBALANCE_FIRST_DELAY_S = 5.0
 _ADMIN = ElectionTrigger.ADMIN_CLIENT_TRIGGERED
 _AUTO = AUTO_LEADER_REBALANCE_ENABLE
 
 
-class ReplicaElections(ControllerBase):
-    """Mixin: ReplicaLeaderElection, AutoPreferredReplicaLeaderElection, unclean enables."""
+class ReplicaElections:
+    """ReplicaLeaderElection, AutoPreferredReplicaLeaderElection, unclean enables."""
+
+    def __init__(self, services: ControllerServices) -> None:
+        self._s = services
 
     def process_replica_leader_election(
         self,
@@ -51,14 +56,14 @@ class ReplicaElections(ControllerBase):
         trigger: ElectionTrigger,
         callback: ElectLeadersCallback,
     ) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             callback(dict.fromkeys(partitions or (), ApiError(Errors.NOT_CONTROLLER)))
             return
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         requested: set[TopicPartition] = set()
         znode_exists = (
             trigger is ElectionTrigger.ZK_TRIGGERED
-            and self.store.watch_preferred_replica_election(self._on_preferred_replica_election)
+            and self._s.store.watch_preferred_replica_election(self._s.watches.on_preferred_replica_election)
         )
         if znode_exists:
             requested |= self._read_preferred_replica_election()
@@ -139,7 +144,7 @@ class ReplicaElections(ControllerBase):
                 if election_type is ElectionType.PREFERRED
                 else OfflinePartitionLeaderElectionStrategy(allow_unclean=trigger is _ADMIN)
             )
-            results = self.partition_state_machine.handle_state_changes(
+            results = self._s.partition_state_machine.handle_state_changes(
                 list(partitions), PartitionState.ONLINE_PARTITION, strategy
             )
             if trigger is not _ADMIN:
@@ -169,7 +174,7 @@ class ReplicaElections(ControllerBase):
     def remove_partitions_from_preferred_replica_election(
         self, partitions: Collection[TopicPartition], is_triggered_by_auto_rebalance: bool
     ) -> None:
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         for tp in partitions:
             info = ctx.partition_leadership_info(tp)
             replicas = ctx.partition_replica_assignment(tp)
@@ -187,14 +192,14 @@ class ReplicaElections(ControllerBase):
                     leader,
                 )
         if not is_triggered_by_auto_rebalance:
-            self.store.delete_preferred_replica_election(ctx.epoch_zk_version)
+            self._s.store.delete_preferred_replica_election(ctx.epoch_zk_version)
             # Re-arm the creation watch, so that future requests are seen.
-            self.enqueue(ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED))
+            self._s.enqueue(ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED))
 
     def fetch_pending_preferred_replica_elections(self) -> set[TopicPartition]:
         """Failover step 11: what ``/admin/preferred_replica_election`` still asks for, minus
         partitions already led by their preferred replica and those of deleted or queued topics."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         pending: set[TopicPartition] = set()
         for tp in self._read_preferred_replica_election():
             replicas = ctx.partition_replica_assignment(tp)
@@ -211,31 +216,31 @@ class ReplicaElections(ControllerBase):
         """The znode's partitions; a corrupt znode is logged and treated as empty (it is then
         deleted like any processed request)."""
         try:
-            return self.store.get_preferred_replica_election()
+            return self._s.store.get_preferred_replica_election()
         except ZNodeDecodeError as e:
             log.error("Ignoring an undecodable /admin/preferred_replica_election: %s", e)
             return set()
 
     # ------------------------------------------------------------------ auto rebalance
     def schedule_auto_leader_rebalance_task(self, delay_s: float) -> None:
-        enqueue = self.enqueue
-        self.kafka_scheduler.schedule(
+        enqueue = self._s.enqueue
+        self._s.kafka_scheduler.schedule(
             "auto-leader-rebalance-task", lambda: enqueue(AutoPreferredReplicaLeaderElection()), delay_s
         )
-        self._auto_rebalance_epoch = self.controller_context.epoch
+        self._s.auto_rebalance_epoch = self._s.controller_context.epoch
 
     def process_auto_preferred_replica_leader_election(self) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             return
         try:
-            if self.config.auto_leader_rebalance_enable:
+            if self._s.config.auto_leader_rebalance_enable:
                 log.info("Processing automatic preferred replica leader election")
                 self.check_and_trigger_auto_leader_rebalance()
             else:
                 self._skip_auto_leader_rebalance()
         finally:
             self.schedule_auto_leader_rebalance_task(
-                float(self.config.leader_imbalance_check_interval_seconds)
+                float(self._s.config.leader_imbalance_check_interval_seconds)
             )
 
     def check_and_trigger_auto_leader_rebalance(self) -> None:
@@ -248,13 +253,13 @@ class ReplicaElections(ControllerBase):
         """``{preferred broker: partitions to elect it for}``, for the brokers above the imbalance
         threshold (docs/controller-behaviour.md §8.11). Partitions without leadership count only in
         the denominator."""
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         queued = ctx.topics_to_be_deleted
         by_preferred: dict[int, list[TopicPartition]] = {}
         for tp, assignment in ctx.iter_assignments():
             if tp.topic not in queued and assignment.replicas:
                 by_preferred.setdefault(assignment.replicas[0], []).append(tp)
-        threshold = self.config.leader_imbalance_per_broker_percentage / 100.0
+        threshold = self._s.config.leader_imbalance_per_broker_percentage / 100.0
         leadership = ctx.partitions_leadership_info
         out: dict[int, list[TopicPartition]] = {}
         for broker, tps in sorted(by_preferred.items()):
@@ -283,10 +288,10 @@ class ReplicaElections(ControllerBase):
         held = sum(len(tps) for tps in self.auto_leader_rebalance_candidates().values())
         detail = f"{held} partition(s) left off their preferred leader"
         log.info("Automatic preferred replica leader election is paused (%s=false): %s", _AUTO, detail)
-        self.audit.record_controller_event("rebalance_paused", self.clock.time_ms(), 0.0, detail)
+        self._s.audit.record_controller_event("rebalance_paused", self._s.clock.time_ms(), 0.0, detail)
 
     def can_preferred_replica_be_leader(self, tp: TopicPartition) -> bool:
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         assignment = ctx.partition_replica_assignment(tp)
         live = {r for r in assignment if ctx.is_replica_online(r, tp)}
         info = ctx.partition_leadership_info(tp)
@@ -296,13 +301,13 @@ class ReplicaElections(ControllerBase):
     # ------------------------------------------------------------------ unclean election enabled
     def process_unclean_leader_election_enable(self) -> None:
         """The broker default became true: rebuild with it and retry offline partitions."""
-        if not self.is_active:
+        if not self._s.is_active:
             return
         log.info("Unclean leader election has been enabled by default")
-        self.partition_state_machine.trigger_online_partition_state_change()
+        self._s.partition_state_machine.trigger_online_partition_state_change()
 
     def process_topic_unclean_leader_election_enable(self, topic: str) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             return
         log.info("Unclean leader election has been enabled for topic %s", topic)
-        self.partition_state_machine.trigger_online_partition_state_change(topic)
+        self._s.partition_state_machine.trigger_online_partition_state_change(topic)

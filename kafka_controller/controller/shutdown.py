@@ -17,8 +17,9 @@ All of it is three batched state-machine calls, whatever the number of partition
 
 from __future__ import annotations
 
-from kafka_controller.controller.base import ControllerBase, log
 from kafka_controller.controller.events import ControlledShutdownCallback
+from kafka_controller.controller.resignation import ControllerResignation
+from kafka_controller.controller.services import ControllerServices, log
 from kafka_controller.core.strategies import ControlledShutdownPartitionLeaderElectionStrategy
 from kafka_controller.domain.errors import (
     BrokerNotAvailableError,
@@ -31,8 +32,12 @@ from kafka_controller.domain.values import UNKNOWN_BROKER_EPOCH, PartitionAndRep
 from kafka_controller.thread_cpu import CpuAccount
 
 
-class ControlledShutdownHandling(ControllerBase):
-    """Mixin: the ControlledShutdown event."""
+class ControlledShutdownHandling:
+    """The ControlledShutdown event."""
+
+    def __init__(self, services: ControllerServices, resignation: ControllerResignation) -> None:
+        self._s = services
+        self._resignation = resignation
 
     def process_controlled_shutdown(
         self, broker_id: int, broker_epoch: int, callback: ControlledShutdownCallback
@@ -47,9 +52,9 @@ class ControlledShutdownHandling(ControllerBase):
         log.info("CPU by thread while shutting down broker %d (s): %s", broker_id, cpu.summary())
 
     def do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> set[TopicPartition]:
-        if not self.is_active:
+        if not self._s.is_active:
             raise ControllerMovedError("Controller moved to another broker. Aborting controlled shutdown")
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         log.info("Shutting down broker %d", broker_id)
         if broker_epoch != UNKNOWN_BROKER_EPOCH:
             cached = ctx.live_broker_epoch(broker_id)
@@ -67,17 +72,17 @@ class ControlledShutdownHandling(ControllerBase):
         log.debug("Live brokers: %s", sorted(ctx.live_broker_ids))
 
         led, followed = ctx.partitions_to_move_off(broker_id)
-        self.partition_state_machine.handle_state_changes(
+        self._s.partition_state_machine.handle_state_changes(
             led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
         )
-        batch = self.broker_request_batch
+        batch = self._s.broker_request_batch
         try:
             batch.new_batch()
             batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
             batch.send_requests_to_brokers(ctx.epoch)
         except IllegalControllerStateError as e:
-            self.handle_illegal_state(e)
-        self.replica_state_machine.handle_state_changes(
+            self._resignation.handle_illegal_state(e)
+        self._s.replica_state_machine.handle_state_changes(
             [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
         )
         still_led = ctx.partition_leaders_on_broker(broker_id)

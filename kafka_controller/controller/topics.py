@@ -10,28 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from kafka_controller.controller.base import ControllerBase, log, topic_path
+from kafka_controller.controller.failover import ControllerFailover
+from kafka_controller.controller.services import ControllerServices, log
 from kafka_controller.core.strategies import OfflinePartitionLeaderElectionStrategy
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import PartitionAndReplica, ReplicaAssignment, TopicPartition
-from kafka_controller.ports import MetadataStore, TopicIdReplicaAssignment
+from kafka_controller.ports import TopicIdReplicaAssignment
 
 
-class TopicChanges(ControllerBase):
-    """Mixin: TopicChange, PartitionModifications, TopicDeletion and StopReplica responses."""
+class TopicChanges:
+    """TopicChange, PartitionModifications, TopicDeletion and StopReplica responses."""
+
+    def __init__(self, services: ControllerServices, failover: ControllerFailover) -> None:
+        self._s = services
+        self._failover = failover
 
     def process_topic_change(self) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             return
-        ctx = self.controller_context
-        topics = self.store.watch_topics(self._on_topics)  # re-arm and read
+        ctx = self._s.controller_context
+        topics = self._s.store.watch_topics(self._s.watches.on_topics)  # re-arm and read
         new_topics = topics - ctx.all_topics
         deleted_topics = ctx.all_topics - topics
         ctx.set_all_topics(topics)
-        reads = self.store.get_replica_assignment_and_topic_ids(
-            new_topics, watch_handler=self._on_topic_znode
+        reads = self._s.store.get_replica_assignment_and_topic_ids(
+            new_topics, watch_handler=self._s.watches.on_topic_znode
         )
         added: list[TopicIdReplicaAssignment] = []
         for topic, read in reads.items():
@@ -41,7 +46,7 @@ class TopicChanges(ControllerBase):
                 added.append(read)
         for topic in deleted_topics:
             ctx.remove_topic(topic)
-        self.process_topic_ids(added)
+        self._failover.process_topic_ids(added)
         new_partitions: list[TopicPartition] = []
         for a in added:
             for tp, assignment in a.assignment.items():
@@ -58,8 +63,8 @@ class TopicChanges(ControllerBase):
 
     def on_new_partition_creation(self, partitions: Collection[TopicPartition]) -> None:
         log.info("New partition creation callback for %d partitions", len(partitions))
-        ctx = self.controller_context
-        psm, rsm = self.partition_state_machine, self.replica_state_machine
+        ctx = self._s.controller_context
+        psm, rsm = self._s.partition_state_machine, self._s.replica_state_machine
         tps = list(partitions)
         psm.handle_state_changes(tps, PartitionState.NEW_PARTITION)
         rsm.handle_state_changes(ctx.replicas_for_partition(tps), ReplicaState.NEW_REPLICA)
@@ -69,11 +74,11 @@ class TopicChanges(ControllerBase):
         rsm.handle_state_changes(ctx.replicas_for_partition(tps), ReplicaState.ONLINE_REPLICA)
 
     def process_partition_modifications(self, topic: str) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             return
-        ctx = self.controller_context
-        read = self.store.get_replica_assignment_and_topic_ids(
-            [topic], watch_handler=self._on_topic_znode
+        ctx = self._s.controller_context
+        read = self._s.store.get_replica_assignment_and_topic_ids(
+            [topic], watch_handler=self._s.watches.on_topic_znode
         ).get(topic)
         if read is None:
             return  # the topic is gone; TopicChange handles that
@@ -81,7 +86,7 @@ class TopicChanges(ControllerBase):
             log.error("Cannot read the assignment of topic %s: %s", topic, read)
             return
         to_add = {tp: a for tp, a in read.assignment.items() if not ctx.partition_replica_assignment(tp)}
-        if self.topic_deletion_manager.is_topic_queued_up_for_deletion(topic):
+        if self._s.topic_deletion_manager.is_topic_queued_up_for_deletion(topic):
             if to_add:
                 log.warning(
                     "Skipping adding partitions %s for topic %s since it is currently being deleted",
@@ -104,42 +109,42 @@ class TopicChanges(ControllerBase):
         controller creates that child with every partition it knows, so its own view is the same
         set without reading the children.
         """
-        ctx = self.controller_context
+        ctx = self._s.controller_context
         known: dict[TopicPartition, ReplicaAssignment] = ctx.partition_full_replica_assignment_for_topic(
             topic
         )
         log.info("Restoring the partition replica assignment for topic %s", topic)
-        self.store.set_topic_assignment(topic, ctx.topic_ids.get(topic), known, ctx.epoch_zk_version)
+        self._s.store.set_topic_assignment(topic, ctx.topic_ids.get(topic), known, ctx.epoch_zk_version)
 
     def process_topic_deletion(self) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             return
-        ctx = self.controller_context
-        to_delete = set(self.store.watch_topic_deletions(self._on_topic_deletions))
+        ctx = self._s.controller_context
+        to_delete = set(self._s.store.watch_topic_deletions(self._s.watches.on_topic_deletions))
         non_existent = to_delete - ctx.all_topics
         if non_existent:
             log.warning("Ignoring request to delete non-existing topics %s", sorted(non_existent))
-            self.store.delete_topic_deletions(sorted(non_existent), ctx.epoch_zk_version)
+            self._s.store.delete_topic_deletions(sorted(non_existent), ctx.epoch_zk_version)
         to_delete -= non_existent
-        if not self.config.delete_topic_enable:
+        if not self._s.config.delete_topic_enable:
             if to_delete:
                 log.info("Removing %s since delete topic is disabled", sorted(to_delete))
-                self.store.delete_topic_deletions(sorted(to_delete), ctx.epoch_zk_version)
+                self._s.store.delete_topic_deletions(sorted(to_delete), ctx.epoch_zk_version)
             return
         if not to_delete:
             return
         log.info("Starting topic deletion for topics %s", sorted(to_delete))
         reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
         for topic in sorted(to_delete & reassigning):
-            self.topic_deletion_manager.mark_topic_ineligible_for_deletion(
+            self._s.topic_deletion_manager.mark_topic_ineligible_for_deletion(
                 {topic}, "topic reassignment in progress"
             )
-        self.topic_deletion_manager.enqueue_topics_for_deletion(to_delete)
+        self._s.topic_deletion_manager.enqueue_topics_for_deletion(to_delete)
 
     def process_topic_deletion_stop_replica_response_received(
         self, replica_id: int, request_error: Errors, partition_errors: dict[TopicPartition, Errors]
     ) -> None:
-        if not self.is_active:
+        if not self._s.is_active:
             return
         log.debug(
             "Delete topic callback invoked on StopReplica response received from broker %d: request error "
@@ -152,35 +157,8 @@ class TopicChanges(ControllerBase):
             in_error = set(partition_errors)
         else:
             in_error = {tp for tp, e in partition_errors.items() if e is not Errors.NONE}
-        tdm = self.topic_deletion_manager
+        tdm = self._s.topic_deletion_manager
         tdm.fail_replica_deletion([PartitionAndReplica(tp, replica_id) for tp in sorted(in_error)])
         if len(in_error) != len(partition_errors):
             deleted = sorted(partition_errors.keys() - in_error)
             tdm.complete_replica_deletion([PartitionAndReplica(tp, replica_id) for tp in deleted])
-
-
-class ControllerDeletionClient:
-    """Kafka's ``ControllerDeletionClient``: the topic-deletion manager's writes, all fenced."""
-
-    def __init__(self, controller: ControllerBase, store: MetadataStore) -> None:
-        self._controller = controller
-        self._store = store
-
-    def delete_topic(self, topic: str, expected_controller_epoch_zk_version: int) -> None:
-        self._store.delete_topic_recursively(topic, expected_controller_epoch_zk_version)
-        self._store.delete_topic_configs([topic], expected_controller_epoch_zk_version)
-        self._store.delete_topic_deletions([topic], expected_controller_epoch_zk_version)
-
-    def delete_topic_deletions(
-        self, topics: Collection[str], expected_controller_epoch_zk_version: int
-    ) -> None:
-        self._store.delete_topic_deletions(list(topics), expected_controller_epoch_zk_version)
-
-    def mute_partition_modifications(self, topic: str) -> None:
-        self._store.unwatch(topic_path(topic))
-
-    def send_metadata_update(self, partitions: Collection[TopicPartition]) -> None:
-        ctx = self._controller.controller_context
-        self._controller.send_update_metadata_request(
-            sorted(ctx.live_or_shutting_down_broker_ids), partitions
-        )

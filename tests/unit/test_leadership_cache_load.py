@@ -1,4 +1,4 @@
-"""``ControllerBase.update_leader_and_isr_cache`` caches every state read in one pass when each read
+"""``services.update_leader_and_isr_cache`` caches every state read in one pass when each read
 is a state (a failover's context load), and skips missing and failed reads otherwise: the
 same cache, in the same order, and imbalance count as caching each read state one at a time, on
 random layouts. Handed states already read (a failover reads them with the topics), it reads only
@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from kafka_controller.controller.base import ControllerBase
+from kafka_controller.controller.services import update_leader_and_isr_cache
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
@@ -55,19 +54,14 @@ def test_caches_the_read_states_as_one_at_a_time(seed: int) -> None:
 
     store = _Store(reads)
     if seed % 4 < 2:
-        ControllerBase.update_leader_and_isr_cache(
-            SimpleNamespace(controller_context=ctx, store=store),  # type: ignore[arg-type]
-        )
+        update_leader_and_isr_cache(ctx, store)  # type: ignore[arg-type]
     else:  # a failover: most states read with the topics (in another order), the rest read now
         if seed % 8 == 6:  # all of them, in the context's order: taken as they are
             given = {tp: reads[tp] for tp in ctx.all_partitions}
         else:
             given = {tp: reads[tp] for tp in rng.sample(tps, len(tps)) if seed % 4 == 2 or rng.random() < 0.8}
             given[TopicPartition("gone", 0)] = None  # not in the context: not cached
-        ControllerBase.update_leader_and_isr_cache(
-            SimpleNamespace(controller_context=ctx, store=store),  # type: ignore[arg-type]
-            already_read=given,
-        )
+        update_leader_and_isr_cache(ctx, store, already_read=given)  # type: ignore[arg-type]
         assert store.asked == [tp for tp in tps if tp not in given]
 
     for tp in tps:
