@@ -2,8 +2,8 @@
 (docs/controller-behaviour.md §8; Kafka's ``KafkaController.scala``).
 
 The class itself is the runtime shell: it owns the event queue, the scheduler, the metrics and
-the audit stamping, dispatches each event to the concern that handles it (one mixin per concern,
-see ``base``), and offers the entry points other threads call. Those entry points and every store
+the audit stamping, dispatches each event to the concern that handles it (one object per concern,
+see ``services``), and offers the entry points other threads call. Those entry points and every store
 or channel callback only enqueue; all controller state is touched by ``controller-event-thread``.
 
 Two rules from Kafka hold for every event: a ``ControllerMovedError`` (a fenced write failed)
