@@ -14,7 +14,7 @@ from kafka_controller.domain import (
     TopicPartition,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.7.0"
 
 __all__ = [
     "LeaderAndIsr",
