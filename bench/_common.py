@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import (
     LeaderAndIsr,

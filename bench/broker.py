@@ -30,7 +30,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kafka_controller.broker.alter_isr import AlterIsrManager
-from kafka_controller.broker.apis import AlterIsrResponse
+from kafka_controller.broker.controller_apis import AlterIsrResponse
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.domain.requests import Errors, LeaderAndIsrRequest

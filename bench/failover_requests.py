@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import report
 from bench.controller_inmemory import BROKERS, Cluster, drain
 from kafka_controller.broker.alter_isr import AlterIsrManager
-from kafka_controller.broker.apis import AlterIsrResponse
+from kafka_controller.broker.controller_apis import AlterIsrResponse
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.broker.replica_manager import ReplicaManager

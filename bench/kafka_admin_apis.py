@@ -42,7 +42,9 @@ VERSION = 2
 
 
 def private(_api: str, r: Any) -> A.ElectLeadersResponse:
-    return A.ElectLeadersResponse(Errors.NONE, {tp: A.ElectionResult(Errors.NONE, 1) for tp in r.partitions})
+    return A.ElectLeadersResponse(
+        Errors.NONE, {tp: A.PartitionElectionResult(Errors.NONE, 1) for tp in r.partitions}
+    )
 
 
 def body(partitions: int) -> bytes:

@@ -51,7 +51,7 @@ def serve(partitions: int) -> None:
 
     def private(api: str, _request: Any) -> Any:
         assert api == A.METADATA
-        return A.MetadataResponse(
+        return A.MetadataCacheResponse(
             Errors.NONE, cache.controller_id, tuple(cache.alive_brokers()), tuple(cache.partition_states())
         )
 

@@ -50,14 +50,8 @@ from kafka_controller.domain.requests import (
 from kafka_controller.domain.values import Broker, EndPoint, TopicPartition
 from kafka_controller.transport import framing
 from kafka_controller.transport.client import TransportClient
-from kafka_controller.transport.codec import (
-    DEFAULT_APIS,
-    LEADER_AND_ISR,
-    ApiCodec,
-    ApiRegistry,
-    decode_broker,
-    encode_broker,
-)
+from kafka_controller.transport.codec import DEFAULT_APIS, LEADER_AND_ISR, ApiCodec, ApiRegistry
+from kafka_controller.transport.codec_common import decode_broker, encode_broker
 from kafka_controller.transport.server import TransportServer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "transport.jsonl"

@@ -5,7 +5,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from kafka_controller.airflow.dag_ids import AUDIT_REPORT
-from kafka_controller.airflow.operators import AuditReportOperator
+from kafka_controller.airflow.operators.reports import AuditReportOperator
 
 with DAG(
     AUDIT_REPORT,

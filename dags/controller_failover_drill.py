@@ -10,7 +10,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from kafka_controller.airflow.dag_ids import CONTROLLER_FAILOVER_DRILL
-from kafka_controller.airflow.operators import ControllerFailoverDrillOperator
+from kafka_controller.airflow.operators.cluster import ControllerFailoverDrillOperator
 from kafka_controller.airflow.params import common_params
 
 with DAG(

@@ -10,7 +10,10 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from kafka_controller.airflow.dag_ids import PARTITION_REASSIGNMENT
-from kafka_controller.airflow.operators import ExecuteReassignmentOperator, GenerateReassignmentOperator
+from kafka_controller.airflow.operators.reassignment import (
+    ExecuteReassignmentOperator,
+    GenerateReassignmentOperator,
+)
 from kafka_controller.airflow.params import broker_list_param, common_params
 from kafka_controller.airflow.sensors import ReassignmentSensor
 

@@ -5,7 +5,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from kafka_controller.airflow.dag_ids import PARTITION_STATE_RECONCILIATION
-from kafka_controller.airflow.operators import SnapshotExportOperator, SparkReconciliationOperator
+from kafka_controller.airflow.operators.reports import SnapshotExportOperator, SparkReconciliationOperator
 
 with DAG(
     PARTITION_STATE_RECONCILIATION,

@@ -5,7 +5,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from kafka_controller.airflow.dag_ids import PREFERRED_LEADER_REBALANCE
-from kafka_controller.airflow.operators import PreferredLeaderElectionOperator
+from kafka_controller.airflow.operators.elections import PreferredLeaderElectionOperator
 from kafka_controller.airflow.params import common_params, partitions_param
 
 with DAG(

@@ -8,7 +8,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from kafka_controller.airflow.dag_ids import RECOVER_OFFLINE_PARTITIONS
-from kafka_controller.airflow.operators import RecoverOfflinePartitionsOperator
+from kafka_controller.airflow.operators.elections import RecoverOfflinePartitionsOperator
 from kafka_controller.airflow.params import TP_PATTERN, common_params
 
 with DAG(

@@ -16,7 +16,7 @@ from airflow.sdk import DAG, Param
 
 from kafka_controller.airflow.dag_ids import ROLLING_CONTROLLED_SHUTDOWN
 from kafka_controller.airflow.demote import DEMOTE_MODES
-from kafka_controller.airflow.operators import RollingRestartOperator
+from kafka_controller.airflow.operators.cluster import RollingRestartOperator
 from kafka_controller.airflow.params import broker_list_param, common_params
 
 with DAG(

@@ -4,25 +4,6 @@ Only light imports here: ``import kafka_controller`` must stay fast; heavy packa
 SQLAlchemy, Airflow, PySpark) are imported inside the modules and functions that need them.
 """
 
-from kafka_controller.domain import (
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    PartitionAndReplica,
-    PartitionState,
-    ReplicaAssignment,
-    ReplicaState,
-    TopicPartition,
-)
-
 __version__ = "0.7.0"
 
-__all__ = [
-    "LeaderAndIsr",
-    "LeaderIsrAndControllerEpoch",
-    "PartitionAndReplica",
-    "PartitionState",
-    "ReplicaAssignment",
-    "ReplicaState",
-    "TopicPartition",
-    "__version__",
-]
+__all__ = ["__version__"]

@@ -17,7 +17,6 @@ from kafka_controller.domain.states import PartitionState, ReplicaState
 
 FINDING_COLUMNS = ("kind", "severity", "topic", "partition", "broker", "expected", "actual")
 NULL = -(2**31)  # stands for SQL NULL in integer columns
-MIN_ISR, UNCLEAN = "min.insync.replicas", "unclean.leader.election.enable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_controller.domain.config_keys import MIN_INSYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.reconcile import snapshot as S
 
-from .arrow import MIN_ISR, NULL, UNCLEAN, contains, flatten, ints, list_lengths
+from .arrow import NULL, contains, flatten, ints, list_lengths
 
 # -- loading ---------------------------------------------------------------------------------------
 #: Only the columns the rules read (``None`` = all); topics of the big tables stay dictionary-encoded.
@@ -123,10 +124,13 @@ def zk_frame(d: dict[str, Any]) -> tuple[pd.DataFrame, pa.Table]:
     cfg = d["topic_configs"].to_pandas()
     min_isr = {
         r.topic: int(r.value)
-        for r in cfg[cfg.key == MIN_ISR].itertuples()
+        for r in cfg[cfg.key == MIN_INSYNC_REPLICAS].itertuples()
         if r.value.strip().lstrip("-").isdigit()
     }
-    unclean = {r.topic: r.value.strip().lower() == "true" for r in cfg[cfg.key == UNCLEAN].itertuples()}
+    unclean = {
+        r.topic: r.value.strip().lower() == "true"
+        for r in cfg[cfg.key == UNCLEAN_LEADER_ELECTION_ENABLE].itertuples()
+    }
     leader = ints(z.column("leader"))
     has_state = leader != NULL
     first = pc.list_element(

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from kafka_controller.core.context import has_preferred_leader
+from kafka_controller.domain.config_keys import MIN_INSYNC_REPLICAS
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
     NO_LEADER,
@@ -32,8 +33,6 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.ports import PartitionStateRead, TopicIdReplicaAssignment
-
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 class ClusterReader(Protocol):
@@ -87,7 +86,7 @@ class PartitionView:
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerView:
+class BrokerSummary:
     id: int
     endpoints: tuple[str, ...]
     rack: str | None
@@ -113,7 +112,7 @@ class ClusterView:
     controller_id: int | None
     controller_epoch: int | None
     controller_epoch_zk_version: int | None
-    brokers: tuple[BrokerView, ...]
+    brokers: tuple[BrokerSummary, ...]
     topics: tuple[TopicView, ...]
     partitions: tuple[PartitionView, ...]
     summary: dict[str, Any] = field(default_factory=dict)
@@ -220,7 +219,7 @@ def build_cluster_view(
     replicas = Counter(r for p in partitions for r in p.replicas)
     preferred = Counter(p.replicas[0] for p in partitions if p.replicas)
     broker_views = tuple(
-        BrokerView(
+        BrokerSummary(
             b.id,
             tuple(ep.connection_string() for ep in b.endpoints),
             b.rack,

@@ -12,6 +12,12 @@ The brokers come from ``bootstrap_servers`` when given, else from ZooKeeper (the
 A Kafka ElectLeaders answer carries no leader: the new leaders are read back from the partition
 state znodes when a ZooKeeper store is at hand (-1 otherwise). kafka-python errors stay here: the
 caller sees ``KafkaAdminError`` (or ``InvalidArgumentError`` for bad input).
+
+What this client is for: the elections and reassignments operators run (the CLI, the Airflow
+hooks), so they work unchanged against any ZooKeeper-mode Kafka cluster. ``broker.admin_client.AdminClient``
+is only for what Kafka's protocol cannot say and this project's brokers answer (ShutdownBroker,
+DescribeControllerContext, DescribeReplicas, the brokers' own AlterIsr and ControlledShutdown);
+docs/design.md, "Two admin clients, two jobs".
 """
 
 from __future__ import annotations
@@ -284,7 +290,7 @@ class KafkaAdmin:
         return A.ElectLeadersResponse(
             Errors.NONE,
             {
-                tp: A.ElectionResult(error, leaders.get(tp, -1), message)
+                tp: A.PartitionElectionResult(error, leaders.get(tp, -1), message)
                 for tp, (error, message) in raw.items()
             },
         )

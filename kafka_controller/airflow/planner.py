@@ -26,14 +26,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 
-__all__ = [
-    "DRY_RUN_CONTROLLER_ID",
-    "ClusterSnapshot",
-    "DryRun",
-    "DryRunError",
-    "PlannedChange",
-    "plan_rolling_restart",
-]
+__all__ = ["DRY_RUN_CONTROLLER_ID", "DryRun", "DryRunError", "plan_rolling_restart"]
 
 #: The dry-run controller's broker id: never a real broker's, so stopping any broker is possible.
 DRY_RUN_CONTROLLER_ID = 2_147_483_000
@@ -46,7 +39,7 @@ class DryRunError(KafkaControllerError):
 
 
 @dataclass(frozen=True)
-class _State:
+class _PlanState:
     """Who leads what, with which ISR, over which replicas, among which registered brokers."""
 
     leaders: Mapping[TopicPartition, tuple[int, tuple[int, ...]]]
@@ -54,8 +47,8 @@ class _State:
     brokers: set[int]
 
     @staticmethod
-    def of(snapshot: ClusterSnapshot) -> _State:
-        return _State(
+    def of(snapshot: ClusterSnapshot) -> _PlanState:
+        return _PlanState(
             {tp: (s.leader_and_isr.leader, s.leader_and_isr.isr) for tp, s in snapshot.states.items()},
             {tp: ra.replicas for a in snapshot.topics.values() for tp, ra in a.assignment.items()},
             {b.id for b in snapshot.brokers},
@@ -131,8 +124,9 @@ class DryRun:
         broker_defaults: Mapping[str, str] | None = None,
         operation_id: str | None = None,
     ) -> None:
-        from kafka_controller.controller.config import AUTO_LEADER_REBALANCE_ENABLE, KafkaConfig
+        from kafka_controller.controller.config import KafkaConfig
         from kafka_controller.controller.kafka_controller import KafkaController
+        from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE
         from kafka_controller.testing.memory_store import InMemoryMetadataStore
         from kafka_controller.testing.memory_zk import InMemoryZooKeeper
         from kafka_controller.testing.recording import RecordingAuditSink
@@ -161,7 +155,7 @@ class DryRun:
             self._drain()
             if not self.controller.is_active:
                 raise DryRunError("the dry-run controller did not become active")
-            self.baseline = self._collect("failover", None, _State.of(snapshot))
+            self.baseline = self._collect("failover", None, _PlanState.of(snapshot))
         except BaseException:
             self.close()
             raise
@@ -223,18 +217,18 @@ class DryRun:
         """The in-memory cluster as ``describe`` shows it (a full read: for callers and tests)."""
         return ClusterSnapshot.read(self.admin).view()
 
-    def _state(self) -> _State:
+    def _state(self) -> _PlanState:
         """Leaders, ISRs, assignments and registered brokers from the idle controller's context: what
         the state machines just wrote, without re-reading and decoding the whole tree."""
         ctx = self.controller.controller_context
         leadership = ctx.partitions_leadership_info
-        return _State(
+        return _PlanState(
             {tp: (info.leader_and_isr.leader, info.leader_and_isr.isr) for tp, info in leadership.items()},
             {tp: ra.replicas for tp, ra in ctx.iter_assignments()},
             set(ctx.live_or_shutting_down_broker_ids),
         )
 
-    def _collect(self, action: str, answer: Any, before: _State, mark: int = 0) -> PlannedChange:
+    def _collect(self, action: str, answer: Any, before: _PlanState, mark: int = 0) -> PlannedChange:
         records = self.audit.records[mark:]
         for r in records:
             r.dry_run = True  # a plan, never history (the dry-run controller's failover included)

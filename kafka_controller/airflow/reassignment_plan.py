@@ -17,26 +17,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kafka_controller.admin.throttle import (  # the same throttles as the CLI's reassign --throttle
-    BROKER_THROTTLE_KEYS,
-    FOLLOWER_RATE,
-    FOLLOWER_REPLICAS,
-    LEADER_RATE,
-    LEADER_REPLICAS,
-    TOPIC_THROTTLE_KEYS,
-    throttle_configs,
-)
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import TopicPartition
 
 Plan = dict[TopicPartition, tuple[int, ...]]
 __all__ = [
-    "BROKER_THROTTLE_KEYS",
-    "FOLLOWER_RATE",
-    "FOLLOWER_REPLICAS",
-    "LEADER_RATE",
-    "LEADER_REPLICAS",
-    "TOPIC_THROTTLE_KEYS",
     "Movement",
     "Plan",
     "generate_plan",
@@ -45,7 +30,6 @@ __all__ = [
     "plan_batches",
     "plan_from_json",
     "plan_to_json",
-    "throttle_configs",
 ]
 
 DEFAULT_MAX_PER_BROKER = 5

@@ -34,11 +34,6 @@ from kafka_controller.domain.values import TopicPartition
 
 __all__ = [
     "DRILL_METHODS",
-    "OperationFailedError",
-    "RefusedError",
-    "Say",
-    "Timeouts",
-    "Watch",
     "cancel_reassignment",
     "drill_refusal",
     "execute_reassignment",

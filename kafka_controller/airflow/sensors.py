@@ -96,7 +96,7 @@ class ReassignmentSensor(BaseSensorOperator):
         )
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
-        from kafka_controller.airflow.runbooks import OperationFailedError
+        from kafka_controller.airflow.runbook_support import OperationFailedError
 
         if event and event.get("status") == "broker_lost":
             from airflow.sdk.exceptions import AirflowFailException

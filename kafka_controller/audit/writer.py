@@ -56,13 +56,13 @@ from kafka_controller.audit.repeat_log import DEFAULT_INTERVAL_S, RepeatedLog
 from kafka_controller.audit.rows import CONTROLLER_EVENTS, Batch, Converted, batch_size, event_row
 from kafka_controller.audit.spool import JOURNAL_FILE, Spool
 from kafka_controller.audit.store_file import FileChange, StoreFile
-from kafka_controller.audit.writer_recovery import REJECTED_FILE, AuditWriterStats, SpoolRecovery
+from kafka_controller.audit.writer_recovery import AuditWriterStats, SpoolRecovery
 from kafka_controller.domain.audit_records import AuditItem, ControllerEventRecord
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.heap import release_free_heap
 from kafka_controller.ports import Clock, SystemClock
 
-__all__ = ["REJECTED_FILE", "AuditWriter", "AuditWriterStats"]
+__all__ = ["AuditWriter"]
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,13 @@ NOT_CONTROLLER or a connection failure asks again and retries after a back-off, 
 AlterIsr and ControlledShutdown, with a locator that asks its metadata cache first.
 
 Only the request's top-level error is interpreted here; per-partition errors are the caller's.
+
+What this client is for: the requests only this project's brokers answer, in its private protocol
+(a broker's own AlterIsr and ControlledShutdown to the controller; ShutdownBroker,
+DescribeControllerContext, DescribeReplicas and the metadata-cache read for operators). Operators'
+elections and reassignments go through ``admin.kafka_admin.KafkaAdmin`` instead, so they work
+against an Apache Kafka cluster too; this client's ``elect_leaders`` and reassignment calls serve the
+private API's own tests and benchmarks (docs/design.md, "Two admin clients, two jobs").
 """
 
 from __future__ import annotations
@@ -261,9 +268,9 @@ class AdminClient:
         tps = None if partitions is None else tuple(partitions)
         return self._ok(self.send_to_broker(broker_id, A.DESCRIBE_REPLICAS, tps), A.DescribeReplicasResponse)
 
-    def metadata(self, broker_id: int) -> A.MetadataResponse:
+    def metadata(self, broker_id: int) -> A.MetadataCacheResponse:
         """The broker's metadata cache (controller id, live brokers, partition states)."""
-        return self._ok(self.send_to_broker(broker_id, A.METADATA, None), A.MetadataResponse)
+        return self._ok(self.send_to_broker(broker_id, A.METADATA, None), A.MetadataCacheResponse)
 
     def shutdown_broker(self, broker_id: int, operation_id: str | None = None) -> A.SimpleResponse:
         """Ask a running broker to do a controlled shutdown and exit (as SIGTERM does)."""

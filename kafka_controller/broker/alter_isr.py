@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from kafka_controller.broker.apis import AlterIsrRequest, AlterIsrResponse
+from kafka_controller.broker.controller_apis import AlterIsrRequest, AlterIsrResponse
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from kafka_controller.controller.dynamic_config import BROKER_CONFIG_TYPE, DEFAULT_BROKER_ENTITY
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
 from kafka_controller.ports import MetadataStore, ZNodeEvent
 
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 CONFIG_CHANGES_PATH = "/config/changes"
 TOPIC_CONFIG_TYPE = "topics"
 USER_CONFIG_TYPE = "users"
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 #: ``(cluster default, this broker's)`` configs as read; None for a level that could not be read.
 BrokerConfigCallback = Callable[[Mapping[str, str] | None, Mapping[str, str] | None], object]

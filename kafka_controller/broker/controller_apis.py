@@ -145,7 +145,7 @@ class ElectLeadersRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ElectionResult:
+class PartitionElectionResult:
     error: str
     leader: int = -1
     message: str | None = None
@@ -154,7 +154,7 @@ class ElectionResult:
 @dataclass(frozen=True, slots=True)
 class ElectLeadersResponse:
     error: str
-    results: Mapping[TopicPartition, ElectionResult] = field(default_factory=dict)
+    results: Mapping[TopicPartition, PartitionElectionResult] = field(default_factory=dict)
     message: str | None = None
 
 
@@ -174,7 +174,7 @@ def _encode_elect_response(r: ElectLeadersResponse) -> Json:
 
 def _decode_elect_response(b: Json) -> ElectLeadersResponse:
     results = {
-        TopicPartition(str_(x["topic"]), int_(x["partition"])): ElectionResult(
+        TopicPartition(str_(x["topic"]), int_(x["partition"])): PartitionElectionResult(
             str_(x["error"]), int_(x.get("leader", -1)), x.get("message")
         )
         for x in b.get("results", ())

@@ -24,7 +24,8 @@ from kafka_controller.broker.wire import (
 )
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
 from kafka_controller.domain.values import Broker
-from kafka_controller.transport.codec import ApiCodec, decode_broker, encode_broker
+from kafka_controller.transport.codec import ApiCodec
+from kafka_controller.transport.codec_common import decode_broker, encode_broker
 
 
 # -- Fetch (columnar: one array per field, in request order) ----------------------------------------
@@ -209,8 +210,9 @@ def _decode_describe_response(b: Json) -> DescribeReplicasResponse:
 
 
 @dataclass(frozen=True, slots=True)
-class MetadataResponse:
-    """The broker's metadata cache: what the last UpdateMetadata told it."""
+class MetadataCacheResponse:
+    """The broker's metadata cache, what the last UpdateMetadata told it: the private protocol's
+    Metadata answer (Kafka's own Metadata response is ``kafka_wire.metadata.MetadataResponse``)."""
 
     error: str
     controller_id: int
@@ -221,7 +223,7 @@ class MetadataResponse:
 _UM_FIELDS = UpdateMetadataPartitionState._fields
 
 
-def _encode_metadata_response(r: MetadataResponse) -> Json:
+def _encode_metadata_response(r: MetadataCacheResponse) -> Json:
     return {
         "error": str(r.error),
         "controller_id": r.controller_id,
@@ -231,14 +233,14 @@ def _encode_metadata_response(r: MetadataResponse) -> Json:
     }
 
 
-def _decode_metadata_response(b: Json) -> MetadataResponse:
+def _decode_metadata_response(b: Json) -> MetadataCacheResponse:
     if tuple(b["fields"]) != _UM_FIELDS:
         raise ValueError("unexpected partition fields")
     states = tuple(
         UpdateMetadataPartitionState(t, p, ce, ld, le, tuple(isr), zv, tuple(rs), tuple(off))
         for t, p, ce, ld, le, isr, zv, rs, off in b["partitions"]
     )
-    return MetadataResponse(
+    return MetadataCacheResponse(
         str_(b["error"]), int_(b["controller_id"]), tuple(map(decode_broker, b["brokers"])), states
     )
 

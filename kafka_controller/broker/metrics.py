@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafka_controller.domain.config_keys import MIN_INSYNC_REPLICAS
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import LeaderAndIsr
 from kafka_controller.ports import MetadataStore, SessionEvent
@@ -56,7 +57,6 @@ _NOT_IN_LABEL = re.compile(r"[^\w.-]")
 
 #: Kafka 2.8's ``BrokerState`` values (``kafka.metrics.BrokerState``).
 NOT_RUNNING, STARTING, RUNNING_AS_BROKER, PENDING_CONTROLLED_SHUTDOWN, BROKER_SHUTTING_DOWN = 0, 1, 3, 6, 7
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 DEFAULT_MIN_INSYNC_REPLICAS = 1
 
 

@@ -52,7 +52,7 @@ from kafka_controller.transport.server import current_peer
 log = logging.getLogger(__name__)
 
 
-class ControllerApi(Protocol):
+class ControllerEntryPoints(Protocol):
     """The entry points of ``KafkaController`` this handler calls; each only enqueues."""
 
     @property
@@ -123,7 +123,7 @@ class BrokerRequestHandler:
         metadata_cache: MetadataCache,
         data_plane: DataPlane,
         *,
-        controller: ControllerApi | None = None,
+        controller: ControllerEntryPoints | None = None,
         controller_timeout_s: float = 30.0,
         on_shutdown_requested: Callable[[], None] | None = None,
         epoch_guard: ControllerEpochGuard | None = None,
@@ -215,7 +215,7 @@ class BrokerRequestHandler:
         return UpdateMetadataResponse(Errors.NONE)
 
     # -- controller APIs -------------------------------------------------------------------------------
-    def _active_controller(self) -> ControllerApi | None:
+    def _active_controller(self) -> ControllerEntryPoints | None:
         controller = self.controller
         return controller if controller is not None and controller.is_active else None
 
@@ -270,9 +270,9 @@ class BrokerRequestHandler:
         results = {}
         for tp, outcome in value.items():
             if isinstance(outcome, int):
-                results[tp] = A.ElectionResult(Errors.NONE, outcome)
+                results[tp] = A.PartitionElectionResult(Errors.NONE, outcome)
             else:
-                results[tp] = A.ElectionResult(str(outcome.error), -1, outcome.message)
+                results[tp] = A.PartitionElectionResult(str(outcome.error), -1, outcome.message)
         if results and all(x.error == Errors.NOT_CONTROLLER for x in results.values()):
             return A.ElectLeadersResponse(Errors.NOT_CONTROLLER)  # preempted: let the client retry
         return A.ElectLeadersResponse(Errors.NONE, results)
@@ -349,9 +349,9 @@ class BrokerRequestHandler:
             Errors.NONE, self.broker_id, self.broker_epoch(), epoch, infos, acted_on
         )
 
-    def _metadata(self, _request: Any) -> A.MetadataResponse:
+    def _metadata(self, _request: Any) -> A.MetadataCacheResponse:
         cache = self.metadata_cache
-        return A.MetadataResponse(
+        return A.MetadataCacheResponse(
             Errors.NONE, cache.controller_id, tuple(cache.alive_brokers()), tuple(cache.partition_states())
         )
 

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from kafka_controller.broker import apis as A
-from kafka_controller.broker import kafka_wire as kw
 from kafka_controller.broker import metrics as M
 from kafka_controller.broker import session_file, zk_wait
 from kafka_controller.broker.admin_audit import AdminAudit, audited_cluster_id
@@ -41,8 +40,10 @@ from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.config_changes import ConfigChangeListener
 from kafka_controller.broker.data_plane import DataPlane
 from kafka_controller.broker.epoch_guard import ControllerEpochGuard
+from kafka_controller.broker.kafka_wire.admin_apis import admin_apis, auto_create_topics
+from kafka_controller.broker.kafka_wire.controller_admin_apis import controller_admin_apis
+from kafka_controller.broker.kafka_wire.handler import KafkaProtocolHandler, new_cluster_id
 from kafka_controller.broker.metadata_cache import MetadataCache
-from kafka_controller.broker.metrics import LEADER_COUNT
 from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
 from kafka_controller.broker.reregistration import SessionExpiry
@@ -57,7 +58,7 @@ from kafka_controller.transport.limits import SocketSettings
 from kafka_controller.zk.paths import CONTROLLER_EPOCH_PATH
 
 log = logging.getLogger(__name__)
-__all__ = ["LEADER_COUNT", "BrokerServer", "socket_settings"]
+__all__ = ["BrokerServer", "socket_settings"]
 
 
 def socket_settings(kafka: KafkaConfig) -> SocketSettings:
@@ -142,7 +143,8 @@ class BrokerServer(SessionExpiry):
 
     def _startup(self) -> None:
         from kafka_controller.controller.kafka_controller import KafkaController
-        from kafka_controller.controller.metrics import MetricsRegistry, serve_metrics
+        from kafka_controller.controller.metrics import MetricsRegistry
+        from kafka_controller.controller.metrics_http import serve_metrics
         from kafka_controller.transport.channel_manager import ControllerChannelManager
         from kafka_controller.transport.server import TransportServer
 
@@ -171,7 +173,7 @@ class BrokerServer(SessionExpiry):
         self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
         store.add_session_listener(self._on_session_event)
         retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
-        new_id = kw.new_cluster_id()  # as Kafka's brokers do
+        new_id = new_cluster_id()  # as Kafka's brokers do
         self.cluster_id = retry(lambda: store.create_or_get_cluster_id(new_id), "Reading /cluster/id")
         if self.audit_url:  # a bad URL fails before anything is registered; rows carry the cluster id
             self.audit = self._open_audit(self.audit_url)
@@ -232,16 +234,16 @@ class BrokerServer(SessionExpiry):
         retry(lambda: authorization.start(self._tasks.put), "Loading the ACLs")
         self._cleanup.append(("ACL change listener", authorization.stop))
         apis = authorization.kafka_apis(
-            {**kw.controller_admin_apis(self.handler.handle, self.metadata_cache), **kw.admin_apis(self)}
+            {**controller_admin_apis(self.handler.handle, self.metadata_cache), **admin_apis(self)}
         )
         private: Callable[[str, Any], Any] = authorization.private(self.handler.handle)
         if self.admin_audit is not None:  # who changed what, recorded where requests are dispatched
             apis, private = self.admin_audit.kafka_apis(apis), self.admin_audit.private(private)
-        kafka = kw.KafkaProtocolHandler(
+        kafka = KafkaProtocolHandler(
             self.metadata_cache,
             lambda: self.cluster_id,
             apis,
-            kw.auto_create_topics(self),
+            auto_create_topics(self),
             authorization.requests,
         ).handle
         kafka_answer.append(kafka)

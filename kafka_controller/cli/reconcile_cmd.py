@@ -87,11 +87,8 @@ def register(subparsers: Any) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.reconcile.export import (
-        admin_broker_source,
-        admin_controller_source,
-        export_snapshot,
-    )
+    from kafka_controller.reconcile.export import export_snapshot
+    from kafka_controller.reconcile.sources import admin_broker_source, admin_controller_source
 
     if args.min_insync_replicas < 1:
         raise InvalidArgumentError(f"--min-insync-replicas must be >= 1, got {args.min_insync_replicas}")
@@ -218,7 +215,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_schema(args: argparse.Namespace) -> int:
-    from kafka_controller.reconcile.snapshot import describe_schema
+    from kafka_controller.reconcile.snapshot_schema import describe_schema
 
     print(describe_schema())
     return 0

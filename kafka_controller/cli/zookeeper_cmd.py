@@ -92,13 +92,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.zk.embedded import (
-        EmbeddedZooKeeper,
-        EmbeddedZooKeeperError,
-        JavaNotFoundError,
-        ZooKeeperJarsNotFoundError,
-    )
+    from kafka_controller.zk.embedded import EmbeddedZooKeeper
     from kafka_controller.zk.ensemble import ZooKeeperEnsemble
+    from kafka_controller.zk.java import EmbeddedZooKeeperError, JavaNotFoundError, ZooKeeperJarsNotFoundError
 
     if args.servers not in (1, 3, 5):
         _say(f"error: --servers must be 1, 3 or 5, got {args.servers}")

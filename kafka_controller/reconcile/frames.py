@@ -22,10 +22,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from kafka_controller.domain.config_keys import MIN_INSYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.states import PartitionState, ReplicaState
 
-MIN_ISR = "min.insync.replicas"
-UNCLEAN = "unclean.leader.election.enable"
 NEW_PARTITION = PartitionState.NEW_PARTITION.kafka_name
 NEW_REPLICA = ReplicaState.NEW_REPLICA.kafka_name
 
@@ -146,10 +145,10 @@ def prepare(spark: SparkSession, inputs: Inputs, params: Params) -> Prepared:
 def _enrich_zk(inputs: Inputs, live: DataFrame, default_min_isr: int, default_unclean: bool) -> DataFrame:
     c = F.col
     configs = inputs.topic_configs
-    min_isr = configs.filter(c("key") == MIN_ISR).select(
+    min_isr = configs.filter(c("key") == MIN_INSYNC_REPLICAS).select(
         "topic", c("value").try_cast("int").alias("cfg_min_isr")
     )
-    unclean = configs.filter(c("key") == UNCLEAN).select(
+    unclean = configs.filter(c("key") == UNCLEAN_LEADER_ELECTION_ENABLE).select(
         "topic", (F.lower(F.trim(c("value"))) == "true").alias("cfg_unclean")
     )
     leaders = live.select(c("broker_id").alias("leader"), F.lit(True).alias("leader_live"))

@@ -52,7 +52,7 @@ from kafka_controller.reconcile import job_report
 from kafka_controller.reconcile.job_report import DEFAULT_FAIL_ON, EXIT_FINDINGS, FAIL_ON_CHOICES, exit_code
 from kafka_controller.reconcile.rules_catalog import SEVERITIES
 
-__all__ = ["EXIT_FINDINGS", "JobConfig", "RunResult", "exit_code", "main", "run", "run_from_args"]
+__all__ = ["JobConfig", "RunResult", "main", "run", "run_from_args"]
 #: Findings up to this many go to one Parquet file, sorted; more stay in Spark's partitions.
 SINGLE_FILE_FINDINGS = 1_000_000
 

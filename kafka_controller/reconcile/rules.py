@@ -19,10 +19,10 @@ from kafka_controller.reconcile import rules_audit as A
 from kafka_controller.reconcile import rules_views as V
 from kafka_controller.reconcile import rules_zk as Z
 from kafka_controller.reconcile.frames import Prepared
-from kafka_controller.reconcile.rule_evidence import FINDING_COLUMNS, FINDINGS_DDL
-from kafka_controller.reconcile.rules_catalog import CATALOG, SEVERITY_RANK
+from kafka_controller.reconcile.rule_evidence import FINDINGS_DDL
+from kafka_controller.reconcile.rules_catalog import CATALOG
 
-__all__ = ["FINDING_COLUMNS", "RULES", "SEVERITY_RANK", "Rule", "applicable", "run_rules"]
+__all__ = ["RULES", "Rule", "applicable", "run_rules"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,13 +51,11 @@ from typing import Any
 from kafka_controller.domain.errors import InvalidArgumentError, brief, cut
 from kafka_controller.domain.values import EndPoint
 from kafka_controller.security.tls import (
-    PREFIX,
     PrincipalMapper,
     SslAuthenticator,
     SslSettings,
     ssl_principal,
     ssl_settings,
-    subject_dn,
 )
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.connection import Authenticator, PlaintextAuthenticator
@@ -439,7 +437,6 @@ def _loopback(host: str) -> bool:
 __all__ = [
     "DEFAULT_PROTOCOL_MAP",
     "PLAINTEXT",
-    "PREFIX",
     "PROTOCOLS",
     "SASL_PLAINTEXT",
     "SASL_SSL",
@@ -447,15 +444,9 @@ __all__ = [
     "BrokerListeners",
     "ClientAuthenticate",
     "ListenerConfig",
-    "PrincipalMapper",
     "SaslFactory",
-    "SslAuthenticator",
-    "SslSettings",
     "authenticator_factory",
     "parse_endpoints",
     "parse_protocol_map",
     "sasl_factory",
-    "ssl_principal",
-    "ssl_settings",
-    "subject_dn",
 ]

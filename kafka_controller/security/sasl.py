@@ -46,8 +46,9 @@ from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.security import jaas
 from kafka_controller.security import sasl_wire as wire
 from kafka_controller.security.credentials import ScramCredentialCache
-from kafka_controller.security.listeners import PREFIX, ListenerConfig
+from kafka_controller.security.listeners import ListenerConfig
 from kafka_controller.security.scram import MECHANISMS, ScramClient, ScramError, ScramServer
+from kafka_controller.security.tls import PREFIX
 from kafka_controller.transport import framing
 from kafka_controller.transport.connection import ANONYMOUS, Authenticator
 from kafka_controller.transport.errors import TransportConnectionError
@@ -270,14 +271,14 @@ class SaslServerAuthenticator:
         try:
             if self._state is _State.AUTHENTICATE and self._legacy:
                 return self._token(bytes(payload))
-            reader = wire.Reader(payload)
+            reader = wire.SaslReader(payload)
             header = wire.read_header(reader)
             return self._request(header, reader, payload)
         except wire.SaslFrameError as e:
             self._fail(f"invalid request before authentication: {e}")
         return None
 
-    def _request(self, header: wire.Header, reader: wire.Reader, payload: bytearray) -> bytes | None:
+    def _request(self, header: wire.Header, reader: wire.SaslReader, payload: bytearray) -> bytes | None:
         key, version, cid = header.api_key, header.api_version, header.correlation_id
         state = self._state
         if key == wire.API_VERSIONS and state is _State.HANDSHAKE_OR_VERSIONS:
@@ -412,12 +413,12 @@ def client_exchange(sock: socket.socket, settings: SaslClientSettings, max_frame
     ``TransportConnectionError`` when the broker refuses (the caller retries after a back-off)."""
     where = _peer_name(sock)
 
-    def call(cid: int, payload: bytes) -> wire.Reader:
+    def call(cid: int, payload: bytes) -> wire.SaslReader:
         framing.write_frame(sock, payload)
         answer = framing.read_frame(sock, max_frame_bytes)
         if answer is None:
             raise TransportConnectionError(f"{where} closed the connection during SASL authentication")
-        return wire.Reader(answer)
+        return wire.SaslReader(answer)
 
     try:
         reader = call(0, wire.handshake_request(0, settings.mechanism, CLIENT_ID))
@@ -439,7 +440,7 @@ def client_exchange(sock: socket.socket, settings: SaslClientSettings, max_frame
         raise TransportConnectionError(f"SASL authentication with {where} failed: {e}") from None
 
 
-def _authenticate(call: Callable[[int, bytes], wire.Reader], cid: int, token: bytes, where: str) -> bytes:
+def _authenticate(call: Callable[[int, bytes], wire.SaslReader], cid: int, token: bytes, where: str) -> bytes:
     _, error, message, answer = wire.read_authenticate_response(
         call(cid, wire.authenticate_request(cid, token, CLIENT_ID))
     )

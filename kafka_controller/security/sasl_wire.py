@@ -35,7 +35,7 @@ class Header:
     correlation_id: int
 
 
-class Reader:
+class SaslReader:
     def __init__(self, data: bytes | bytearray | memoryview) -> None:
         self.data = memoryview(data)
         self.pos = 0
@@ -100,7 +100,7 @@ class Reader:
             raise SaslFrameError("a string that is not UTF-8") from None
 
 
-def read_header(reader: Reader) -> Header:
+def read_header(reader: SaslReader) -> Header:
     """Request header v1 (v2, with tagged fields, for SaslAuthenticate v2)."""
     header = Header(reader.int16(), reader.int16(), reader.int32())
     reader.nullable_string()  # client id
@@ -109,13 +109,13 @@ def read_header(reader: Reader) -> Header:
     return header
 
 
-def read_handshake(reader: Reader) -> str:
+def read_handshake(reader: SaslReader) -> str:
     mechanism = reader.string()
     reader.end()
     return mechanism
 
 
-def read_authenticate(reader: Reader, version: int) -> bytes:
+def read_authenticate(reader: SaslReader, version: int) -> bytes:
     if version >= 2:
         token = reader.compact_bytes()
         reader.skip_tagged_fields()
@@ -171,7 +171,7 @@ def authenticate_request(correlation_id: int, token: bytes, client_id: str) -> b
     return head + struct.pack(">i", len(token)) + token
 
 
-def read_handshake_response(reader: Reader) -> tuple[int, int, list[str]]:
+def read_handshake_response(reader: SaslReader) -> tuple[int, int, list[str]]:
     correlation_id, error = reader.int32(), reader.int16()
     count = reader.int32()
     if count < 0 or count > len(reader.data):
@@ -179,7 +179,7 @@ def read_handshake_response(reader: Reader) -> tuple[int, int, list[str]]:
     return correlation_id, error, [reader.string() for _ in range(count)]
 
 
-def read_authenticate_response(reader: Reader) -> tuple[int, int, str | None, bytes]:
+def read_authenticate_response(reader: SaslReader) -> tuple[int, int, str | None, bytes]:
     """v1: correlation id, error code, error message, auth bytes (the lifetime is read and dropped)."""
     correlation_id, error = reader.int32(), reader.int16()
     message = reader.nullable_string()

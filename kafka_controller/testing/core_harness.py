@@ -32,6 +32,7 @@ from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.partition_state_machine import PartitionStateMachine
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import (
     BrokerNotAvailableError,
     InvalidArgumentError,
@@ -54,9 +55,8 @@ from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.recording import RecordingAuditSink
 from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 
-__all__ = ["UNCLEAN_LEADER_ELECTION_ENABLE", "CoreHarness", "ElectionOutcomes"]
+__all__ = ["CoreHarness", "ElectionOutcomes"]
 
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 ElectionOutcomes = dict[TopicPartition, LeaderAndIsr | Exception]
 
 _ONLINE = PartitionState.ONLINE_PARTITION

@@ -32,16 +32,15 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kafka_controller.cluster.process import process_alive
 from kafka_controller.domain.errors import InvalidArgumentError
-from kafka_controller.zk.embedded import EmbeddedZooKeeper, EmbeddedZooKeeperError
+from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
+from kafka_controller.zk.java import EmbeddedZooKeeperError
 
 __all__ = [
     "ZkClientFactory",
     "delete_tree",
     "expire_session",
-    "process_alive",
     "restart_zk_server",
     "wait_for",
     "zk_admin_client",

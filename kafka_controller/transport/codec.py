@@ -44,10 +44,9 @@ from kafka_controller.transport.codec_common import (
     _read_header,
     _read_state_columns,
     _read_topic_ids,
+    encode_broker,
     read_topics,
 )
-from kafka_controller.transport.codec_common import decode_broker as decode_broker  # re-exported
-from kafka_controller.transport.codec_common import encode_broker as encode_broker  # re-exported
 from kafka_controller.transport.columns import (
     STR,
     Columns,

@@ -360,7 +360,6 @@ __all__ = [
     "ListenerEndpoint",
     "RawHandler",
     "RequestPool",
-    "SocketSettings",
     "TransportServer",
     "current_connection",
     "current_peer",

@@ -20,7 +20,6 @@ from kafka_controller.zk.codecs import (
     as_int,
     as_int_list,
     as_str,
-    is_topic_id,
     json_object,
     parse_json,
     req,
@@ -235,7 +234,6 @@ __all__ = [
     "FEATURE_STATUS_DISABLED",
     "FEATURE_STATUS_ENABLED",
     "LOG_DIR_FAILURE_EVENT",
-    "FeatureZNode",
     "decode_cluster_id",
     "decode_config_change_notification",
     "decode_entity_config",
@@ -252,5 +250,4 @@ __all__ = [
     "encode_log_dir_event",
     "encode_preferred_replica_election",
     "encode_reassignment",
-    "is_topic_id",
 ]

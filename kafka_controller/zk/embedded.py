@@ -50,8 +50,6 @@ from kafka_controller.zk.embedded_os import (
 )
 from kafka_controller.zk.java import (
     EmbeddedZooKeeperError,
-    JavaNotFoundError,
-    ZooKeeperJarsNotFoundError,
     find_java,
     find_zookeeper_classpath,
     zookeeper_version,
@@ -68,14 +66,7 @@ from kafka_controller.zk.server_files import (
 )
 from kafka_controller.zk.server_security import ZkServerSecurity, write_private
 
-__all__ = [
-    "EmbeddedZooKeeper",
-    "EmbeddedZooKeeperError",
-    "JavaNotFoundError",
-    "ZooKeeperJarsNotFoundError",
-    "ZooKeeperStartError",
-    "four_letter_word",
-]
+__all__ = ["EmbeddedZooKeeper", "ZooKeeperStartError"]
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 LOG_FILE = "zookeeper.log"

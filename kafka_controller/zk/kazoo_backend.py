@@ -251,7 +251,7 @@ class KazooMetadataStore(ZkMetadataStore):
                 raise
 
 
-__all__ = ["KazooBackend", "KazooMetadataStore", "translate"]
+__all__ = ["KazooBackend", "KazooMetadataStore"]
 
 
 def _conforms(store: KazooMetadataStore, backend: KazooBackend) -> tuple[MetadataStore, ZkBackend]:

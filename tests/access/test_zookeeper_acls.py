@@ -24,7 +24,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl_credential
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import Broker, EndPoint, TopicPartition
 from kafka_controller.zk import paths as P

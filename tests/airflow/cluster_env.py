@@ -94,7 +94,7 @@ def cluster_env(zk_server: Any, base: Path, chroot: str) -> Iterator[Env]:
     """Start the cluster, point the connections at it, and clean everything up afterwards."""
     from airflow.dag_processing.dagbag import DagBag
 
-    from kafka_controller.cluster import LocalCluster
+    from kafka_controller.cluster.local import LocalCluster
 
     audit_url = f"sqlite:///{base / 'audit.db'}"
     cluster = LocalCluster(

@@ -49,7 +49,7 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    from kafka_controller.cluster import LocalCluster
+    from kafka_controller.cluster.local import LocalCluster
 
     base = tmp_path_factory.mktemp("ssh-lifecycle")
     sshd = PrivateSshd(base / "sshd").start()

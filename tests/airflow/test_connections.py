@@ -129,13 +129,13 @@ def test_env_var_json_reads_back_through_airflow_as_the_same_connection() -> Non
     ],
 )
 def test_spark_connection_masters(host: str, port: int | None, master: str) -> None:
-    from kafka_controller.airflow.connections import spark_connection
+    from kafka_controller.airflow.spark_connection import spark_connection
 
     assert spark_connection("spark_default", host=host, port=port).master == master
 
 
 def test_spark_connection_extras_and_mistakes() -> None:
-    from kafka_controller.airflow.connections import spark_connection
+    from kafka_controller.airflow.spark_connection import spark_connection
     from kafka_controller.domain.errors import InvalidArgumentError
 
     c = spark_connection(

@@ -39,7 +39,7 @@ def env(zk_server, airflow_db, tmp_path_factory) -> Iterator[Env]:  # type: igno
 
 def test_demote_by_reorder_moves_every_leadership_then_the_orders_come_back(env: Env) -> None:
     from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
-    from kafka_controller.airflow.operators import ControlledShutdownOperator
+    from kafka_controller.airflow.operators.cluster import ControlledShutdownOperator
 
     env.healthy()
     controller, _ = env.cluster.controller()
@@ -98,7 +98,7 @@ def test_demote_by_reorder_moves_every_leadership_then_the_orders_come_back(env:
 def test_a_rolling_restart_with_demote_reorder_ends_with_the_original_orders(env: Env) -> None:
     """Each broker (the controller last) is demoted with Kafka's APIs, restarted and caught up; at
     the end every replica order is the original and the preferred leaders lead again."""
-    from kafka_controller.airflow.operators import RollingRestartOperator
+    from kafka_controller.airflow.operators.cluster import RollingRestartOperator
 
     env.healthy()
     before = assignment(env, "orders")

@@ -35,7 +35,7 @@ def _killed(op: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_killed_rolling_restart_says_which_brokers_are_done_and_which_are_left(monkeypatch) -> None:
-    from kafka_controller.airflow.operators import RollingRestartOperator
+    from kafka_controller.airflow.operators.cluster import RollingRestartOperator
 
     op = RollingRestartOperator(task_id="rolling_restart", dry_run=False)
     op._order, op._done = [2, 3, 1], {2}
@@ -64,7 +64,7 @@ def test_a_killed_rolling_restart_says_which_brokers_are_done_and_which_are_left
 
 
 def test_a_killed_kill_drill_says_the_broker_it_killed_may_be_down(monkeypatch) -> None:
-    from kafka_controller.airflow.operators import ControllerFailoverDrillOperator
+    from kafka_controller.airflow.operators.cluster import ControllerFailoverDrillOperator
 
     op = ControllerFailoverDrillOperator(task_id="failover_drill", dry_run=False, method="kill")
     op._method = "kill"
@@ -82,7 +82,7 @@ def test_a_killed_kill_drill_says_the_broker_it_killed_may_be_down(monkeypatch) 
 
 
 def test_a_task_with_nothing_in_flight_says_so(monkeypatch) -> None:
-    from kafka_controller.airflow.operators import PreferredLeaderElectionOperator
+    from kafka_controller.airflow.operators.elections import PreferredLeaderElectionOperator
 
     op = PreferredLeaderElectionOperator(task_id="preferred_election", dry_run=False)
     assert _killed(op, monkeypatch)[-1] == (

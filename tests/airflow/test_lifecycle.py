@@ -182,7 +182,7 @@ def test_lifecycle_spec_builds_the_named_backend(tmp_path: Path) -> None:
 def test_closing_a_local_cluster_stops_the_brokers_the_local_backend_relaunched(
     zk_server: Any, tmp_path: Path
 ) -> None:
-    from kafka_controller.cluster import LocalCluster
+    from kafka_controller.cluster.local import LocalCluster
     from kafka_controller.cluster.process import broker_pids
 
     cluster = LocalCluster(

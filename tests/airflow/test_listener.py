@@ -133,7 +133,7 @@ def test_each_process_opens_its_own_store(audit_env: str) -> None:
 
 def test_a_dry_run_tasks_row_is_kept_apart_with_its_plan(audit_env: str) -> None:
     """The task row of an operator that ran as a dry run is a dry-run row (not in real totals)."""
-    from kafka_controller.airflow.operators import ControllerFailoverDrillOperator
+    from kafka_controller.airflow.operators.cluster import ControllerFailoverDrillOperator
 
     listener = AuditListener()
     for task_id, flag in (("planned", True), ("real", False), ("unrenderable", "{{ params.x }}")):

@@ -38,7 +38,8 @@ def env(zk_server, airflow_db, tmp_path_factory) -> Iterator[Env]:
 
 def test_macros_and_the_hooks_connection_test_read_the_cluster(env: Env, monkeypatch) -> None:
     from kafka_controller.airflow import macros
-    from kafka_controller.airflow.hooks import AuditStoreHook, KafkaClusterHook
+    from kafka_controller.airflow.hooks.audit import AuditStoreHook
+    from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
 
     env.healthy()
     cid, epoch = env.cluster.controller()
@@ -92,12 +93,12 @@ class TaskLog(logging.Handler):
 
 
 def test_controlled_shutdown_guard_stop_and_start_operators(env: Env, monkeypatch) -> None:
-    from kafka_controller.airflow.operators import (
+    from kafka_controller.airflow.operators.cluster import (
         BrokerLifecycleOperator,
         ControlledShutdownOperator,
         RollingRestartOperator,
     )
-    from kafka_controller.airflow.runbooks import RefusedError
+    from kafka_controller.airflow.runbook_support import RefusedError
 
     env.healthy()
     controller, _ = env.cluster.controller()
@@ -154,7 +155,7 @@ def test_reassignment_is_cancelled_on_kill_resumed_on_retry_and_verified_deferra
     from airflow.sdk.exceptions import TaskDeferred
 
     from kafka_controller.airflow.hooks.cluster import OperationCancelledError, OperationTimeoutError
-    from kafka_controller.airflow.operators import ExecuteReassignmentOperator
+    from kafka_controller.airflow.operators.reassignment import ExecuteReassignmentOperator
     from kafka_controller.airflow.sensors import ReassignmentSensor
     from kafka_controller.airflow.triggers import ReassignmentTrigger
 
@@ -245,8 +246,7 @@ def test_a_rolling_restart_retried_after_a_crash_skips_what_was_restarted_and_un
     ``finally``, so the auto-rebalance pause stays. The retry (same task state store) restarts only
     the other broker and puts back the value the first attempt replaced, not the pause it left."""
     from kafka_controller.airflow.maintenance import check_stop, restart_order
-    from kafka_controller.airflow.operators import RollingRestartOperator
-    from kafka_controller.airflow.operators.cluster import RESTARTED_KEY
+    from kafka_controller.airflow.operators.cluster import RESTARTED_KEY, RollingRestartOperator
 
     class WorkerLost(BaseException):
         pass

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_controller.airflow.planner import ClusterSnapshot, DryRun, DryRunError, plan_rolling_restart
+from kafka_controller.airflow.plan_model import ClusterSnapshot
+from kafka_controller.airflow.planner import DryRun, DryRunError, plan_rolling_restart
 from kafka_controller.domain.audit_records import PartitionTransition
 from tests.airflow.views import memory_cluster, tp
 

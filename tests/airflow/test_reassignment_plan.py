@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_controller.admin.throttle import throttle_configs
 from kafka_controller.airflow.reassignment_plan import (
     generate_plan,
     movements,
     plan_batches,
     plan_from_json,
     plan_to_json,
-    throttle_configs,
 )
 from kafka_controller.domain.errors import InvalidArgumentError
 from tests.airflow.views import tp

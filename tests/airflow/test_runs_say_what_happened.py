@@ -40,7 +40,7 @@ class Lines(logging.Handler):
 
 @pytest.fixture
 def task_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[Lines]:
-    from kafka_controller.airflow.operators import ControllerFailoverDrillOperator
+    from kafka_controller.airflow.operators.cluster import ControllerFailoverDrillOperator
 
     handler = Lines()
     # dag.test runs the task in this process: the operator logs to the test's logger
@@ -163,7 +163,7 @@ def test_a_broker_killed_during_a_reassignment_is_named_at_once(env: Env) -> Non
 
     from airflow.sdk.exceptions import AirflowFailException
 
-    from kafka_controller.airflow.operators import ExecuteReassignmentOperator
+    from kafka_controller.airflow.operators.reassignment import ExecuteReassignmentOperator
     from tests.airflow.cluster_env import assignment, context
 
     env.healthy()

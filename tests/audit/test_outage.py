@@ -16,7 +16,8 @@ from sqlalchemy import func, select, text
 
 from kafka_controller.audit.engine import create_audit_engine
 from kafka_controller.audit.schema import partition_transitions, replica_transitions
-from kafka_controller.audit.writer import AuditWriter, AuditWriterStats
+from kafka_controller.audit.writer import AuditWriter
+from kafka_controller.audit.writer_recovery import AuditWriterStats
 from kafka_controller.testing.postgres import PrivatePostgres, find_pg_bin, free_port, temporary_database
 from kafka_controller.testing.zk_harness import wait_for
 from tests.audit.factories import partition_transition, replica_transition

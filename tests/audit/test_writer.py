@@ -18,7 +18,8 @@ from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.rows import batch_size, to_batch
 from kafka_controller.audit.schema import controller_events, partition_transitions, replica_transitions
 from kafka_controller.audit.spool import Spool
-from kafka_controller.audit.writer import REJECTED_FILE, AuditWriter
+from kafka_controller.audit.writer import AuditWriter
+from kafka_controller.audit.writer_recovery import REJECTED_FILE
 from kafka_controller.domain.audit_records import (
     ControllerEventRecord,
     PartitionTransition,

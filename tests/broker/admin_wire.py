@@ -13,7 +13,8 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 from kafka_controller.broker.config import BrokerConfig
-from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, admin_apis
+from kafka_controller.broker.kafka_wire.admin_apis import admin_apis
+from kafka_controller.broker.kafka_wire.handler import KafkaProtocolHandler
 from kafka_controller.broker.kafka_wire.header import (
     RequestHeader,
     decode_response_header,

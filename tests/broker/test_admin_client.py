@@ -38,7 +38,7 @@ class Node:
         if not self.active:
             return A.ElectLeadersResponse(Errors.NOT_CONTROLLER)
         return A.ElectLeadersResponse(
-            Errors.NONE, {tp: A.ElectionResult("NONE", 7) for tp in body.partitions}
+            Errors.NONE, {tp: A.PartitionElectionResult("NONE", 7) for tp in body.partitions}
         )
 
 
@@ -73,7 +73,7 @@ def test_retries_on_not_controller_until_it_reaches_the_new_controller(nodes: li
         InMemoryMetadataStore(), locator=locate, sleep=clock.sleep, monotonic=clock.monotonic
     ) as client:
         response = client.elect_leaders("Preferred", [T0])
-    assert response.results == {T0: A.ElectionResult("NONE", 7)}
+    assert response.results == {T0: A.PartitionElectionResult("NONE", 7)}
     assert seen == [False, True] and (old.requests, new.requests) == (1, 1)
     assert clock.sleeps == [client.retry_backoff_s]
 

@@ -150,9 +150,11 @@ def test_elect_leaders_every_version(version: int, etype: int, name: str) -> Non
     fake.answers[A.ELECT_LEADERS] = A.ElectLeadersResponse(
         Errors.NONE,
         {
-            T0: A.ElectionResult(Errors.NONE, 2),
-            T1: A.ElectionResult(Errors.ELECTION_NOT_NEEDED, -1, None),
-            T2: A.ElectionResult(Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, "The partition does not exist."),
+            T0: A.PartitionElectionResult(Errors.NONE, 2),
+            T1: A.PartitionElectionResult(Errors.ELECTION_NOT_NEEDED, -1, None),
+            T2: A.PartitionElectionResult(
+                Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, "The partition does not exist."
+            ),
         },
     )
     response = call(  # the cache shows T0's new leader: the answer need not wait for it
@@ -191,7 +193,7 @@ def test_elect_leaders_for_every_partition_asks_for_the_cache_and_drops_the_not_
     fake.answers[A.ELECT_LEADERS] = lambda r: A.ElectLeadersResponse(
         Errors.NONE,
         {
-            tp: A.ElectionResult(Errors.NONE if tp == T1 else Errors.ELECTION_NOT_NEEDED, 1)
+            tp: A.PartitionElectionResult(Errors.NONE if tp == T1 else Errors.ELECTION_NOT_NEEDED, 1)
             for tp in r.partitions
         },
     )
@@ -215,7 +217,7 @@ def test_elect_leaders_timeout_and_a_bad_election_type() -> None:
 def test_a_foreign_client_id_sends_no_operation_id() -> None:
     fake = FakeBroker()
     fake.answers[A.ELECT_LEADERS] = A.ElectLeadersResponse(
-        Errors.NONE, {T0: A.ElectionResult(Errors.NONE, 1)}
+        Errors.NONE, {T0: A.PartitionElectionResult(Errors.NONE, 1)}
     )
     call(make(fake, cache_with(T0)), ELECT_LEADERS, 2, elect_request(2, {"t": [0]}), client="adminclient-1")
     assert fake.requests[0][1].operation_id is None
@@ -313,7 +315,7 @@ def test_list_partition_reassignments_not_controller() -> None:
 def _any_answer(request: Any) -> Any:
     if isinstance(request, A.ElectLeadersRequest):
         return A.ElectLeadersResponse(
-            Errors.NONE, {tp: A.ElectionResult(Errors.NONE, 1) for tp in request.partitions or ()}
+            Errors.NONE, {tp: A.PartitionElectionResult(Errors.NONE, 1) for tp in request.partitions or ()}
         )
     if isinstance(request, A.AlterPartitionReassignmentsRequest):
         return A.AlterPartitionReassignmentsResponse(

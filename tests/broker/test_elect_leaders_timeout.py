@@ -48,7 +48,9 @@ class WaitSpy(MetadataCache):
 
 
 def elected(*tps: TopicPartition, leader: int = 2) -> A.ElectLeadersResponse:
-    return A.ElectLeadersResponse(Errors.NONE, {tp: A.ElectionResult(Errors.NONE, leader) for tp in tps})
+    return A.ElectLeadersResponse(
+        Errors.NONE, {tp: A.PartitionElectionResult(Errors.NONE, leader) for tp in tps}
+    )
 
 
 #: Kafka's ``Errors.ELECTION_NOT_NEEDED.message()``, which its controller's ``ApiError`` carries.
@@ -61,7 +63,10 @@ def test_elect_leaders_waits_for_the_new_leaders_in_the_metadata_cache_up_to_tim
     fake = FakeBroker()
     fake.answers[A.ELECT_LEADERS] = A.ElectLeadersResponse(
         Errors.NONE,
-        {T0: A.ElectionResult(Errors.NONE, 2), T1: A.ElectionResult(Errors.ELECTION_NOT_NEEDED, -1)},
+        {
+            T0: A.PartitionElectionResult(Errors.NONE, 2),
+            T1: A.PartitionElectionResult(Errors.ELECTION_NOT_NEEDED, -1),
+        },
     )
     cache = WaitSpy()
     lead(cache, T0, T1, leader=1)  # the UpdateMetadata with leader 2 never comes

@@ -14,10 +14,11 @@ from kio.schema.errors import ErrorCode as E
 from kio.static.primitive import i32, i32Timedelta
 
 from kafka_controller.broker.config import BrokerConfig
-from kafka_controller.broker.kafka_wire import KafkaProtocolHandler, admin_apis, auto_create_topics
+from kafka_controller.broker.kafka_wire.admin_apis import admin_apis, auto_create_topics
+from kafka_controller.broker.kafka_wire.handler import KafkaProtocolHandler
 from kafka_controller.broker.kafka_wire.header import RequestHeader
 from kafka_controller.broker.kafka_wire.kio_api import KioApi
-from kafka_controller.broker.kafka_wire.topic_checks import ApiError
+from kafka_controller.broker.kafka_wire.topic_checks import ApiException
 from tests.broker.admin_wire import Env, req_nested
 
 CREATE, DELETE, PARTITIONS = 19, 20, 37
@@ -335,7 +336,7 @@ def test_a_handler_raising_kafkas_api_exception_answers_its_code(key: int) -> No
     by a handler is CLUSTER_AUTHORIZATION_FAILED wherever the API has an error, with its message."""
 
     def refuse(header: RequestHeader, request: Any) -> Any:
-        raise ApiError(E.cluster_authorization_failed, "Request was not authorized")
+        raise ApiException(E.cluster_authorization_failed, "Request was not authorized")
 
     env = Env()
     apis = {k: KioApi(k, lo, hi, flex, refuse) for k, (lo, hi, flex) in RANGES.items()}

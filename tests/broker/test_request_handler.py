@@ -214,7 +214,10 @@ def test_elections_and_reassignments_are_routed() -> None:
     h = handler(controller)
     elect = h.handle(A.ELECT_LEADERS, A.ElectLeadersRequest("preferred", (T0, T1)))
     assert elect.error == Errors.NONE
-    assert elect.results == {T0: A.ElectionResult("NONE", 2), T1: A.ElectionResult("ELECTION_NOT_NEEDED")}
+    assert elect.results == {
+        T0: A.PartitionElectionResult("NONE", 2),
+        T1: A.PartitionElectionResult("ELECTION_NOT_NEEDED"),
+    }
     alter = h.handle(A.ALTER_PARTITION_REASSIGNMENTS, A.AlterPartitionReassignmentsRequest({T0: (2, 3)}))
     assert alter.results == {T0: A.ReassignmentResult("NONE")}
     listed = h.handle(A.LIST_PARTITION_REASSIGNMENTS, A.ListPartitionReassignmentsRequest(None))

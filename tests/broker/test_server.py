@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 from kafka_controller.broker.config import BrokerConfig
-from kafka_controller.broker.metrics import ZK_EXPIRES_PER_SEC, ZK_REQUEST_LATENCY_MS, ZK_SESSION_STATE
-from kafka_controller.broker.server import LEADER_COUNT, BrokerServer
+from kafka_controller.broker.metrics import (
+    LEADER_COUNT,
+    ZK_EXPIRES_PER_SEC,
+    ZK_REQUEST_LATENCY_MS,
+    ZK_SESSION_STATE,
+)
+from kafka_controller.broker.server import BrokerServer
 from kafka_controller.controller.metrics import prometheus_name
 from kafka_controller.domain.values import Broker, ReplicaAssignment, TopicPartition
 from kafka_controller.ports import MetadataStore

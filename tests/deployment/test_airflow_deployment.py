@@ -96,7 +96,7 @@ class Site:
 def site() -> Iterator[Site]:
     from kafka_controller.admin.topics import assign_replicas_to_brokers
     from kafka_controller.airflow.connections import AUDIT_CONN_TYPE, CLUSTER_CONN_TYPE
-    from kafka_controller.cluster import LocalCluster
+    from kafka_controller.cluster.local import LocalCluster
 
     work = Path(tempfile.mkdtemp(prefix="kc-deploy-"))
     with contextlib.ExitStack() as stack:

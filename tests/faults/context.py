@@ -18,17 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kafka_controller.broker import apis as A
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.testing.fencing_invariants import ActedOn
-from kafka_controller.testing.invariants import (
-    InvariantChecker,
-    ReplicaView,
-    Snapshot,
-    Violation,
-    read_snapshot,
-)
+from kafka_controller.testing.invariants import InvariantChecker, ReplicaView, Snapshot, read_snapshot
+from kafka_controller.testing.violation import Violation
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble

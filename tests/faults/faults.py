@@ -45,7 +45,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from kafka_controller.cluster import ClusterError
+from kafka_controller.cluster.waits import ClusterError
 from kafka_controller.domain.requests import Errors, UpdateMetadataRequest
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
 from kafka_controller.transport.client import TransportClient

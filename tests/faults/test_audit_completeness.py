@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from kafka_controller.domain.values import TopicPartition
-from kafka_controller.testing import RecordingAuditSink
 from kafka_controller.testing import invariants as I
+from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster
 
 TP = TopicPartition("t", 0)

@@ -21,8 +21,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing import RecordingAuditSink
 from kafka_controller.testing import invariants as I
+from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster, wait_until
 
 TP = TopicPartition("t", 0)

@@ -18,14 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.errors import KafkaControllerError
-from kafka_controller.testing.invariants import (
-    InvariantChecker,
-    Violation,
-    read_audit_entries,
-    unclean_partitions,
-)
+from kafka_controller.testing.audit_entries import read_audit_entries, unclean_partitions
+from kafka_controller.testing.invariants import InvariantChecker
+from kafka_controller.testing.violation import Violation
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.faults.context import Observer, TrialContext, TrialFailed, log

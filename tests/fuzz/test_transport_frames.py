@@ -45,7 +45,7 @@ class Echo:
     def __call__(self, api: str, request: Any) -> Any:
         self.handled += 1
         if api == A.METADATA:
-            return A.MetadataResponse(str(Errors.NONE), 1, (), ())
+            return A.MetadataCacheResponse(str(Errors.NONE), 1, (), ())
         raise RuntimeError(f"the fuzz server does not serve {api}")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.testing.zk_harness import *  # noqa: F403
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 

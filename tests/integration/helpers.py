@@ -7,7 +7,7 @@ import subprocess
 import threading
 
 from kafka_controller.admin.describe import ClusterView
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
 
 TIMEOUT = 60.0

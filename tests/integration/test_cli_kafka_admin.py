@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.values import TopicPartition
 from tests.cli.clirun import run
 from tests.integration.conftest import ClusterFactory

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_controller.admin.describe import ClusterView
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.zk import paths as P
 from tests.cli.clirun import run
 from tests.integration.conftest import ClusterFactory

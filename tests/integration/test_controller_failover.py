@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
 from tests.integration.conftest import ClusterFactory
 from tests.integration.helpers import TIMEOUT, live_replicas_have_live_leaders, wait_all_led, wait_healthy

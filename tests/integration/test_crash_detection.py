@@ -28,7 +28,7 @@ from kafka_controller.broker.session_file import (
     write_session_file,
 )
 from kafka_controller.cli.main import main
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.ports import SystemClock
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore

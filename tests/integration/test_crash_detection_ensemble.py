@@ -14,7 +14,7 @@ import pytest
 
 from kafka_controller.broker.session_file import read_session_file
 from kafka_controller.cli.main import main
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from kafka_controller.zk.session_close import CloseOutcome
 from tests.integration.helpers import TIMEOUT, live_replicas_have_live_leaders, wait_all_led, wait_healthy

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from tests.integration.conftest import ClusterFactory
 from tests.integration.helpers import TIMEOUT, state, wait_state
 

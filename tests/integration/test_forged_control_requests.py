@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_controller.broker import apis as A
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.requests import Errors, UpdateMetadataRequest
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.codec import UPDATE_METADATA

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from tests.integration.conftest import ClusterFactory
 from tests.integration.helpers import TIMEOUT, wait_healthy
 

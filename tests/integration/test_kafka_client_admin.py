@@ -25,7 +25,7 @@ from kafka_controller.broker.kafka_wire.controller_admin_apis import (
     ELECT_LEADERS,
     LIST_PARTITION_REASSIGNMENTS,
 )
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.ports import TopicIdReplicaAssignment
 from tests.integration.conftest import ClusterFactory

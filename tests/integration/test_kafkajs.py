@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from tests.integration.conftest import ClusterFactory
 from tests.integration.helpers import TIMEOUT, wait_healthy
 

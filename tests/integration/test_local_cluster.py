@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from kafka_controller.cluster import ClusterError, LocalCluster
+from kafka_controller.cluster.local import LocalCluster
+from kafka_controller.cluster.waits import ClusterError
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
 from kafka_controller.ports import TopicIdReplicaAssignment
 from kafka_controller.zk import paths as P

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.cluster.process import process_alive
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from tests.integration.helpers import TIMEOUT, pump_stderr, wait_all_led

@@ -19,6 +19,7 @@ from kafka_controller.domain.audit_records import (
     PartitionTransition,
     ReplicaTransition,
 )
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
     NO_LEADER,
@@ -29,7 +30,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.ports import TopicIdReplicaAssignment
-from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
+from kafka_controller.testing.core_harness import CoreHarness
 from kafka_controller.testing.recording import RecordingAuditSink
 
 _PARTITION_STATES = {s.kafka_name: s for s in PartitionState}

@@ -27,6 +27,7 @@ from kafka_controller.core.strategies import (
     PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy,
 )
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
@@ -37,7 +38,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
+from kafka_controller.testing.core_harness import CoreHarness
 
 from .invariants import InvariantChecker
 

@@ -16,6 +16,7 @@ from kafka_controller.domain.audit_records import (
     PartitionTransition,
     ReplicaTransition,
 )
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import (
     LeaderAndIsr,
@@ -24,7 +25,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
+from kafka_controller.testing.core_harness import CoreHarness
 from kafka_controller.zk import paths as P
 
 from .invariants import SPEC_VALID_PREVIOUS, InvariantChecker

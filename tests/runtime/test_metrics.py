@@ -25,8 +25,8 @@ from kafka_controller.controller.metrics import (
     new_rate_and_time_metrics,
     prometheus_name,
     rate_and_time_metric,
-    serve_metrics,
 )
+from kafka_controller.controller.metrics_http import serve_metrics
 from kafka_controller.domain.errors import InvalidArgumentError
 from tests.runtime.fakes import ManualClock
 

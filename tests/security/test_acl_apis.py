@@ -9,9 +9,10 @@ from typing import Any
 import orjson
 from kio.serial import entity_reader
 
-from kafka_controller.broker import kafka_wire as kw
 from kafka_controller.broker.authorization import BrokerAuthorization
 from kafka_controller.broker.config import BrokerConfig
+from kafka_controller.broker.kafka_wire.admin_apis import admin_apis
+from kafka_controller.broker.kafka_wire.handler import KafkaProtocolHandler
 from kafka_controller.broker.kafka_wire.header import decode_response_header
 from kafka_controller.broker.kafka_wire.kio_api import response_schema
 from kafka_controller.broker.kafka_wire.primitives import Reader
@@ -51,8 +52,8 @@ class Broker:
             controller=SimpleNamespace(is_active=True),
             config=BrokerConfig.of(1, {}),
         )
-        apis = self.authorization.kafka_apis(kw.admin_apis(server))  # type: ignore[arg-type]
-        self.handler = kw.KafkaProtocolHandler(cache, lambda: "c", apis, None, self.authorization.requests)
+        apis = self.authorization.kafka_apis(admin_apis(server))  # type: ignore[arg-type]
+        self.handler = KafkaProtocolHandler(cache, lambda: "c", apis, None, self.authorization.requests)
 
     def call(self, key: int, version: int, **fields: Any) -> Any:
         answer = self.handler.handle(bytearray(payload(self.handler, key, version, **fields)))

@@ -12,7 +12,8 @@ import pytest
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.security import certs
-from kafka_controller.security.listeners import BrokerListeners, PrincipalMapper, ssl_principal
+from kafka_controller.security.listeners import BrokerListeners
+from kafka_controller.security.tls import PrincipalMapper, ssl_principal
 
 
 def _mode(path: Path) -> int:

@@ -16,13 +16,8 @@ from cryptography.hazmat.primitives import serialization
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.security import certs
-from kafka_controller.security.listeners import (
-    BrokerListeners,
-    ListenerConfig,
-    PrincipalMapper,
-    ssl_principal,
-    subject_dn,
-)
+from kafka_controller.security.listeners import BrokerListeners, ListenerConfig
+from kafka_controller.security.tls import PrincipalMapper, ssl_principal, subject_dn
 from tests.security.conftest import Pki
 
 

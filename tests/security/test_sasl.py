@@ -330,7 +330,7 @@ def test_scram_over_v1_frames_then_kafka_requests_and_errors(
     with socket.create_connection(("127.0.0.1", server.transport.ports["SASL_PLAINTEXT"]), timeout=10) as s:
         answer = _call(s, wire.handshake_request(1, "GSSAPI", "t"))
         assert answer is not None
-        _, error, enabled = wire.read_handshake_response(wire.Reader(answer))
+        _, error, enabled = wire.read_handshake_response(wire.SaslReader(answer))
         assert (error, enabled) == (wire.UNSUPPORTED_SASL_MECHANISM, list(MECHANISMS))
         s.settimeout(5)
         assert s.recv(1) == b""  # and closes
@@ -342,11 +342,11 @@ def test_scram_over_v1_frames_then_kafka_requests_and_errors(
         )
     with socket.create_connection(("127.0.0.1", server.transport.ports["SASL_PLAINTEXT"]), timeout=10) as s:
         answer = _call(s, wire.handshake_request(1, SCRAM_SHA_256, "t"))
-        assert answer is not None and wire.read_handshake_response(wire.Reader(answer))[1] == 0
+        assert answer is not None and wire.read_handshake_response(wire.SaslReader(answer))[1] == 0
         client = ScramClient(SCRAM_SHA_256, "alice", "wrong")
         first = _call(s, _authenticate(2, 2, client.first()))
         assert first is not None
-        reader = wire.Reader(first)
+        reader = wire.SaslReader(first)
         assert reader.int32() == 2
         reader.skip_tagged_fields()
         assert reader.int16() == 0
@@ -355,7 +355,7 @@ def test_scram_over_v1_frames_then_kafka_requests_and_errors(
         final = client.final(token)
         refused = _call(s, wire.authenticate_request(3, final, "t"))
         assert refused is not None
-        _, code, message, _ = wire.read_authenticate_response(wire.Reader(refused))
+        _, code, message, _ = wire.read_authenticate_response(wire.SaslReader(refused))
         assert code == wire.SASL_AUTHENTICATION_FAILED
         assert message == (
             "Authentication failed during authentication due to invalid credentials "
@@ -377,7 +377,7 @@ def test_plain_over_a_v0_handshake_with_raw_tokens(cluster: tuple[BrokerServer, 
             + b"PLAIN"
         )
         answer = _call(s, v0)
-        assert answer is not None and wire.read_handshake_response(wire.Reader(answer))[1] == 0
+        assert answer is not None and wire.read_handshake_response(wire.SaslReader(answer))[1] == 0
         assert _call(s, f"\0carol\0{PLAIN_PASSWORD}".encode()) == b""  # the empty raw reply
         # authenticated: an ApiVersions request is served, SaslHandshake is now ILLEGAL_SASL_STATE
         versions = _call(s, struct.pack(">hhi", 18, 0, 5) + struct.pack(">h", 1) + b"t")
@@ -390,7 +390,7 @@ def test_plain_over_a_v0_handshake_with_raw_tokens(cluster: tuple[BrokerServer, 
         again = _call(s, wire.handshake_request(6, "PLAIN", "t"))
         assert (
             again is not None
-            and wire.read_handshake_response(wire.Reader(again))[1] == wire.ILLEGAL_SASL_STATE
+            and wire.read_handshake_response(wire.SaslReader(again))[1] == wire.ILLEGAL_SASL_STATE
         )
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         assert _call(s, v0) is not None
@@ -699,10 +699,10 @@ def test_a_refusal_waits_connection_failed_authentication_delay_ms_then_closes(
         s.settimeout(10)
         answer = framing.read_frame(s, 1 << 20)
         assert answer is not None
-        assert wire.read_authenticate_response(wire.Reader(answer))[1] == wire.SASL_AUTHENTICATION_FAILED
+        assert wire.read_authenticate_response(wire.SaslReader(answer))[1] == wire.SASL_AUTHENTICATION_FAILED
         assert s.recv(1) == b""  # then closed
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # a good login is not held
         assert _call(s, wire.handshake_request(1, "PLAIN", "t")) is not None
         s.settimeout(4)  # well inside the 5 s a refusal waits
         ok = _call(s, wire.authenticate_request(2, f"\0carol\0{PLAIN_PASSWORD}".encode(), "t"))
-        assert ok is not None and wire.read_authenticate_response(wire.Reader(ok))[1] == 0
+        assert ok is not None and wire.read_authenticate_response(wire.SaslReader(ok))[1] == 0

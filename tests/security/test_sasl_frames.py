@@ -48,7 +48,7 @@ def _handshake(auth: SaslServerAuthenticator, mechanism: str, version: int = 1) 
         )
     )
     assert answer is not None
-    return wire.read_handshake_response(wire.Reader(answer))[1]
+    return wire.read_handshake_response(wire.SaslReader(answer))[1]
 
 
 def _token(
@@ -57,7 +57,7 @@ def _token(
     answer = auth.receive(bytearray(wire.authenticate_request(2, token, "t")))
     if answer is None:
         return None
-    _, code, message, reply = wire.read_authenticate_response(wire.Reader(answer))
+    _, code, message, reply = wire.read_authenticate_response(wire.SaslReader(answer))
     return code, message, reply
 
 

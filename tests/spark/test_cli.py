@@ -12,8 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_controller.cli.main import main
-from kafka_controller.reconcile.job import EXIT_FINDINGS, build_parser, exit_code
-from kafka_controller.reconcile.job_report import findings_table, spark_start_line, verdict_line
+from kafka_controller.reconcile.job import build_parser
+from kafka_controller.reconcile.job_report import (
+    EXIT_FINDINGS,
+    exit_code,
+    findings_table,
+    spark_start_line,
+    verdict_line,
+)
 from kafka_controller.reconcile.remediation import write_plan
 
 

@@ -25,11 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_controller.cluster import LocalCluster
+from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.reconcile import job
 from kafka_controller.reconcile import snapshot as S
-from kafka_controller.reconcile.export import admin_broker_source, admin_controller_source, export_snapshot
+from kafka_controller.reconcile.export import export_snapshot
+from kafka_controller.reconcile.sources import admin_broker_source, admin_controller_source
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from tests.integration.helpers import TIMEOUT, wait_healthy
 

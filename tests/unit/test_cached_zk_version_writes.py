@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from kafka_controller.domain.audit_records import OUTCOME_FAILED, PartitionTransition
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
-from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
+from kafka_controller.testing.core_harness import CoreHarness
 from kafka_controller.testing.recording import RecordingAuditSink, ScriptedPartitionStateStore
 from kafka_controller.zk.paths import topic_partition_state_path
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_controller.domain import (
+from kafka_controller.domain.values import (
     LeaderAndIsr,
     PartitionAndReplica,
     ReplicaAssignment,

@@ -15,9 +15,8 @@ from kafka_controller.controller.dynamic_config import (
     config_transition,
     effective_broker_config,
 )
-
-AUTO = "auto.leader.rebalance.enable"
-UNCLEAN = "unclean.leader.election.enable"
+from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE as AUTO
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE as UNCLEAN
 
 
 def test_without_dynamic_configs_the_static_config_is_effective() -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from kafka_controller.core.context import ControllerContext, has_preferred_leader
-from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
+from kafka_controller.testing.core_harness import CoreHarness
 
 BROKERS = [1, 2, 3, 4, 5]
 

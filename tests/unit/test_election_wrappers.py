@@ -11,7 +11,7 @@ from kafka_controller.core.election import (
     leader_for_preferred_replica,
     leader_for_reassign,
 )
-from kafka_controller.domain import Broker, EndPoint, LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kafka_controller.domain.values import Broker, EndPoint, LeaderAndIsr, ReplicaAssignment, TopicPartition
 
 TP = TopicPartition("t", 0)
 RA = ReplicaAssignment.of

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.requests import LeaderAndIsrRequest, UpdateMetadataRequest
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
@@ -28,7 +29,7 @@ from kafka_controller.domain.values import (
     PartitionAndReplica,
     TopicPartition,
 )
-from kafka_controller.testing.core_harness import UNCLEAN_LEADER_ELECTION_ENABLE, CoreHarness
+from kafka_controller.testing.core_harness import CoreHarness
 
 BROKERS = [1, 2, 3, 4, 5]
 DEFAULTS = {UNCLEAN_LEADER_ELECTION_ENABLE: "false"}

@@ -18,7 +18,7 @@ from kafka_controller.core.election import (
     preferred_replica_partition_leader_election,
     reassign_partition_leader_election,
 )
-from kafka_controller.domain import Broker, EndPoint, LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kafka_controller.domain.values import Broker, EndPoint, LeaderAndIsr, ReplicaAssignment, TopicPartition
 
 TP = TopicPartition("t", 0)
 

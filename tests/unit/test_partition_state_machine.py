@@ -23,24 +23,25 @@ from kafka_controller.core.strategies import (
     PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy,
 )
-from kafka_controller.domain import (
-    AuditRecord,
-    Broker,
+from kafka_controller.domain.audit_records import AuditRecord, PartitionTransition
+from kafka_controller.domain.errors import (
     ControllerMovedError,
-    EndPoint,
     InvalidArgumentError,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
     MetadataStoreError,
     NodeExistsError,
     NoNodeError,
-    PartitionState,
-    PartitionTransition,
-    ReplicaAssignment,
     StateChangeFailedError,
     StoreUnavailableError,
-    TopicPartition,
     ZNodeDecodeError,
+)
+from kafka_controller.domain.states import PartitionState
+from kafka_controller.domain.values import (
+    Broker,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
 )
 from kafka_controller.ports import UpdateLeaderAndIsrResult
 from kafka_controller.testing.recording import RecordingRequestBatch, ScriptedPartitionStateStore

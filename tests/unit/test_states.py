@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafka_controller.domain import PartitionState, ReplicaState
+from kafka_controller.domain.states import PartitionState, ReplicaState
 
 P = PartitionState
 R = ReplicaState

@@ -35,7 +35,8 @@ from kafka_controller.zk.backend import (
     data_version_columns,
     error_for_code,
 )
-from kafka_controller.zk.kazoo_backend import KazooMetadataStore, translate
+from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+from kafka_controller.zk.kazoo_reads import translate
 from kafka_controller.zk.multiread import MultiError, first_failure
 from kafka_controller.zk.security import ZkClientConfig
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_controller.testing.zk_harness import process_alive, wait_for
-from kafka_controller.zk.embedded import four_letter_word
+from kafka_controller.cluster.process import process_alive
+from kafka_controller.testing.zk_harness import wait_for
+from kafka_controller.zk.embedded_os import four_letter_word
 
 READY = re.compile(
     r"^kafka-controller zookeeper: ready on 127\.0\.0\.1:(?P<port>\d+) "

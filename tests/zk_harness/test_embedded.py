@@ -22,13 +22,10 @@ from kazoo.protocol.serialization import (
 )
 from kazoo.protocol.states import ZnodeStat
 
-from kafka_controller.testing.zk_harness import (
-    ZkClientFactory,
-    process_alive,
-    restart_zk_server,
-    wait_for,
-)
-from kafka_controller.zk.embedded import EmbeddedZooKeeper, ZooKeeperStartError, four_letter_word
+from kafka_controller.cluster.process import process_alive
+from kafka_controller.testing.zk_harness import ZkClientFactory, restart_zk_server, wait_for
+from kafka_controller.zk.embedded import EmbeddedZooKeeper, ZooKeeperStartError
+from kafka_controller.zk.embedded_os import four_letter_word
 from kafka_controller.zk.java import find_zookeeper_classpath
 
 pytestmark = pytest.mark.zk

@@ -10,8 +10,9 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
+from kafka_controller.cluster.process import process_alive
 from kafka_controller.domain.errors import InvalidArgumentError
-from kafka_controller.testing.zk_harness import ZkClientFactory, process_alive, wait_for
+from kafka_controller.testing.zk_harness import ZkClientFactory, wait_for
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from tests.zk_harness.test_cli import ERROR_PREFIX, Cli

@@ -23,6 +23,7 @@ from kafka_controller.airflow.connections import (
     airflow_fields,
     cluster_connection,
 )
+from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE
 from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.ports import Clock, SystemClock
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 DEFAULT_BROKER = "<default>"  # Kafka's entity name for the cluster-wide dynamic broker config
-AUTO_REBALANCE = "auto.leader.rebalance.enable"
 
 
 class OperationTimeoutError(KafkaControllerError):
@@ -242,7 +242,7 @@ class KafkaClusterHook(BaseHook):
         return read_cluster_view(self.get_store(), None if topics is None else list(topics))
 
     def snapshot(self) -> Any:
-        from kafka_controller.airflow.planner import ClusterSnapshot
+        from kafka_controller.airflow.plan_model import ClusterSnapshot
 
         return ClusterSnapshot.read(self.get_store())
 
@@ -371,16 +371,16 @@ class KafkaClusterHook(BaseHook):
     def pause_auto_rebalance(self) -> str | None:
         """Cluster-wide dynamic broker config ``auto.leader.rebalance.enable=false``; returns the
         value it replaced (None = unset), for ``resume_auto_rebalance``."""
-        return self._merge_entity_config("brokers", DEFAULT_BROKER, {AUTO_REBALANCE: "false"}).get(
-            AUTO_REBALANCE
-        )
+        return self._merge_entity_config(
+            "brokers", DEFAULT_BROKER, {AUTO_LEADER_REBALANCE_ENABLE: "false"}
+        ).get(AUTO_LEADER_REBALANCE_ENABLE)
 
     def resume_auto_rebalance(self, previous: str | None) -> None:
-        self._merge_entity_config("brokers", DEFAULT_BROKER, {AUTO_REBALANCE: previous})
+        self._merge_entity_config("brokers", DEFAULT_BROKER, {AUTO_LEADER_REBALANCE_ENABLE: previous})
 
     def auto_rebalance_paused(self) -> bool:
         config: dict[str, str] = self.get_store().get_entity_config("brokers", DEFAULT_BROKER)
-        return config.get(AUTO_REBALANCE) == "false"
+        return config.get(AUTO_LEADER_REBALANCE_ENABLE) == "false"
 
     def set_throttles(
         self, brokers: Mapping[int, Mapping[str, str]], topics: Mapping[str, Mapping[str, str]]
@@ -391,7 +391,7 @@ class KafkaClusterHook(BaseHook):
             self._merge_entity_config("topics", t, dict(config))
 
     def clear_throttles(self, brokers: Collection[int], topics: Collection[str]) -> None:
-        from kafka_controller.airflow.reassignment_plan import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+        from kafka_controller.admin.throttle import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
 
         for b in sorted(brokers):
             self._merge_entity_config("brokers", str(b), dict.fromkeys(BROKER_THROTTLE_KEYS))

@@ -260,7 +260,7 @@ class KafkaOperationOperator(BaseOperator):
     def refuse_dry_run(self, reason: str | None) -> None:
         """Fail the dry run (its plan is recorded) when the real run would be refused for ``reason``."""
         if reason:
-            from kafka_controller.airflow.runbooks import RefusedError
+            from kafka_controller.airflow.runbook_support import RefusedError
 
             raise RefusedError(f"dry run: the real run would be refused: {reason}")
 

@@ -166,7 +166,8 @@ class ControlledShutdownOperator(KafkaOperationOperator):
 
     def run(self, context: Any) -> dict[str, Any]:
         from kafka_controller.airflow.maintenance import check_stop
-        from kafka_controller.airflow.runbooks import RefusedError, Timeouts, stop_broker
+        from kafka_controller.airflow.runbook_support import RefusedError, Timeouts
+        from kafka_controller.airflow.runbooks import stop_broker
 
         if self.is_dry_run():
             with self.dry_run_of() as plan:
@@ -217,7 +218,8 @@ class BrokerLifecycleOperator(KafkaOperationOperator):
         return {"broker_id": self._broker, "action": self._action}
 
     def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.runbooks import Timeouts, start_broker, stop_broker, wait_registered
+        from kafka_controller.airflow.runbook_support import Timeouts
+        from kafka_controller.airflow.runbooks import start_broker, stop_broker, wait_registered
 
         b = self._broker
         if self.is_dry_run():
@@ -294,7 +296,8 @@ class RollingRestartOperator(KafkaOperationOperator):
 
     def run(self, context: Any) -> dict[str, Any]:
         from kafka_controller.airflow.planner import plan_rolling_restart
-        from kafka_controller.airflow.runbooks import Timeouts, rolling_restart, rolling_restart_refusal
+        from kafka_controller.airflow.runbook_support import Timeouts
+        from kafka_controller.airflow.runbooks import rolling_restart, rolling_restart_refusal
 
         if self.is_dry_run():
             steps = plan_rolling_restart(

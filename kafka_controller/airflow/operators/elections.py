@@ -106,7 +106,7 @@ class RecoverOfflinePartitionsOperator(KafkaOperationOperator):
         if self.is_dry_run():
             with self.dry_run_of() as plan:
                 return {"plan": self.record_plan([plan.elect_leaders("unclean", self._targets)])}
-        from kafka_controller.airflow.runbooks import OperationFailedError
+        from kafka_controller.airflow.runbook_support import OperationFailedError
 
         outcome = group_election_results(
             self.cluster.elect_leaders("unclean", self._targets, self.operation_id)

@@ -171,7 +171,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
 
     # -- ResumableJobMixin: the "job" is the plan's reassignment in ZooKeeper ----------------------------
     def submit_job(self, context: Any) -> Any:
-        from kafka_controller.airflow.reassignment_plan import throttle_configs
+        from kafka_controller.admin.throttle import throttle_configs
 
         if self._throttle is not None:
             current = {

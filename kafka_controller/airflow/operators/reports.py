@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.airflow.connections import SparkConnection, airflow_fields, spark_connection
+from kafka_controller.airflow.connections import airflow_fields
 from kafka_controller.airflow.operators.base import KafkaOperationOperator
 from kafka_controller.airflow.params import as_int, as_text
+from kafka_controller.airflow.spark_connection import SparkConnection, spark_connection
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 
@@ -75,12 +76,8 @@ class SnapshotExportOperator(KafkaOperationOperator):
         }
 
     def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.reconcile.export import (
-            admin_broker_source,
-            admin_controller_source,
-            export_audit_history,
-            export_snapshot,
-        )
+        from kafka_controller.reconcile.export import export_audit_history, export_snapshot
+        from kafka_controller.reconcile.sources import admin_broker_source, admin_controller_source
 
         self._dir.mkdir(parents=True, exist_ok=True)
         admin = self.cluster.get_admin_client() if self.broker_views or self.controller_view else None

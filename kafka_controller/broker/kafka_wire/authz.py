@@ -40,11 +40,10 @@ from kafka_controller.broker.kafka_wire.error_responses import kio_error_respons
 from kafka_controller.broker.kafka_wire.header import RequestHeader
 from kafka_controller.broker.kafka_wire.kio_api import KioApi, KioHandler
 from kafka_controller.broker.kafka_wire.kio_build import topic_id_from_uuid
-from kafka_controller.broker.kafka_wire.topic_checks import ApiError
+from kafka_controller.broker.kafka_wire.topic_checks import ApiException
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.security.authorizer import (
     CLUSTER_NAME,
-    OPERATIONS_NOT_REQUESTED,
     AclOperation,
     Authorizer,
     ResourceType,
@@ -162,7 +161,7 @@ class RequestAuthorization:
 
         def handle(header: RequestHeader, request: Any) -> Any:
             if not self.cluster(operation):
-                raise ApiError(E.cluster_authorization_failed, CLUSTER_AUTHORIZATION_FAILED_MESSAGE)
+                raise ApiException(E.cluster_authorization_failed, CLUSTER_AUTHORIZATION_FAILED_MESSAGE)
             return inner(header, request)
 
         return handle
@@ -283,4 +282,4 @@ class RequestAuthorization:
         return handle
 
 
-__all__ = ["OPERATIONS_NOT_REQUESTED", "RequestAuthorization", "caller"]
+__all__ = ["RequestAuthorization", "caller"]

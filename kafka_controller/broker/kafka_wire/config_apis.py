@@ -34,7 +34,7 @@ from kafka_controller.broker.kafka_wire.log_configs import (
     select,
     topic_config_entries,
 )
-from kafka_controller.broker.kafka_wire.topic_checks import ApiError, check_topic_configs
+from kafka_controller.broker.kafka_wire.topic_checks import ApiException, check_topic_configs
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.controller.config import KNOWN_KEYS, KafkaConfig
 from kafka_controller.controller.dynamic_config import BROKER_CONFIG_TYPE, DEFAULT_BROKER_ENTITY
@@ -81,7 +81,7 @@ class ConfigApis:
         out = {}
         for key, value in self.store.get_entity_configs(entities).items():
             if isinstance(value, Exception):
-                raise ApiError(E.unknown_server_error, f"cannot read /config/{key[0]}/{key[1]}: {value}")
+                raise ApiException(E.unknown_server_error, f"cannot read /config/{key[0]}/{key[1]}: {value}")
             out[key] = value
         return out
 
@@ -99,10 +99,12 @@ class ConfigApis:
         try:
             broker_id = int(name)
         except ValueError:
-            raise ApiError(E.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
+            raise ApiException(
+                E.invalid_request, f"Broker id must be an integer, but it is: {name}"
+            ) from None
         if broker_id != self.broker_id:
             also = " or empty string" if describing else ""
-            raise ApiError(
+            raise ApiException(
                 E.invalid_request,
                 f"Unexpected broker id, expected {self.broker_id}{also}, but received {name}",
             )
@@ -123,7 +125,7 @@ class ConfigApis:
             try:
                 entries = select(self._describe(int(r.resource_type), r.resource_name), r.configuration_keys)
                 code, message = E.none, None
-            except ApiError as e:
+            except ApiException as e:
                 entries, code, message = [], e.code, e.message
             except KafkaControllerError as e:
                 entries, code, message = [], E.unknown_server_error, str(e)
@@ -163,9 +165,9 @@ class ConfigApis:
             try:
                 validate_topic_name(name)
             except InvalidArgumentError as e:
-                raise ApiError(E.invalid_topic_exception, str(e)) from None
+                raise ApiException(E.invalid_topic_exception, str(e)) from None
             if not self.cache.contains_topic(name):
-                raise ApiError(E.unknown_topic_or_partition, None)
+                raise ApiException(E.unknown_topic_or_partition, None)
             key = ("topics", name)
             levels, read = self.broker_levels([key])
             return topic_config_entries(read[key], levels)
@@ -175,7 +177,7 @@ class ConfigApis:
             if entity == DEFAULT_BROKER_ENTITY:
                 return default_broker_config_entries(levels.cluster_default)
             return broker_config_entries(levels)
-        raise ApiError(
+        raise ApiException(
             E.invalid_request, f"Unsupported resource type: {_TYPE_NAMES.get(resource_type, 'UNKNOWN')}"
         )
 
@@ -201,7 +203,7 @@ class ConfigApis:
                     bool(request.validate_only),
                 )
                 code, message = E.none, None
-            except ApiError as e:
+            except ApiException as e:
                 code, message = e.code, e.message
             except KafkaControllerError as e:
                 log.warning("Altering the configs of %s failed: %s", r.resource_name, e)
@@ -220,7 +222,7 @@ class ConfigApis:
     def _replace(_resource_type: int, r: Any) -> Change:
         nulls = [c.name for c in r.configs if c.value is None]
         if nulls:
-            raise ApiError(E.invalid_request, f"Null value not supported for : {','.join(nulls)}")
+            raise ApiException(E.invalid_request, f"Null value not supported for : {','.join(nulls)}")
         given = {c.name: c.value for c in r.configs}
         return lambda _current: dict(given)
 
@@ -228,14 +230,14 @@ class ConfigApis:
     def _incremental(resource_type: int, r: Any) -> Change:
         dupes = sorted(n for n, c in Counter(c.name for c in r.configs).items() if c > 1)
         if dupes:
-            raise ApiError(E.invalid_request, f"Error due to duplicate config keys : {','.join(dupes)}")
+            raise ApiException(E.invalid_request, f"Error due to duplicate config keys : {','.join(dupes)}")
         nulls = [
             f"{_OPS.get(int(c.config_operation), c.config_operation)}:{c.name}"
             for c in r.configs
             if c.value is None and int(c.config_operation) != DELETE
         ]
         if nulls:
-            raise ApiError(E.invalid_request, f"Null value not supported for : {','.join(nulls)}")
+            raise ApiException(E.invalid_request, f"Null value not supported for : {','.join(nulls)}")
         ops = [(int(c.config_operation), c.name, c.value) for c in r.configs]
         lists = LIST_CONFIGS if resource_type == TOPIC else frozenset({"log.cleanup.policy"})
 
@@ -249,9 +251,9 @@ class ConfigApis:
                 elif op in (APPEND, SUBTRACT):
                     verb = "append" if op == APPEND else "subtract"
                     if resource_type == TOPIC and name not in TOPIC_CONFIG_DEFS:
-                        raise ApiError(E.invalid_config, f"Unknown topic config name: {name}")
+                        raise ApiException(E.invalid_config, f"Unknown topic config name: {name}")
                     if name not in lists:
-                        raise ApiError(
+                        raise ApiException(
                             E.invalid_request, f"Config value {verb} is not allowed for config key: {name}"
                         )
                     # Kafka's prepareIncrementalConfigs: both start from the config's default
@@ -261,7 +263,9 @@ class ConfigApis:
                     items = value.split(",")
                     new[name] = ",".join(old + items if op == APPEND else _multiset_diff(old, items))
                 else:
-                    raise ApiError(E.invalid_request, f"Unknown config operation {op} for config key: {name}")
+                    raise ApiException(
+                        E.invalid_request, f"Unknown config operation {op} for config key: {name}"
+                    )
             return new
 
         return apply
@@ -269,16 +273,16 @@ class ConfigApis:
     def _alter(self, resource_type: int, name: str, change: Change, validate_only: bool) -> None:
         if resource_type == TOPIC:
             if not self.cache.contains_topic(name):
-                raise ApiError(E.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+                raise ApiException(E.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
             current = self._read([("topics", name)])[("topics", name)]
             new = change(current)
             try:
                 check_topic_configs(new, code=E.invalid_request)
-            except ApiError as e:
+            except ApiException as e:
                 if e.code != E.invalid_request:
                     raise
                 where = f"Invalid config value for resource ConfigResource(type=TOPIC, name='{name}'): "
-                raise ApiError(e.code, where + (e.message or "")) from None
+                raise ApiException(e.code, where + (e.message or "")) from None
             if not validate_only:
                 self.store.change_topic_config(name, new)
             return
@@ -291,7 +295,7 @@ class ConfigApis:
                 self.store.set_or_create_entity_config(BROKER_CONFIG_TYPE, entity, new)
                 self.store.create_config_change_notification(f"{BROKER_CONFIG_TYPE}/{entity}")
             return
-        raise ApiError(
+        raise ApiException(
             E.invalid_request,
             "AlterConfigs is only supported for topics and brokers, but resource type is "
             f"{_TYPE_NAMES.get(resource_type, 'UNKNOWN')}",
@@ -302,7 +306,7 @@ class ConfigApis:
         where = f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): "
         static_only = sorted(k for k in config if k in KNOWN_KEYS and k not in DYNAMIC_BROKER_KEYS)
         if static_only:
-            raise ApiError(
+            raise ApiException(
                 E.invalid_request,
                 f"{where}Cannot update these configs dynamically: Set({', '.join(static_only)})",
             )
@@ -312,8 +316,8 @@ class ConfigApis:
                     KafkaConfig.of(self.broker_id, {k: value})
                 elif k in _SYNONYM_TOPIC_KEY:
                     check_topic_configs({_SYNONYM_TOPIC_KEY[k]: value})
-            except (InvalidArgumentError, ApiError) as e:
-                raise ApiError(E.invalid_request, f"{where}{e}") from None
+            except (InvalidArgumentError, ApiException) as e:
+                raise ApiException(E.invalid_request, f"{where}{e}") from None
 
 
 _OPS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}

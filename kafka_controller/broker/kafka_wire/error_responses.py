@@ -7,7 +7,7 @@ for each topic, resource or partition it asked about, or at the top level where 
 no per-item errors; the connection stays open. Only a request that cannot be parsed closes it.
 As ``ApiError.fromThrowable`` does for an unexpected exception, the message is left out (nothing
 of the server's internals leaks), except DescribeConfigs, whose error response carries the
-error's generic text. A handler that raises ``topic_checks.ApiError`` (Kafka's ``ApiException``,
+error's generic text. A handler that raises ``topic_checks.ApiException`` (Kafka's ``ApiException``,
 say an authorization failure) is answered the same way with that error's code and message.
 """
 

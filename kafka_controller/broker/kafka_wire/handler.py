@@ -49,7 +49,7 @@ from kafka_controller.broker.kafka_wire.header import (
 )
 from kafka_controller.broker.kafka_wire.kio_api import KioApi, decode_request, encode_response
 from kafka_controller.broker.kafka_wire.primitives import KafkaDecodeError, Reader, Writer
-from kafka_controller.broker.kafka_wire.topic_checks import ApiError
+from kafka_controller.broker.kafka_wire.topic_checks import ApiException
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
@@ -154,7 +154,7 @@ class KafkaProtocolHandler:
             request = decode_request(key, version, reader.data, reader.pos)
             try:
                 response = api.handle(header, request)
-            except ApiError as e:  # Kafka's ApiException: its code, answered everywhere the API has one
+            except ApiException as e:  # Kafka's ApiException: its code, answered everywhere the API has one
                 response = kio_error_response(key, version, request, e.code, e.message)
                 if response is None:
                     raise

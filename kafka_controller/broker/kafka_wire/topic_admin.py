@@ -31,7 +31,7 @@ from kafka_controller.admin.znode_size import (
     config_size,
 )
 from kafka_controller.broker.kafka_wire.topic_checks import (
-    ApiError,
+    ApiException,
     check_topic_configs,
     render,
     validate_added,
@@ -112,7 +112,7 @@ class Outcome:
     partitions: dict[int, tuple[int, ...]] | None = None
     configs: dict[str, str] | None = None
 
-    def fail(self, error: ApiError) -> Outcome:
+    def fail(self, error: ApiException) -> Outcome:
         self.code, self.message, self.partitions, self.configs = error.code, error.message, None, None
         return self
 
@@ -156,15 +156,15 @@ class TopicAdmin:
         for t in topics:
             outcome = Outcome(t.name)
             if counts[t.name] > 1:
-                outcome.fail(ApiError(E.invalid_request, "Found multiple entries for this topic."))
+                outcome.fail(ApiException(E.invalid_request, "Found multiple entries for this topic."))
             else:
                 try:
                     self._create(t, outcome, validate_only)
-                except ApiError as e:
+                except ApiException as e:
                     outcome.fail(e)
                 except KafkaControllerError as e:
                     log.warning("Creating topic %s failed: %s", t.name, e)
-                    outcome.fail(ApiError(E.unknown_server_error, str(e)))
+                    outcome.fail(ApiException(E.unknown_server_error, str(e)))
             outcomes.append(outcome)
         if not validate_only:
             self._await_leaders(outcomes, timeout_ms)
@@ -204,17 +204,17 @@ class TopicAdmin:
 
     def _create(self, t: NewTopic, outcome: Outcome, validate_only: bool) -> None:
         if self.cache.contains_topic(t.name):
-            raise ApiError(E.topic_already_exists, f"Topic '{t.name}' already exists.")
+            raise ApiException(E.topic_already_exists, f"Topic '{t.name}' already exists.")
         nulls = [name for name, value in t.configs if value is None]
         if nulls:
-            raise ApiError(
+            raise ApiException(
                 E.invalid_request, f"Null value not supported for topic configs : {','.join(nulls)}"
             )
         explicit = bool(t.assignments)
         if explicit and (
             t.num_partitions != NO_NUM_PARTITIONS or t.replication_factor != NO_REPLICATION_FACTOR
         ):
-            raise ApiError(
+            raise ApiException(
                 E.invalid_request,
                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
                 "Both cannot be used at the same time.",
@@ -247,9 +247,9 @@ class TopicAdmin:
                 topic_id=topic_id,
             )
         except NodeExistsError:
-            raise ApiError(E.topic_already_exists, f"Topic '{t.name}' already exists.") from None
+            raise ApiException(E.topic_already_exists, f"Topic '{t.name}' already exists.") from None
         except InvalidArgumentError as e:
-            raise ApiError(E.invalid_replica_assignment, str(e)) from None
+            raise ApiException(E.invalid_replica_assignment, str(e)) from None
         outcome.topic_id = topic_id
         log.info("Created topic %s with assignment %s", t.name, assignment)
 
@@ -279,11 +279,11 @@ class TopicAdmin:
                     jute_maxbuffer=self.jute_maxbuffer,
                 )
             except ZnodeTooLargeError as e:
-                raise ApiError(E.invalid_partitions, str(e)) from None
+                raise ApiException(E.invalid_partitions, str(e)) from None
         try:
             return assign_replicas(brokers, n, rf, rng=self.rng, **fixed)
         except PlacementError as e:
-            raise ApiError(_PLACEMENT_ERRORS[e.kind], str(e)) from None
+            raise ApiException(_PLACEMENT_ERRORS[e.kind], str(e)) from None
 
     def _check_explicit(
         self, topic: str, assignment: Mapping[int, Sequence[int]], what: str, extra: int = 0
@@ -298,7 +298,7 @@ class TopicAdmin:
                 what=what,
             )
         except ZnodeTooLargeError as e:
-            raise ApiError(E.invalid_request, str(e)) from None
+            raise ApiException(E.invalid_request, str(e)) from None
 
     def _validate_create(
         self, topic: str, assignment: Mapping[int, tuple[int, ...]], configs: Mapping[str, str]
@@ -307,34 +307,34 @@ class TopicAdmin:
         try:
             validate_topic_name(topic)
         except InvalidArgumentError as e:
-            raise ApiError(E.invalid_topic_exception, str(e)) from None
+            raise ApiException(E.invalid_topic_exception, str(e)) from None
         if self.store.is_topic_marked_for_deletion(topic):
-            raise ApiError(E.topic_already_exists, f"Topic '{topic}' is marked for deletion.")
+            raise ApiException(E.topic_already_exists, f"Topic '{topic}' is marked for deletion.")
         existing = self.store.get_all_topics()
         if topic in existing:
-            raise ApiError(E.topic_already_exists, f"Topic '{topic}' already exists.")
+            raise ApiException(E.topic_already_exists, f"Topic '{topic}' already exists.")
         if "." in topic or "_" in topic:
             key = topic.replace(".", "_")
             clash = sorted(t for t in existing if t.replace(".", "_") == key)
             if clash:
-                raise ApiError(
+                raise ApiException(
                     E.invalid_topic_exception, f"Topic '{topic}' collides with existing topic: {clash[0]}"
                 )
         if len({len(rs) for rs in assignment.values()}) != 1 or any(not rs for rs in assignment.values()):
-            raise ApiError(
+            raise ApiException(
                 E.invalid_replica_assignment, "All partitions should have the same number of replicas"
             )
         if any(len(set(rs)) != len(rs) for rs in assignment.values()):
-            raise ApiError(
+            raise ApiException(
                 E.invalid_replica_assignment, f"Duplicate replica assignment found: {render(assignment)}"
             )
         if any(b < 0 for rs in assignment.values() for b in rs):
-            raise ApiError(
+            raise ApiException(
                 E.invalid_replica_assignment,
                 f"Negative broker id in replica assignment: {render(assignment)}",
             )
         if sorted(assignment) != list(range(len(assignment))):
-            raise ApiError(
+            raise ApiException(
                 E.invalid_replica_assignment, "partitions should be a consecutive 0-based integer sequence"
             )
         check_topic_configs(configs)
@@ -401,10 +401,10 @@ class TopicAdmin:
             outcome = Outcome(t.name)
             try:
                 self._add_partitions(t, brokers, outcome, validate_only)
-            except ApiError as e:
+            except ApiException as e:
                 outcome.fail(e)
             except KafkaControllerError as e:
-                outcome.fail(ApiError(E.unknown_server_error, str(e)))
+                outcome.fail(ApiException(E.unknown_server_error, str(e)))
             outcomes.append(outcome)
         if not validate_only:
             self._await_leaders(outcomes, timeout_ms)
@@ -416,31 +416,33 @@ class TopicAdmin:
         try:
             validate_topic_name(t.name)
         except InvalidArgumentError:
-            raise ApiError(E.unknown_topic_or_partition, f"The topic '{t.name}' does not exist.") from None
+            raise ApiException(
+                E.unknown_topic_or_partition, f"The topic '{t.name}' does not exist."
+            ) from None
         if self.store.is_topic_marked_for_deletion(t.name):
-            raise ApiError(E.invalid_topic_exception, "The topic is queued for deletion.")
+            raise ApiException(E.invalid_topic_exception, "The topic is queued for deletion.")
         read = self.store.get_replica_assignment_and_topic_ids([t.name]).get(t.name)
         if isinstance(read, Exception):
-            raise ApiError(E.unknown_server_error, str(read))
+            raise ApiException(E.unknown_server_error, str(read))
         if read is None or not read.assignment:
-            raise ApiError(E.unknown_topic_or_partition, f"The topic '{t.name}' does not exist.")
+            raise ApiException(E.unknown_topic_or_partition, f"The topic '{t.name}' does not exist.")
         existing = {tp.partition: ra for tp, ra in read.assignment.items()}
         if any(ra.adding_replicas or ra.removing_replicas for ra in existing.values()):
-            raise ApiError(
+            raise ApiException(
                 E.reassignment_in_progress,
                 f"A partition reassignment is in progress for the topic '{t.name}'.",
             )
         old = len(existing)
         increment = t.count - old
         if increment < 0:
-            raise ApiError(
+            raise ApiException(
                 E.invalid_partitions,
                 f"Topic currently has {old} partitions, which is higher than the requested {t.count}.",
             )
         if increment == 0:
-            raise ApiError(E.invalid_partitions, f"Topic already has {old} partitions.")
+            raise ApiException(E.invalid_partitions, f"Topic already has {old} partitions.")
         if 0 not in existing:
-            raise ApiError(
+            raise ApiException(
                 E.unknown_server_error,
                 f"Unexpected existing replica assignment for topic '{t.name}', partition id 0 is missing.",
             )
@@ -449,12 +451,12 @@ class TopicAdmin:
             added = {old + i: tuple(rs) for i, rs in enumerate(t.assignments)}
             unknown = sorted({b for rs in added.values() for b in rs} - set(brokers))
             if unknown:
-                raise ApiError(
+                raise ApiException(
                     E.invalid_replica_assignment,
                     f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.",
                 )
             if len(added) != increment:
-                raise ApiError(
+                raise ApiException(
                     E.invalid_replica_assignment,
                     f"Increasing the number of partitions by {increment} but {len(added)} assignments "
                     "provided.",
