@@ -320,7 +320,7 @@ def test_one_listener_serves_both_protocols_and_closes_only_on_kafka_garbage(
     handler: KafkaProtocolHandler,
 ) -> None:
     def json_handler(api: str, request: Any) -> Any:
-        return A.MetadataResponse("NONE", 2, (), ())
+        return A.MetadataCacheResponse("NONE", 2, (), ())
 
     with TransportServer("127.0.0.1", 0, json_handler, raw_handler=handler.handle) as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
@@ -376,7 +376,7 @@ def test_garbage_that_is_not_a_kafka_frame_still_gets_the_private_protocols_refu
     handler: KafkaProtocolHandler,
 ) -> None:
     def json_handler(api: str, request: Any) -> Any:
-        return A.MetadataResponse("NONE", 2, (), ())
+        return A.MetadataCacheResponse("NONE", 2, (), ())
 
     assert RAW_FIRST_BYTE == KAFKA_FRAME_FIRST_BYTE == 0
     with (
