@@ -92,37 +92,12 @@ def parse_listener(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-#: A server.properties file is a few kilobytes; anything larger is not one.
-MAX_PROPERTIES_BYTES = 1 << 20
-
-
 def read_server_properties(path: str) -> dict[str, str]:
-    """``KEY=VALUE`` lines (the first ``=`` splits; blank lines and ``#``/``!`` comments skipped),
-    as the simple form of Java's properties files Kafka's ``server.properties`` uses. Errors name
-    the line number, never its text (it may hold a password)."""
-    from kafka_controller.domain.errors import InvalidArgumentError
+    """A broker's ``--config-file`` (Kafka's ``server.properties`` form); a line that is not a
+    setting is an error naming its number, never its text (it may hold a password)."""
+    from kafka_controller.security.properties import read_properties
 
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_PROPERTIES_BYTES + 1)
-    except OSError as e:
-        raise InvalidArgumentError(f"cannot read --config-file {path}: {e.strerror or e}") from None
-    if len(raw) > MAX_PROPERTIES_BYTES:
-        raise InvalidArgumentError(f"--config-file {path} is larger than {MAX_PROPERTIES_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidArgumentError(f"--config-file {path} is not UTF-8") from None
-    out: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            raise InvalidArgumentError(f"--config-file {path} line {number}: expected KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
+    return read_properties(path, "--config-file", strict=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
 def _security(args: argparse.Namespace) -> Any:
     """The server's SASL and TLS settings from the command line (secrets stay in the files)."""
     from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.zk.client_security import read_properties
+    from kafka_controller.security.properties import read_properties
     from kafka_controller.zk.server_security import ZkServerSecurity
 
     if args.tls_config_file is not None and args.secure_port is None:

@@ -28,11 +28,10 @@ from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError, brief
 from kafka_controller.security import jaas
+from kafka_controller.security.properties import read_properties
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-#: A client properties file is a few lines; anything larger is not one.
-MAX_FILE_BYTES = 1 << 20
 _MODULES = {"PLAIN": jaas.PLAIN_LOGIN_MODULE, "SCRAM-SHA-256": jaas.SCRAM_LOGIN_MODULE}
 _MODULES["SCRAM-SHA-512"] = jaas.SCRAM_LOGIN_MODULE
 _INLINE_PEM = ("ssl.truststore.certificates", "ssl.keystore.key", "ssl.keystore.certificate.chain")
@@ -229,32 +228,9 @@ def from_properties(props: Mapping[str, str], where: str = "client config") -> C
     )
 
 
-def read_properties(path: str | Path, what: str = "--command-config") -> dict[str, str]:
-    """A Java properties file: ``key=value`` (or ``key: value``) lines, ``#``/``!`` comments."""
-    where = f"{what} {path}"
-    try:
-        size = os.stat(path).st_size
-        if size > MAX_FILE_BYTES:
-            raise InvalidArgumentError(f"{where} is {size} bytes: a client properties file is far smaller")
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidArgumentError(f"cannot read {where}: {e.strerror or e.__class__.__name__}") from None
-    except UnicodeDecodeError:
-        raise InvalidArgumentError(f"{where} is not UTF-8 text") from None
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        key, value = (line, "") if cut < 0 else (line[:cut].strip(), line[cut + 1 :].strip())
-        props[key] = value
-    return props
-
-
 def read_command_config(path: str | Path) -> ClientSecurity:
     """Kafka's tools' ``--command-config FILE``."""
-    return from_properties(read_properties(path), f"--command-config {path}")
+    return from_properties(read_properties(path, "--command-config"), f"--command-config {path}")
 
 
 def from_fields(
@@ -308,5 +284,4 @@ __all__ = [
     "from_fields",
     "from_properties",
     "read_command_config",
-    "read_properties",
 ]

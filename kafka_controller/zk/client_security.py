@@ -27,10 +27,10 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.security.properties import read_properties, read_settings_text
 
 KAFKA_OPTS_ENV = "KAFKA_OPTS"
 JAAS_CONFIG_PROPERTY = "java.security.auth.login.config"
@@ -38,8 +38,6 @@ SASL_CLIENT_PROPERTY = "zookeeper.sasl.client"
 SASL_CLIENT_CONFIG_PROPERTY = "zookeeper.sasl.clientconfig"
 DEFAULT_CLIENT_SECTION = "Client"
 DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
-#: A JAAS file larger than this is refused before it is read (a real one is a few hundred bytes).
-MAX_JAAS_FILE_BYTES = 1 << 20
 
 # Kafka's ZooKeeper TLS settings (KafkaConfig.scala, "zookeeper.ssl.*").
 ZK_SET_ACL = "zookeeper.set.acl"
@@ -164,16 +162,7 @@ def jaas_sections(text: str, where: str) -> dict[str, str]:
 
 def read_jaas_file(path: str) -> dict[str, str]:
     """The sections of the JAAS file at ``path``; one-line errors for a missing or huge file."""
-    try:
-        size = os.stat(path).st_size
-        if size > MAX_JAAS_FILE_BYTES:
-            raise InvalidArgumentError(f"JAAS file {path} is {size} bytes: more than {MAX_JAAS_FILE_BYTES}")
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidArgumentError(f"cannot read the JAAS file {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidArgumentError(f"JAAS file {path} is not UTF-8 text") from None
-    return jaas_sections(text, path)
+    return jaas_sections(read_settings_text(path, "the JAAS file"), path)
 
 
 def digest_login(section_body: str, where: str, *, user_key: str = "username") -> dict[str, str]:
@@ -284,28 +273,6 @@ def tls_settings(props: Mapping[str, str], where: str = "the broker's settings")
         "verify_certs": True,
         "check_hostname": algorithm == "HTTPS",
     }
-
-
-def read_properties(path: str, what: str) -> dict[str, str]:
-    """A Java properties file of ``key=value`` lines (``#``/``!`` comments; ``:`` also separates)."""
-    try:
-        size = os.stat(path).st_size
-        if size > MAX_JAAS_FILE_BYTES:
-            raise InvalidArgumentError(f"{what} {path} is {size} bytes: more than {MAX_JAAS_FILE_BYTES}")
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidArgumentError(f"cannot read {what} {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidArgumentError(f"{what} {path} is not UTF-8 text") from None
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        key, value = (line, "") if cut < 0 else (line[:cut].strip(), line[cut + 1 :].strip())
-        props[key] = value
-    return props
 
 
 def tls_config_file(path: str) -> dict[str, Any]:
