@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from kafka_controller.domain.config_keys import MIN_INSYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import snapshot_schema as SS
 
 from .arrow import NULL, contains, flatten, ints, list_lengths
 
@@ -110,10 +111,10 @@ def _read(root: str | Path, table: str) -> pa.Table:
 def load(snapshot: str | Path, audit: str | Path | None = None) -> dict[str, Any]:
     """The tables the rules read (not ``controller_replicas``), as Arrow, pruned to the columns used."""
     S.read_meta(snapshot)
-    t = {name: _read(snapshot, name) for name in S.TABLES if name != "controller_replicas"}
+    t = {name: _read(snapshot, name) for name in SS.TABLES if name != "controller_replicas"}
     meta = t.pop("meta").to_pylist()[0]
     if audit is not None:
-        for name in S.AUDIT_TABLES:
+        for name in SS.AUDIT_TABLES:
             t[name] = _read(audit, name)
     return {"meta": meta, **t}
 

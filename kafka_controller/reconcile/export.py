@@ -2,7 +2,7 @@
 
 ZooKeeper is read with the store's batched reads only (topics in chunks, every state znode of a
 chunk in one multi-read, topic configs in one batched read), never one round trip per partition.
-The two other views come from pluggable sources (``reconcile.sources``, re-exported here):
+The two other views come from pluggable sources (``reconcile.sources``):
 ``replica_manager_source``, ``admin_broker_source`` and the ``DescribeReplicaStates`` hook for
 brokers; ``context_controller_source``, ``admin_controller_source`` (the live controller's
 ``DescribeControllerContext`` API) and the row-JSON hook for the controller.
@@ -33,45 +33,17 @@ from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreEr
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
 from kafka_controller.ports import Clock, MetadataStore, SystemClock
 from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import snapshot_schema as SS
 from kafka_controller.reconcile.sources import (
     BrokerView,
     BrokerViewSource,
     ControllerView,
     ControllerViewSource,
     ControllerViewUnavailableError,
-    admin_broker_source,
-    admin_controller_source,
-    broker_view_from_json,
-    context_controller_source,
-    controller_view_from_description,
-    controller_view_from_json,
-    describe_controller_context,
-    describe_controller_context_source,
-    describe_replica_states_source,
     leadership_row,
-    replica_manager_source,
 )
 
-__all__ = [
-    "BrokerView",
-    "BrokerViewSource",
-    "ControllerView",
-    "ControllerViewSource",
-    "ControllerViewUnavailableError",
-    "ExportResult",
-    "admin_broker_source",
-    "admin_controller_source",
-    "broker_view_from_json",
-    "context_controller_source",
-    "controller_view_from_description",
-    "controller_view_from_json",
-    "describe_controller_context",
-    "describe_controller_context_source",
-    "describe_replica_states_source",
-    "export_audit_history",
-    "export_snapshot",
-    "replica_manager_source",
-]
+__all__ = ["ExportResult", "export_audit_history", "export_snapshot"]
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +105,7 @@ def export_snapshot(
         writer.write(
             "brokers",
             _columns(
-                S.TABLES["brokers"],
+                SS.TABLES["brokers"],
                 [_broker_row(b, e, b.id in reported) for b, e in (brokers[i] for i in sorted(brokers))],
             ),
         )
@@ -206,7 +178,7 @@ def _export_topics(
                     "queued_for_deletion": tp.topic in queued,
                 }
             )
-        writer.write("zk_partitions", _columns(S.TABLES["zk_partitions"], rows))
+        writer.write("zk_partitions", _columns(SS.TABLES["zk_partitions"], rows))
 
 
 def _export_configs(store: MetadataStore, writer: S.SnapshotWriter, topics: list[str]) -> None:
@@ -217,7 +189,7 @@ def _export_configs(store: MetadataStore, writer: S.SnapshotWriter, topics: list
         {"topic": t, "key": k, "value": str(v)} for t in topics for k, v in sorted(configs.get(t, {}).items())
     ]
     if rows:
-        writer.write("topic_configs", _columns(S.TABLES["topic_configs"], rows))
+        writer.write("topic_configs", _columns(SS.TABLES["topic_configs"], rows))
 
 
 def _write_reassignments(
@@ -253,7 +225,7 @@ def _broker_row(broker: Any, epoch: int, reported: bool) -> dict[str, Any]:
     }
 
 
-def _columns(fields: Sequence[S.Field], rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+def _columns(fields: Sequence[SS.Field], rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     return {f.name: [r[f.name] for r in rows] for f in fields}
 
 
@@ -264,7 +236,7 @@ def _write_broker_views(writer: S.SnapshotWriter, views: Iterable[BrokerView]) -
         rows = []
         for i, r in enumerate(view.replicas):
             if not view.checked:
-                S.check_row(
+                SS.check_row(
                     "broker_replicas",
                     {"broker_id": view.broker_id, "broker_epoch": view.broker_epoch, **r},
                     f"broker {view.broker_id} replica row {i}",
@@ -272,7 +244,7 @@ def _write_broker_views(writer: S.SnapshotWriter, views: Iterable[BrokerView]) -
             rows.append({**r, "broker_id": view.broker_id, "broker_epoch": view.broker_epoch})
         reported.add(view.broker_id)
         if rows:
-            writer.write("broker_replicas", _columns(S.TABLES["broker_replicas"], rows))
+            writer.write("broker_replicas", _columns(SS.TABLES["broker_replicas"], rows))
     return reported
 
 
@@ -308,7 +280,7 @@ def _write_controller_view(writer: S.SnapshotWriter, view: ControllerView) -> No
             ("controller_partitions", "controller_replicas", "reassignments"), view.rows(), strict=True
         ):
             for i, r in enumerate(rows):
-                S.check_row(table, r, f"controller {table} row {i}")
+                SS.check_row(table, r, f"controller {table} row {i}")
     step = PARTITION_CHUNK * 5
     for table, columns in view.columns().items():
         n = len(columns["partition"])
@@ -337,7 +309,7 @@ def export_audit_history(
     try:
         tmp.mkdir(parents=True)
         with engine.connect() as conn:
-            for name, fields in S.AUDIT_TABLES.items():
+            for name, fields in SS.AUDIT_TABLES.items():
                 table = audit_schema.metadata.tables[name]
                 cols = [table.c[f.name] for f in fields]
                 # what happened only: rows a dry run planned are not history
@@ -357,12 +329,12 @@ def export_audit_history(
     return counts
 
 
-def _batches(result: Any, fields: Sequence[S.Field], chunk_rows: int) -> Iterable[dict[str, list[Any]]]:
+def _batches(result: Any, fields: Sequence[SS.Field], chunk_rows: int) -> Iterable[dict[str, list[Any]]]:
     while chunk := result.fetchmany(chunk_rows):
         yield {f.name: [_plain(row[i], f) for row in chunk] for i, f in enumerate(fields)}
 
 
-def _plain(value: Any, f: S.Field) -> Any:
+def _plain(value: Any, f: SS.Field) -> Any:
     if value is None:
         return None
     return bool(value) if f.type == "bool" else value

@@ -155,7 +155,7 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
 
 def preflight(config: JobConfig) -> None:
     """Every check that needs no Spark, so bad input fails fast, in one line, before a JVM starts."""
-    from kafka_controller.reconcile import snapshot as S
+    from kafka_controller.reconcile import snapshot_schema as S
     from kafka_controller.reconcile.spark_io import check_local_tables
 
     check_local_tables(config.snapshot, S.TABLES, "snapshot")

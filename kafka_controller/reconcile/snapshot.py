@@ -1,6 +1,6 @@
 """The reconciliation snapshot on disk: a writer that renames a complete snapshot into place, checked
-readers, and the audit history's Parquet copy. The schema itself is ``snapshot_schema``; its names
-are re-exported here, so ``snapshot`` stays the one module callers need."""
+readers, and the audit history's Parquet copy. The schema itself (tables, fields, the Arrow and
+Spark forms) is ``snapshot_schema``; callers import it from there."""
 
 from __future__ import annotations
 
@@ -14,44 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.reconcile.snapshot_schema import (
-    ADMIN_API_VERSION,
     AUDIT_TABLES,
-    BROKER_VIEW_FIELDS,
-    CONTROLLER_PARTITION_FIELDS,
-    CONTROLLER_REPLICA_FIELDS,
-    REASSIGNMENT_FIELDS,
     SNAPSHOT_VERSION,
     TABLES,
-    Field,
     arrow_schema,
     check_row,
-    describe_schema,
-    spark_ddl,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = [
-    "ADMIN_API_VERSION",
-    "AUDIT_TABLES",
-    "BROKER_VIEW_FIELDS",
-    "CONTROLLER_PARTITION_FIELDS",
-    "CONTROLLER_REPLICA_FIELDS",
-    "REASSIGNMENT_FIELDS",
-    "SNAPSHOT_VERSION",
-    "TABLES",
-    "Field",
-    "SnapshotWriter",
-    "arrow_schema",
-    "check_row",
-    "describe_schema",
-    "dumps",
-    "read_arrow",
-    "read_meta",
-    "spark_ddl",
-    "write_audit_parquet",
-]
+__all__ = ["SnapshotWriter", "dumps", "read_arrow", "read_meta", "write_audit_parquet"]
 
 
 # -- writing -------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from kafka_controller.core.context_description import (
 )
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch
-from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import snapshot_schema as SS
 from kafka_controller.transport.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class ControllerView:
                 "reassignments": reassignments,
             }
         return {
-            table: {f.name: [r[f.name] for r in rows] for f in S.TABLES[table]}
+            table: {f.name: [r[f.name] for r in rows] for f in SS.TABLES[table]}
             for table, rows in (
                 ("controller_partitions", self.partitions),
                 ("controller_replicas", self.replicas),
@@ -140,7 +140,7 @@ def describe_controller_context(context: ControllerContext, controller_id: int) 
     """The ``DescribeControllerContext`` answer the runtime should serve (JSON-ready)."""
     partitions, replicas, reassignments = _context_rows(context)
     return {
-        "version": S.ADMIN_API_VERSION,
+        "version": SS.ADMIN_API_VERSION,
         "controller_id": controller_id,
         "epoch": context.epoch,
         "epoch_zk_version": context.epoch_zk_version,
@@ -170,7 +170,7 @@ def controller_view_from_json(doc: Mapping[str, Any]) -> ControllerView:
         ("reassignments", view.reassignments),
     ):
         for i, r in enumerate(rows):
-            S.check_row(table, r, f"DescribeControllerContext {table} row {i}")
+            SS.check_row(table, r, f"DescribeControllerContext {table} row {i}")
     view.checked = True
     return view
 
@@ -185,8 +185,8 @@ def broker_view_from_json(doc: Mapping[str, Any]) -> BrokerView:
     except (KeyError, TypeError, ValueError) as e:
         raise InvalidArgumentError(f"DescribeReplicaStates: bad or missing field {e}") from None
     for i, r in enumerate(replicas):
-        S.check_row(
-            "broker_replicas", r, f"DescribeReplicaStates broker {broker_id} row {i}", S.BROKER_VIEW_FIELDS
+        SS.check_row(
+            "broker_replicas", r, f"DescribeReplicaStates broker {broker_id} row {i}", SS.BROKER_VIEW_FIELDS
         )
     return BrokerView(broker_id, None if epoch is None else int(epoch), replicas, checked=True)
 
@@ -194,7 +194,7 @@ def broker_view_from_json(doc: Mapping[str, Any]) -> BrokerView:
 def _check_version(doc: Mapping[str, Any], api: str) -> None:
     if not isinstance(doc, Mapping):
         raise InvalidArgumentError(f"{api}: expected a JSON object, got {type(doc).__name__}")
-    if doc.get("version") != S.ADMIN_API_VERSION:
+    if doc.get("version") != SS.ADMIN_API_VERSION:
         raise InvalidArgumentError(f"{api}: unsupported version {doc.get('version')!r}")
 
 
@@ -293,7 +293,7 @@ def admin_broker_source(client: Any) -> BrokerViewSource:
             rows = [
                 {
                     f: (list(v) if isinstance(v, tuple) else v)
-                    for f in S.BROKER_VIEW_FIELDS
+                    for f in SS.BROKER_VIEW_FIELDS
                     for v in (getattr(r, f),)
                 }
                 for r in answer.replicas

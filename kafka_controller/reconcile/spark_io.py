@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from kafka_controller.domain.errors import InvalidArgumentError
-from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import snapshot_schema as SS
 
 JAR_DIR = os.environ.get("KAFKA_CONTROLLER_JDBC_JAR_DIR", "/usr/share/java")
 #: backend -> (jar file name, driver class, Debian package)
@@ -147,27 +147,27 @@ def check_local_tables(root: str, tables: Any, what: str) -> None:
             )
 
 
-def read_table(spark: Any, root: str, table: str, fields: tuple[S.Field, ...]) -> Any:
+def read_table(spark: Any, root: str, table: str, fields: tuple[SS.Field, ...]) -> Any:
     location = f"{root.rstrip('/')}/{table}"
     if is_local(root) and not Path(location.removeprefix("file://")).is_dir():
         raise InvalidArgumentError(
             f"{root} has no {table!r} table (expected a Parquet dataset at {location})"
         )
-    return spark.read.schema(S.spark_ddl(fields)).parquet(location)
+    return spark.read.schema(SS.spark_ddl(fields)).parquet(location)
 
 
 def read_meta(spark: Any, snapshot: str) -> dict[str, Any]:
     if is_local(snapshot) and not Path(snapshot.removeprefix("file://")).is_dir():
         raise InvalidArgumentError(f"snapshot {snapshot} does not exist or is not a directory")
-    rows = read_table(spark, snapshot, "meta", S.TABLES["meta"]).collect()
+    rows = read_table(spark, snapshot, "meta", SS.TABLES["meta"]).collect()
     if len(rows) != 1:
         raise InvalidArgumentError(f"snapshot {snapshot}: meta must have exactly one row, has {len(rows)}")
     meta: dict[str, Any] = rows[0].asDict()
     version = meta.get("schema_version")
-    if not isinstance(version, int) or not 1 <= version <= S.SNAPSHOT_VERSION:
+    if not isinstance(version, int) or not 1 <= version <= SS.SNAPSHOT_VERSION:
         raise InvalidArgumentError(
             f"snapshot {snapshot}: schema version {version} is not supported "
-            f"(this job reads 1..{S.SNAPSHOT_VERSION})"
+            f"(this job reads 1..{SS.SNAPSHOT_VERSION})"
         )
     return meta
 
@@ -175,12 +175,12 @@ def read_meta(spark: Any, snapshot: str) -> dict[str, Any]:
 def read_snapshot(spark: Any, snapshot: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(meta, {table: DataFrame})``; every table is checked to exist before anything runs."""
     meta = read_meta(spark, snapshot)
-    frames = {t: read_table(spark, snapshot, t, f) for t, f in S.TABLES.items() if t != "meta"}
+    frames = {t: read_table(spark, snapshot, t, f) for t, f in SS.TABLES.items() if t != "meta"}
     return meta, frames
 
 
 def read_audit_parquet(spark: Any, root: str) -> tuple[Any, Any]:
-    partitions, replicas = (read_table(spark, root, t, f) for t, f in S.AUDIT_TABLES.items())
+    partitions, replicas = (read_table(spark, root, t, f) for t, f in SS.AUDIT_TABLES.items())
     return partitions, replicas
 
 
@@ -194,7 +194,7 @@ def read_audit_jdbc(spark: Any, target: JdbcTarget, partitions: int = 4) -> tupl
         return r.option("fetchsize", "10000")
 
     frames = []
-    for table, fields in S.AUDIT_TABLES.items():
+    for table, fields in SS.AUDIT_TABLES.items():
         columns = ", ".join(f'"{f.name}"' for f in fields)
         lo, hi = (0, 0)
         if target.backend != "sqlite" and partitions > 1:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import snapshot_schema as SS
 
 if TYPE_CHECKING:
     from kafka_controller.reconcile.synthetic_fleet import Fleet
@@ -65,9 +65,9 @@ def _text(parts: list[np.ndarray]) -> np.ndarray:
 
 
 class _Tables:
-    def __init__(self, root: Path, tables: dict[str, tuple[S.Field, ...]]) -> None:
+    def __init__(self, root: Path, tables: dict[str, tuple[SS.Field, ...]]) -> None:
         root.mkdir(parents=True)
-        self.schemas = {t: S.arrow_schema(f) for t, f in tables.items()}
+        self.schemas = {t: SS.arrow_schema(f) for t, f in tables.items()}
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.root = root
 
@@ -97,7 +97,7 @@ class _Tables:
 
 
 def write_snapshot(f: Fleet, root: Path, chunk: int) -> None:
-    out = _Tables(root, S.TABLES)
+    out = _Tables(root, SS.TABLES)
     b = f.brokers
     ids = np.arange(1, b + 1, dtype=np.int32)
     out.write(
@@ -135,7 +135,7 @@ def write_snapshot(f: Fleet, root: Path, chunk: int) -> None:
         {
             k: [v]
             for k, v in {
-                "schema_version": S.SNAPSHOT_VERSION,
+                "schema_version": SS.SNAPSHOT_VERSION,
                 "snapshot_id": f"synthetic-{f.n}",
                 "taken_ms": TAKEN_MS,
                 "source": "synthetic",
@@ -235,7 +235,7 @@ def _write_views(f: Fleet, out: _Tables, idx: np.ndarray) -> None:
 
 
 def write_audit(f: Fleet, root: Path, chunk: int) -> int:
-    out = _Tables(root, S.AUDIT_TABLES)
+    out = _Tables(root, SS.AUDIT_TABLES)
     total_rows = f.n * ROWS_PER_PARTITION
     counts = {PARTITION: 0, REPLICA: 0}
     for a in range(0, f.n, chunk):

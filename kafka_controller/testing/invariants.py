@@ -40,9 +40,6 @@ from kafka_controller.domain.values import (
 from kafka_controller.ports import MetadataStore
 from kafka_controller.testing.audit_entries import (
     AuditEntry,
-    audit_entries_from_records,
-    read_audit_entries,
-    unclean_partitions,
 )
 from kafka_controller.testing.fencing_invariants import (
     NO_STALE_EPOCH_WRITE,
@@ -361,16 +358,9 @@ __all__ = [
     "LEADER_EPOCH_MONOTONIC",
     "LEADER_IN_ISR",
     "LIVE_LEADER",
-    "NO_STALE_EPOCH_WRITE",
-    "SINGLE_CONTROLLER_PER_EPOCH",
     "SINGLE_LEADER_PER_EPOCH",
-    "AuditEntry",
     "InvariantChecker",
     "ReplicaView",
     "Snapshot",
-    "Violation",
-    "audit_entries_from_records",
-    "read_audit_entries",
     "read_snapshot",
-    "unclean_partitions",
 ]

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.testing import audit_entries as AE
 from kafka_controller.testing import invariants as I
+from kafka_controller.testing import violation as V
 from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster
 
@@ -32,9 +34,9 @@ def cluster() -> Iterator[tuple[Cluster, dict[int, RecordingAuditSink]]]:
     c.close()
 
 
-def replay_violations(c: Cluster, sinks: dict[int, RecordingAuditSink]) -> list[I.Violation]:
+def replay_violations(c: Cluster, sinks: dict[int, RecordingAuditSink]) -> list[V.Violation]:
     c.wait_idle()
-    entries = I.audit_entries_from_records(r for s in sinks.values() for r in s.records)
+    entries = AE.audit_entries_from_records(r for s in sinks.values() for r in s.records)
     return I.InvariantChecker().check_audit(entries, I.read_snapshot(c.admin))
 
 

@@ -14,7 +14,9 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.testing import fencing_invariants as FI
 from kafka_controller.testing import invariants as I
+from kafka_controller.testing import violation as V
 from kafka_controller.testing.fencing_invariants import EpochWrites, FencingChecker, read_epoch_writes
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.codecs import encode_partition_state
@@ -24,7 +26,7 @@ T0 = TopicPartition("t", 0)
 T1 = TopicPartition("t", 1)
 
 
-def names(violations: list[I.Violation]) -> list[str]:
+def names(violations: list[V.Violation]) -> list[str]:
     return [v.invariant for v in violations]
 
 
@@ -33,18 +35,18 @@ def test_one_controller_per_epoch_across_brokers_and_observations() -> None:
     assert checker.observe({1: [(4, [2])], 2: [(4, [2]), (5, [3])]}, None) == []
     # broker 3 answered only now, and it obeyed controller 1 at epoch 4: a zombie got through
     found = checker.observe({3: [(4, [1])]}, None)
-    assert names(found) == [I.SINGLE_CONTROLLER_PER_EPOCH]
+    assert names(found) == [FI.SINGLE_CONTROLLER_PER_EPOCH]
     assert found[0].facts == {"controller_epoch": 4}
     assert "1 (by brokers [3])" in found[0].detail and "2 (by brokers [1, 2])" in found[0].detail
     assert checker.observe({3: [(4, [1])]}, None) == []  # reported once
     # one broker obeying two controllers in one epoch counts too
-    assert names(FencingChecker().observe({1: [(7, [1, 2])]}, None)) == [I.SINGLE_CONTROLLER_PER_EPOCH]
+    assert names(FencingChecker().observe({1: [(7, [1, 2])]}, None)) == [FI.SINGLE_CONTROLLER_PER_EPOCH]
 
 
 def test_state_written_with_an_older_epoch_after_the_epoch_moved() -> None:
     writes = EpochWrites(5, 0x200, {T0: (4, 0x1FF), T1: (4, 0x201)})
     found = FencingChecker().observe({}, writes)
-    assert names(found) == [I.NO_STALE_EPOCH_WRITE]
+    assert names(found) == [FI.NO_STALE_EPOCH_WRITE]
     assert found[0].subject == str(T1) and found[0].facts == {
         "controller_epoch": 4,
         "latest_controller_epoch": 5,
@@ -65,10 +67,10 @@ def test_the_invariant_checker_runs_both_on_every_observation() -> None:
         writes=EpochWrites(5, 10, {T0: (4, 11)}),
     )
     assert set(names(I.InvariantChecker().observe(snap))) == {
-        I.SINGLE_CONTROLLER_PER_EPOCH,
-        I.NO_STALE_EPOCH_WRITE,
+        FI.SINGLE_CONTROLLER_PER_EPOCH,
+        FI.NO_STALE_EPOCH_WRITE,
     }
-    assert {I.SINGLE_CONTROLLER_PER_EPOCH, I.NO_STALE_EPOCH_WRITE} <= set(I.INVARIANTS)
+    assert {FI.SINGLE_CONTROLLER_PER_EPOCH, FI.NO_STALE_EPOCH_WRITE} <= set(I.INVARIANTS)
 
 
 def _state(controller_epoch: int, leader_epoch: int) -> bytes:

@@ -21,7 +21,9 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.testing import audit_entries as AE
 from kafka_controller.testing import invariants as I
+from kafka_controller.testing import violation as V
 from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster, wait_until
 
@@ -47,7 +49,7 @@ def view(broker: int, epoch: int, leader: bool, leo: int = 100, hw: int = 90) ->
     return I.ReplicaView(broker, TP, epoch, leader, leo, hw)
 
 
-def names(violations: list[I.Violation]) -> set[str]:
+def names(violations: list[V.Violation]) -> set[str]:
     return {v.invariant for v in violations}
 
 
@@ -93,7 +95,7 @@ def test_committed_high_watermark_lost_unless_an_unclean_election_is_recorded() 
 
 def entry(
     seq: int | None, epoch_after: int | None = None, leader: int | None = None, **kw: object
-) -> I.AuditEntry:
+) -> AE.AuditEntry:
     fields: dict[str, object] = {
         "kind": "partition",
         "controller_id": 1,
@@ -103,14 +105,14 @@ def entry(
     fields.update(topic="t", partition=0, to_state="OnlinePartition", outcome="ok")
     fields.update(leader_after=leader, leader_epoch_after=epoch_after)
     fields.update(kw)
-    return I.AuditEntry(**fields)  # type: ignore[arg-type]
+    return AE.AuditEntry(**fields)  # type: ignore[arg-type]
 
 
 def test_audit_gaps_duplicates_and_missing_sequences() -> None:
     s = snap(leader=1, epoch=3)
-    good = [I.AuditEntry("event", 1, 2, 1, event="elected"), entry(2, 3, 1), entry(3)]
+    good = [AE.AuditEntry("event", 1, 2, 1, event="elected"), entry(2, 3, 1), entry(3)]
     assert I.InvariantChecker().check_audit(good, s) == []
-    gap = [I.AuditEntry("event", 1, 2, 1, event="elected"), entry(3, 3, 1)]
+    gap = [AE.AuditEntry("event", 1, 2, 1, event="elected"), entry(3, 3, 1)]
     dup = [*good, entry(3)]
     none = [*good, entry(None)]
     for broken in (gap, dup, none):
@@ -150,8 +152,8 @@ def cluster() -> Iterator[tuple[Cluster, dict[int, RecordingAuditSink]]]:
     c.close()
 
 
-def _entries(sinks: dict[int, RecordingAuditSink]) -> list[I.AuditEntry]:
-    return I.audit_entries_from_records(r for s in sinks.values() for r in s.records)
+def _entries(sinks: dict[int, RecordingAuditSink]) -> list[AE.AuditEntry]:
+    return AE.audit_entries_from_records(r for s in sinks.values() for r in s.records)
 
 
 def test_an_in_process_cluster_keeps_every_invariant_through_faults(
@@ -160,7 +162,7 @@ def test_an_in_process_cluster_keeps_every_invariant_through_faults(
     c, sinks = cluster
     checker = I.InvariantChecker()
 
-    def check() -> list[I.Violation]:
+    def check() -> list[V.Violation]:
         c.wait_idle()
         s = I.read_snapshot(c.admin)
         return checker.observe(s) + checker.check_settled(s) + checker.check_audit(_entries(sinks), s)
@@ -218,7 +220,7 @@ def test_the_audit_store_reads_back_as_the_records_that_went_in(tmp_path: Path) 
     writer.record(records)
     assert writer.wait_replayed(30)
     writer.close()
-    expected = I.audit_entries_from_records(records)
-    assert sorted(I.read_audit_entries(url), key=repr) == sorted(expected, key=repr)
-    assert I.unclean_partitions(expected) == {TP}
+    expected = AE.audit_entries_from_records(records)
+    assert sorted(AE.read_audit_entries(url), key=repr) == sorted(expected, key=repr)
+    assert AE.unclean_partitions(expected) == {TP}
     assert [e.wrote_leader_epoch for e in expected] == [False, True, True]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import snapshot_schema as SS
 
 Key = tuple[str, str | None, int | None, int | None]
 
@@ -38,7 +38,7 @@ def load_audit_parquet_into(url: str, audit_dir: Path) -> int:
     count = 0
     try:
         with engine.begin() as conn:
-            for name in S.AUDIT_TABLES:
+            for name in SS.AUDIT_TABLES:
                 rows = pq.read_table(audit_dir / name).to_pylist()
                 for r in rows:
                     r.pop("id")  # the store numbers its own rows

@@ -16,6 +16,7 @@ from kafka_controller.domain.errors import InvalidArgumentError, KafkaController
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.reconcile import export as E
 from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import sources as SRC
 
 from . import drill
 from .conftest import sqlite_audit_url
@@ -38,7 +39,9 @@ def test_drill_during_a_broker_failure_shows_exactly_the_damage(tmp_path: Path) 
     url = sqlite_audit_url(tmp_path)
     d = drill.start(url, tmp_path / "spool")
     drill.fail_broker(d, 1)
-    result = _export(d, tmp_path / "snap", d.harness.store, E.context_controller_source(d.harness.context, 4))
+    result = _export(
+        d, tmp_path / "snap", d.harness.store, SRC.context_controller_source(d.harness.context, 4)
+    )
     E.export_audit_history(url, tmp_path / "audit")
     d.writer.close()
 
@@ -96,9 +99,9 @@ def test_controller_context_json_round_trips_through_the_hook(tmp_path: Path) ->
     d = drill.start(sqlite_audit_url(tmp_path), tmp_path / "spool")
     d.writer.close()
     ctx = d.harness.context
-    doc = json.loads(json.dumps(E.describe_controller_context(ctx, 4)))
-    view = E.describe_controller_context_source(lambda: doc)()
-    direct = E.context_controller_source(ctx, 4)()
+    doc = json.loads(json.dumps(SRC.describe_controller_context(ctx, 4)))
+    view = SRC.describe_controller_context_source(lambda: doc)()
+    direct = SRC.context_controller_source(ctx, 4)()
     assert (view.controller_id, view.epoch, view.partitions, view.replicas) == (
         4,
         ctx.epoch,
@@ -106,14 +109,14 @@ def test_controller_context_json_round_trips_through_the_hook(tmp_path: Path) ->
         direct.replicas,
     )
     with pytest.raises(InvalidArgumentError, match="bad or missing field 'partitions'"):
-        E.controller_view_from_json({k: v for k, v in doc.items() if k != "partitions"})
+        SRC.controller_view_from_json({k: v for k, v in doc.items() if k != "partitions"})
     doc["partitions"][2]["leader"] = "2"
     with pytest.raises(
         InvalidArgumentError, match="controller_partitions row 2: field 'leader' must be int32"
     ):
-        E.controller_view_from_json(doc)
+        SRC.controller_view_from_json(doc)
     with pytest.raises(InvalidArgumentError, match="unsupported version 7"):
-        E.controller_view_from_json({**doc, "version": 7})
+        SRC.controller_view_from_json({**doc, "version": 7})
 
 
 def test_broker_hooks_parse_json_and_the_admin_api(tmp_path: Path) -> None:
@@ -130,11 +133,11 @@ def test_broker_hooks_parse_json_and_the_admin_api(tmp_path: Path) -> None:
         "high_watermark": 9,
     }
     docs = {1: {"version": 1, "broker_id": 1, "broker_epoch": 77, "replicas": [row]}, 2: None}
-    views = list(E.describe_replica_states_source(docs.get)([1, 2, 3]))
+    views = list(SRC.describe_replica_states_source(docs.get)([1, 2, 3]))
     assert [(v.broker_id, v.broker_epoch, v.replicas) for v in views] == [(1, 77, [row])]
     bad = {"version": 1, "broker_id": 1, "replicas": [{**row, "is_leader": "yes"}]}
     with pytest.raises(InvalidArgumentError, match="broker 1 row 0: field 'is_leader' must be bool"):
-        list(E.describe_replica_states_source(lambda _b: bad)([1]))
+        list(SRC.describe_replica_states_source(lambda _b: bad)([1]))
 
     class Client:
         def describe_replicas(self, broker_id: int) -> A.DescribeReplicasResponse:
@@ -143,7 +146,7 @@ def test_broker_hooks_parse_json_and_the_admin_api(tmp_path: Path) -> None:
             info = A.ReplicaInfo("t", 0, 1, 3, (1, 2), 4, (1, 2), broker_id == 1, 10, 9)
             return A.DescribeReplicasResponse("NONE", broker_id, 100 + broker_id, 5, (info,))
 
-    views = list(E.admin_broker_source(Client())([1, 2, 3]))
+    views = list(SRC.admin_broker_source(Client())([1, 2, 3]))
     assert [(v.broker_id, v.broker_epoch) for v in views] == [(1, 101), (3, 103)]
     assert views[0].replicas == [row] and views[1].replicas[0]["is_leader"] is False
 
@@ -246,7 +249,7 @@ def test_a_custom_source_with_a_bad_row_writes_nothing(tmp_path: Path) -> None:
     d.writer.close()
 
     def brokers(ids: Any) -> Any:
-        yield E.BrokerView(2, 7, [{"topic": "orders", "partition": 0, "leader": None}])
+        yield SRC.BrokerView(2, 7, [{"topic": "orders", "partition": 0, "leader": None}])
 
     with pytest.raises(InvalidArgumentError, match="broker 2 replica row 0: field 'leader' must not be null"):
         E.export_snapshot(d.harness.store, tmp_path / "snap", broker_source=brokers)
@@ -277,8 +280,8 @@ def test_the_api_view_is_written_as_the_in_process_one(tmp_path: Path) -> None:
     d.writer.close()
     ctx = d.harness.context
     client = DescribingClient(json.loads(json.dumps(describe_context(ctx, 4))))
-    via_api = _export(d, tmp_path / "api", d.harness.store, E.admin_controller_source(client, 7.5))
-    direct = _export(d, tmp_path / "direct", d.harness.store, E.context_controller_source(ctx, 4))
+    via_api = _export(d, tmp_path / "api", d.harness.store, SRC.admin_controller_source(client, 7.5))
+    direct = _export(d, tmp_path / "direct", d.harness.store, SRC.context_controller_source(ctx, 4))
     assert client.timeouts == [7.5]
     assert via_api.controller_view and via_api.controller_view_error is None
     for table in ("controller_partitions", "controller_replicas", "reassignments"):
@@ -287,8 +290,8 @@ def test_the_api_view_is_written_as_the_in_process_one(tmp_path: Path) -> None:
         )
     assert via_api.rows["controller_partitions"] == len(drill.all_partitions())
     assert via_api.rows["controller_replicas"] > len(drill.all_partitions())
-    view = E.admin_controller_source(client)()
-    assert view.checked and view.rows() == E.context_controller_source(ctx, 4)().rows()
+    view = SRC.admin_controller_source(client)()
+    assert view.checked and view.rows() == SRC.context_controller_source(ctx, 4)().rows()
 
 
 def test_a_silent_controller_leaves_the_view_out_and_says_why(tmp_path: Path, caplog: Any) -> None:
@@ -298,7 +301,7 @@ def test_a_silent_controller_leaves_the_view_out_and_says_why(tmp_path: Path, ca
     d.writer.close()
     silent = DescribingClient(ControllerNotAvailableError("DescribeControllerContext: no active controller"))
     with caplog.at_level("WARNING", logger="kafka_controller.reconcile.export"):
-        result = _export(d, tmp_path / "snap", d.harness.store, E.admin_controller_source(silent, 1.0))
+        result = _export(d, tmp_path / "snap", d.harness.store, SRC.admin_controller_source(silent, 1.0))
     assert not result.controller_view
     assert result.controller_view_error == "DescribeControllerContext: no active controller"
     meta = S.read_meta(result.path)
@@ -312,7 +315,9 @@ def test_a_silent_controller_leaves_the_view_out_and_says_why(tmp_path: Path, ca
 def test_a_view_from_another_controller_is_left_out(tmp_path: Path) -> None:
     d = drill.start(sqlite_audit_url(tmp_path), tmp_path / "spool")
     d.writer.close()
-    result = _export(d, tmp_path / "snap", d.harness.store, E.context_controller_source(d.harness.context, 9))
+    result = _export(
+        d, tmp_path / "snap", d.harness.store, SRC.context_controller_source(d.harness.context, 9)
+    )
     assert not result.controller_view and result.rows["controller_partitions"] == 0
     assert result.controller_view_error is not None
     assert "controller changed during the export" in result.controller_view_error
@@ -332,10 +337,10 @@ def test_a_malformed_api_answer_fails_the_export_and_writes_nothing(tmp_path: Pa
     with pytest.raises(
         InvalidArgumentError, match=r"DescribeControllerContext: column replicas\.replica must hold"
     ):
-        _export(d, tmp_path / "snap", d.harness.store, E.admin_controller_source(DescribingClient(doc)))
+        _export(d, tmp_path / "snap", d.harness.store, SRC.admin_controller_source(DescribingClient(doc)))
     garbled = DescribingClient(ProtocolError("malformed DescribeControllerContext response body: ..."))
     with pytest.raises(InvalidArgumentError, match="malformed DescribeControllerContext answer"):
-        _export(d, tmp_path / "snap", d.harness.store, E.admin_controller_source(garbled))
+        _export(d, tmp_path / "snap", d.harness.store, SRC.admin_controller_source(garbled))
     assert not [p for p in tmp_path.iterdir() if "snap" in p.name]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.reconcile import snapshot as S
+from kafka_controller.reconcile import snapshot_schema as SS
 
 META = {
     "snapshot_id": "s1",
@@ -42,7 +43,7 @@ ZK_ROW = {
 
 
 def _columns(table: str, rows: list[dict]) -> dict[str, list]:
-    return {f.name: [r[f.name] for r in rows] for f in S.TABLES[table]}
+    return {f.name: [r[f.name] for r in rows] for f in SS.TABLES[table]}
 
 
 def test_round_trip_keeps_every_table_and_declared_types(tmp_path: Path) -> None:
@@ -51,12 +52,12 @@ def test_round_trip_keeps_every_table_and_declared_types(tmp_path: Path) -> None
         w.write("zk_partitions", _columns("zk_partitions", [ZK_ROW]))
         w.write("zk_partitions", _columns("zk_partitions", [{**ZK_ROW, "partition": 1, "leader": -1}]))
         w.commit(META)
-    assert sorted(p.name for p in out.iterdir()) == sorted(S.TABLES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(SS.TABLES)
     assert not list(tmp_path.glob(".snap.tmp-*"))
     meta = S.read_meta(out)
-    assert meta["schema_version"] == S.SNAPSHOT_VERSION and meta["controller_epoch"] == 3
+    assert meta["schema_version"] == SS.SNAPSHOT_VERSION and meta["controller_epoch"] == 3
     zk = S.read_arrow(out, "zk_partitions")
-    assert zk.schema == S.arrow_schema(S.TABLES["zk_partitions"])
+    assert zk.schema == SS.arrow_schema(SS.TABLES["zk_partitions"])
     assert [r["leader"] for r in zk.to_pylist()] == [1, -1]
     assert S.read_arrow(out, "broker_replicas").num_rows == 0  # unwritten tables exist, empty
 
@@ -97,15 +98,15 @@ def test_readers_refuse_newer_versions_and_missing_tables(tmp_path: Path) -> Non
     with S.SnapshotWriter(out) as w:
         w.commit(META)
     table = pq.read_table(out / "meta").to_pylist()
-    table[0]["schema_version"] = S.SNAPSHOT_VERSION + 1
+    table[0]["schema_version"] = SS.SNAPSHOT_VERSION + 1
     import pyarrow as pa
 
     pq.write_table(
-        pa.Table.from_pylist(table, schema=S.arrow_schema(S.TABLES["meta"])),
+        pa.Table.from_pylist(table, schema=SS.arrow_schema(SS.TABLES["meta"])),
         out / "meta" / "part-00000.parquet",
     )
     with pytest.raises(
-        InvalidArgumentError, match=f"schema version {S.SNAPSHOT_VERSION + 1} is not supported"
+        InvalidArgumentError, match=f"schema version {SS.SNAPSHOT_VERSION + 1} is not supported"
     ):
         S.read_meta(out)
     import shutil
@@ -129,13 +130,13 @@ def test_readers_refuse_newer_versions_and_missing_tables(tmp_path: Path) -> Non
 )
 def test_check_row_names_the_field(row: dict, message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
-        S.check_row("zk_partitions", row, "row 7")
+        SS.check_row("zk_partitions", row, "row 7")
 
 
 def test_schema_text_and_spark_ddl_cover_every_column() -> None:
-    text = S.describe_schema()
-    for table, fields in {**S.TABLES, **S.AUDIT_TABLES}.items():
+    text = SS.describe_schema()
+    for table, fields in {**SS.TABLES, **SS.AUDIT_TABLES}.items():
         assert f"{table}:" in text
-        ddl = S.spark_ddl(fields)
+        ddl = SS.spark_ddl(fields)
         assert ddl.count("`") == 2 * len(fields)
-    assert "`isr` ARRAY<INT>" in S.spark_ddl(S.TABLES["zk_partitions"])
+    assert "`isr` ARRAY<INT>" in SS.spark_ddl(SS.TABLES["zk_partitions"])

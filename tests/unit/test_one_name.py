@@ -31,12 +31,6 @@ RE_EXPORTS_ALLOWED = {
     "broker/apis.py",
     # ``serve_metrics`` moved to ``metrics_http``; the controller package is being restructured.
     "controller/metrics.py",
-    # The reconciliation job's readers use ``export`` and ``snapshot`` as module aliases (``E.``,
-    # ``S.``) for the sources and the schema they are built on.
-    "reconcile/export.py",
-    "reconcile/snapshot.py",
-    # The fault soak's checkers read the audit through ``invariants`` as one alias.
-    "testing/invariants.py",
 }
 
 
