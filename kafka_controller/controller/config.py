@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
+from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE, UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import InvalidArgumentError
 
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
-AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"
 LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = "leader.imbalance.per.broker.percentage"
 LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = "leader.imbalance.check.interval.seconds"
 DELETE_TOPIC_ENABLE = "delete.topic.enable"

@@ -27,12 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kafka_controller.controller.config import (
-    AUTO_LEADER_REBALANCE_ENABLE,
-    KNOWN_KEYS,
-    UNCLEAN_LEADER_ELECTION_ENABLE,
-    KafkaConfig,
-)
+from kafka_controller.controller.config import KNOWN_KEYS, KafkaConfig
+from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE, UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import InvalidArgumentError
 
 #: ``/config/<type>/<name>`` of the dynamic broker configs (docs/external-contract.md §1; Kafka's

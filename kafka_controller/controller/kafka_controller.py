@@ -25,7 +25,7 @@ from kafka_controller.controller.api import ControllerApi
 from kafka_controller.controller.auditing import ControllerAuditSink
 from kafka_controller.controller.broker_configs import DynamicBrokerConfigs
 from kafka_controller.controller.brokers import BrokerChanges
-from kafka_controller.controller.config import UNCLEAN_LEADER_ELECTION_ENABLE, KafkaConfig
+from kafka_controller.controller.config import KafkaConfig
 from kafka_controller.controller.election import ControllerElection
 from kafka_controller.controller.event_manager import ControllerEvent, ControllerEventManager
 from kafka_controller.controller.failover import ControllerFailover
@@ -48,6 +48,7 @@ from kafka_controller.controller.state_machines import StateMachineFactory
 from kafka_controller.controller.topics import TopicChanges
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.context_description import describe_context
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import ControllerMovedError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker

@@ -359,8 +359,3 @@ def new_rate_and_time_metrics(registry: MetricsRegistry) -> dict[ControllerState
         state: registry.timer(rate_and_time_metric(state), f"{state} events: rate and time (ms)")
         for state in TIMED_STATES
     }
-
-
-from kafka_controller.controller.metrics_http import MetricsServer, serve_metrics  # noqa: E402
-
-__all__ = ["MetricsRegistry", "MetricsServer", "prometheus_name", "serve_metrics"]

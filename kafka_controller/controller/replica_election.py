@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from kafka_controller.controller.config import AUTO_LEADER_REBALANCE_ENABLE
 from kafka_controller.controller.events import (
     ApiError,
     AutoPreferredReplicaLeaderElection,
@@ -32,6 +31,7 @@ from kafka_controller.core.strategies import (
     PartitionLeaderElectionStrategy,
     PreferredReplicaPartitionLeaderElectionStrategy,
 )
+from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE
 from kafka_controller.domain.errors import ControllerMovedError, StateChangeFailedError, ZNodeDecodeError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.states import PartitionState

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Collection
 
 from kafka_controller.controller import events as ev
-from kafka_controller.controller.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.controller.event_manager import ControllerEvent
 from kafka_controller.controller.metadata_updates import UpdateMetadataSender
 from kafka_controller.controller.services import ControllerServices, topic_path
@@ -17,6 +16,7 @@ from kafka_controller.core.partition_state_machine import PartitionStateMachine
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.core.topic_deletion_manager import TopicDeletionManager
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.values import TopicPartition
 
 log = logging.getLogger("kafka_controller.controller")
@@ -77,11 +77,11 @@ class StateMachineFactory:
     def event_sink(self, event: object) -> None:
         """Response callbacks of the batches (channel threads): wrap and enqueue, nothing else."""
         enqueue = self._s.enqueue
-        if isinstance(event, core_events.LeaderAndIsrResponseReceived):
+        if isinstance(event, core_events.LeaderAndIsrResponseNotice):
             enqueue(ev.LeaderAndIsrResponseReceived(event.response, event.broker_id))
-        elif isinstance(event, core_events.UpdateMetadataResponseReceived):
+        elif isinstance(event, core_events.UpdateMetadataResponseNotice):
             enqueue(ev.UpdateMetadataResponseReceived(event.response, event.broker_id))
-        elif isinstance(event, core_events.TopicDeletionStopReplicaResponseReceived):
+        elif isinstance(event, core_events.TopicDeletionStopReplicaResponseNotice):
             enqueue(
                 ev.TopicDeletionStopReplicaResponseReceived(
                     event.broker_id, event.error, dict(event.partition_errors)

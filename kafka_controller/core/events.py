@@ -1,11 +1,13 @@
-"""The controller events that broker responses become (Kafka's ``*ResponseReceived`` events).
+"""What the request batch makes of a broker's response: one notice, which the controller turns into
+Kafka's ``*ResponseReceived`` event (``controller.events``) on its queue.
 
 The request batch's response callbacks run on channel threads, so they do nothing but build one of
 these and hand it to the controller's event sink (docs/rules.md, callbacks only enqueue); the
-controller handles them on its event thread. ``controller_state`` names the Kafka
+controller handles them on its event thread. Core cannot import the controller's event classes,
+hence a notice of its own under its own name. ``controller_state`` names the Kafka
 ``ControllerState`` the event is timed under (``ControllerState.kafka_name`` in
-``controller.controller_state``; core cannot import it), and ``preempt`` does nothing, as in Kafka
-(nobody waits on these events).
+``controller.controller_state``), and ``preempt`` does nothing, as in Kafka (nobody waits on these
+events).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ _R = TypeVar("_R", LeaderAndIsrResponse, UpdateMetadataResponse, StopReplicaResp
 
 
 @dataclass(frozen=True, slots=True)
-class LeaderAndIsrResponseReceived:
+class LeaderAndIsrResponseNotice:
     """A broker answered a LeaderAndIsr request (the controller then checks for offline dirs)."""
 
     controller_state: ClassVar[str] = "LeaderAndIsrResponseReceived"
@@ -41,7 +43,7 @@ class LeaderAndIsrResponseReceived:
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateMetadataResponseReceived:
+class UpdateMetadataResponseNotice:
     """A broker answered an UpdateMetadata request (the controller logs a stale-broker-epoch error)."""
 
     controller_state: ClassVar[str] = "UpdateMetadataResponseReceived"
@@ -54,7 +56,7 @@ class UpdateMetadataResponseReceived:
 
 
 @dataclass(frozen=True, slots=True)
-class TopicDeletionStopReplicaResponseReceived:
+class TopicDeletionStopReplicaResponseNotice:
     """A broker answered StopReplica(delete=true) for partitions of topics whose deletion started.
 
     ``partition_errors`` holds only those partitions (never empty); ``error`` is the top-level error
@@ -72,7 +74,7 @@ class TopicDeletionStopReplicaResponseReceived:
 
 
 ResponseEvent = (
-    LeaderAndIsrResponseReceived | UpdateMetadataResponseReceived | TopicDeletionStopReplicaResponseReceived
+    LeaderAndIsrResponseNotice | UpdateMetadataResponseNotice | TopicDeletionStopReplicaResponseNotice
 )
 
 
@@ -84,14 +86,14 @@ EventSink = Callable[[object], None]
 
 def leader_and_isr_callback(sink: EventSink, broker_id: int) -> ResponseCallback:
     def on_response(response: ControlResponse) -> None:
-        sink(LeaderAndIsrResponseReceived(_expect(response, LeaderAndIsrResponse, broker_id), broker_id))
+        sink(LeaderAndIsrResponseNotice(_expect(response, LeaderAndIsrResponse, broker_id), broker_id))
 
     return on_response
 
 
 def update_metadata_callback(sink: EventSink, broker_id: int) -> ResponseCallback:
     def on_response(response: ControlResponse) -> None:
-        sink(UpdateMetadataResponseReceived(_expect(response, UpdateMetadataResponse, broker_id), broker_id))
+        sink(UpdateMetadataResponseNotice(_expect(response, UpdateMetadataResponse, broker_id), broker_id))
 
     return on_response
 
@@ -121,7 +123,7 @@ def stop_replica_callback(
         else:
             errors = {}
         if errors:
-            sink(TopicDeletionStopReplicaResponseReceived(broker_id, response.error, errors))
+            sink(TopicDeletionStopReplicaResponseNotice(broker_id, response.error, errors))
 
     return on_response
 

@@ -64,6 +64,7 @@ from kafka_controller.core.strategies import (
     PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy,
 )
+from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import (
     ControllerMovedError,
     InvalidArgumentError,
@@ -81,13 +82,12 @@ from kafka_controller.domain.values import (
 )
 from kafka_controller.ports import PartitionStateStore, UpdateLeaderAndIsrResult
 
-__all__ = ["UNCLEAN_LEADER_ELECTION_ENABLE", "PartitionLeaderElector"]
+__all__ = ["PartitionLeaderElector"]
 
 state_change_log = logging.getLogger("kafka_controller.state_change")
 
 _ONLINE = PartitionState.ONLINE_PARTITION
 _NON_EXISTENT = PartitionState.NON_EXISTENT_PARTITION
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 #: A failure of the cached round that Kafka's read round decides instead (never returned).
 _UNDECIDED_FROM_CACHE = StateChangeFailedError("no leader from the cached state: Kafka's read round decides")

@@ -16,11 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "kafka_controller"
 #: events exist once as the core's plain values (``core/events.py``, what the pure state machines
 #: and the request batch build) and once as the event-thread events (``controller/events.py``);
 #: both packages are being restructured, and merging the two is part of that work.
-DUPLICATE_CLASSES_ALLOWED = {
-    "LeaderAndIsrResponseReceived": "core/events.py value vs controller/events.py queue event",
-    "UpdateMetadataResponseReceived": "core/events.py value vs controller/events.py queue event",
-    "TopicDeletionStopReplicaResponseReceived": "core/events.py value vs controller/events.py queue event",
-}
+DUPLICATE_CLASSES_ALLOWED = {}
 
 #: Modules that list in ``__all__`` names defined elsewhere, each with why. A module may import
 #: what it uses; it should not advertise another module's names as its own.
@@ -29,8 +25,6 @@ RE_EXPORTS_ALLOWED = {
     # ``A.ElectLeadersRequest`` through one alias (some 350 uses), the codecs live in
     # ``controller_apis``, ``local_apis`` and ``wire``.
     "broker/apis.py",
-    # ``serve_metrics`` moved to ``metrics_http``; the controller package is being restructured.
-    "controller/metrics.py",
 }
 
 

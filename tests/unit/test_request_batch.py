@@ -18,9 +18,9 @@ import pytest
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.events import (
-    LeaderAndIsrResponseReceived,
-    TopicDeletionStopReplicaResponseReceived,
-    UpdateMetadataResponseReceived,
+    LeaderAndIsrResponseNotice,
+    TopicDeletionStopReplicaResponseNotice,
+    UpdateMetadataResponseNotice,
 )
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
@@ -205,7 +205,7 @@ def test_leader_and_isr_request_sent() -> None:
     assert request.topic_ids == {"foo": h.ctx.topic_ids["foo"], "bar": h.ctx.topic_ids["bar"]}
 
     assert h.channel.respond_all(broker_id=2) == 2  # the LeaderAndIsr and the UpdateMetadata
-    lai_events = [e for e in h.events if isinstance(e, LeaderAndIsrResponseReceived)]
+    lai_events = [e for e in h.events if isinstance(e, LeaderAndIsrResponseNotice)]
     assert len(lai_events) == 1
     event = lai_events[0]
     assert event.broker_id == 2
@@ -316,7 +316,7 @@ def test_update_metadata_request_sent() -> None:
     assert h.channel.respond_all(error=Errors.STALE_BROKER_EPOCH) == 1
     assert len(h.events) == 1
     event = h.events[0]
-    assert isinstance(event, UpdateMetadataResponseReceived)
+    assert isinstance(event, UpdateMetadataResponseNotice)
     assert event.broker_id == 2
     assert event.response.error is Errors.STALE_BROKER_EPOCH
 
@@ -470,7 +470,7 @@ def test_stop_replica_requests_while_topic_deletion_started(ibp: InterBrokerProt
     h.channel.respond_all()
     assert len(h.events) == 1
     event = h.events[0]
-    assert isinstance(event, TopicDeletionStopReplicaResponseReceived)
+    assert isinstance(event, TopicDeletionStopReplicaResponseNotice)
     assert event.broker_id == 2
     assert event.error is Errors.NONE
     assert set(event.partition_errors) == {FOO0, FOO1}  # only the topic being deleted
@@ -934,7 +934,7 @@ def test_stop_replica_error_response_reports_every_deleted_partition() -> None:
     h.batch.send_requests_to_brokers(CONTROLLER_EPOCH)
     assert h.channel.respond(0, StopReplicaResponse(Errors.STALE_BROKER_EPOCH)) is True
     (event,) = h.events
-    assert event == TopicDeletionStopReplicaResponseReceived(
+    assert event == TopicDeletionStopReplicaResponseNotice(
         2, Errors.STALE_BROKER_EPOCH, {FOO0: Errors.STALE_BROKER_EPOCH, FOO1: Errors.STALE_BROKER_EPOCH}
     )
 
@@ -948,7 +948,7 @@ def test_stop_replica_event_carries_per_partition_errors() -> None:
     h.batch.send_requests_to_brokers(CONTROLLER_EPOCH)
     errors = {FOO0: Errors.KAFKA_STORAGE_ERROR, FOO1: Errors.NONE}
     h.channel.respond(0, StopReplicaResponse(Errors.NONE, errors))
-    assert h.events == [TopicDeletionStopReplicaResponseReceived(2, Errors.NONE, errors)]
+    assert h.events == [TopicDeletionStopReplicaResponseNotice(2, Errors.NONE, errors)]
 
 
 def test_response_callback_rejects_a_response_of_another_kind() -> None:
@@ -959,7 +959,7 @@ def test_response_callback_rejects_a_response_of_another_kind() -> None:
         h.channel.respond(0, UpdateMetadataResponse(Errors.NONE))
     assert h.events == []
     h.channel.respond(0, LeaderAndIsrResponse(Errors.NONE))
-    assert h.events == [LeaderAndIsrResponseReceived(LeaderAndIsrResponse(Errors.NONE), 2)]
+    assert h.events == [LeaderAndIsrResponseNotice(LeaderAndIsrResponse(Errors.NONE), 2)]
 
 
 def test_bad_ibp_is_refused_at_construction() -> None:
@@ -1031,9 +1031,9 @@ def test_response_events_name_kafka_controller_states() -> None:
 
     names = {s.kafka_name for s in ControllerState}
     events = (
-        LeaderAndIsrResponseReceived,
-        UpdateMetadataResponseReceived,
-        TopicDeletionStopReplicaResponseReceived,
+        LeaderAndIsrResponseNotice,
+        UpdateMetadataResponseNotice,
+        TopicDeletionStopReplicaResponseNotice,
     )
     assert [e.controller_state for e in events] == [
         "LeaderAndIsrResponseReceived",
