@@ -50,11 +50,11 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.recording import RecordingAuditSink
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 from kafka_controller.ports import AuditSink
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
-from kafka_controller.testing.recording import RecordingAuditSink
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 from kafka_controller.zk.backend import CREATE, PERSISTENT
 from kafka_controller.zk.codecs import encode_topic
 

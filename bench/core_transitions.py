@@ -60,10 +60,10 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.recording import RecordingAuditSink
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 from kafka_controller.ports import AuditSink, UpdateLeaderAndIsrResult
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.recording import RecordingAuditSink
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 
 RESULTS = (
     Path(os.environ.get("KAFKA_CONTROLLER_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")

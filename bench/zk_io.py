@@ -143,7 +143,7 @@ def bench_reads(
 
 def bench_memory(n: int) -> dict[str, float]:
     """The in-memory fake on the same workload: write n states, then read them back."""
-    from kafka_controller.testing.memory_store import InMemoryMetadataStore
+    from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 
     store = InMemoryMetadataStore()
     epoch, zkv = store.register_controller_and_increment_controller_epoch(1)

@@ -127,10 +127,10 @@ class DryRun:
         from kafka_controller.controller.config import KafkaConfig
         from kafka_controller.controller.kafka_controller import KafkaController
         from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE
-        from kafka_controller.testing.memory_store import InMemoryMetadataStore
-        from kafka_controller.testing.memory_zk import InMemoryZooKeeper
-        from kafka_controller.testing.recording import RecordingAuditSink
-        from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+        from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+        from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
+        from kafka_controller.dryrun.recording import RecordingAuditSink
+        from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
         props = {**dict(broker_defaults or {}), AUTO_LEADER_REBALANCE_ENABLE: "false"}
         config = KafkaConfig.of(DRY_RUN_CONTROLLER_ID, props)  # bad defaults refused before any work

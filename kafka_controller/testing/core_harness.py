@@ -49,11 +49,11 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.recording import RecordingAuditSink
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 from kafka_controller.ports import AuditSink
 from kafka_controller.testing.core_harness_reassignment import HarnessReassignment, _ids
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.recording import RecordingAuditSink
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 
 __all__ = ["CoreHarness", "ElectionOutcomes"]
 

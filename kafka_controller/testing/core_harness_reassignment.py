@@ -25,7 +25,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
     seq_diff,
 )
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 
 __all__ = ["HarnessReassignment"]
 

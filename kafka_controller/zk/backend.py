@@ -1,7 +1,7 @@
 """The small interface the store logic needs from a ZooKeeper, and ZooKeeper's own vocabulary.
 
 Two implementations: ``kazoo_backend.KazooBackend`` (a real server) and
-``kafka_controller.testing.memory_zk.InMemorySession`` (an in-process znode tree). Everything
+``kafka_controller.dryrun.memory_zk.InMemorySession`` (an in-process znode tree). Everything
 above this line — fencing, batching, result splitting, codecs, paths — lives once, in the store.
 
 Ops are plain tuples ``(kind, path, data, arg)`` because a controller failover builds hundreds of

@@ -50,8 +50,8 @@ def memory_cluster(
 ):
     """An in-memory ZooKeeper tree holding ``layout`` with ``live`` brokers registered (each with its
     own session, kept in the returned dict so the registrations stay)."""
-    from kafka_controller.testing.memory_store import InMemoryMetadataStore
-    from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+    from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+    from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 
     tree = InMemoryZooKeeper()
     admin = InMemoryMetadataStore(tree)

@@ -36,9 +36,9 @@ from kafka_controller.domain.audit_records import (
 )
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.testing.clock import ManualClock
 from kafka_controller.testing.core_harness import CoreHarness
-from kafka_controller.testing.recording import RecordingAuditSink
 from tests.audit.factories import controller_event, partition_transition, replica_transition
 
 WAIT = 60.0

@@ -26,7 +26,7 @@ from kafka_controller.broker.kafka_wire.primitives import Reader, Writer
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.domain.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
 from kafka_controller.domain.values import LEADER_DURING_DELETE, Broker, EndPoint
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 
 DEADLINE_S = 20.0
 

@@ -20,8 +20,8 @@ from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.kafka_wire.header import RequestHeader
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.values import TopicPartition
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from tests.broker.helpers import wait_until
 
 SECRET = "s3cr3t-sentinel-value"

@@ -16,8 +16,8 @@ from kafka_controller.broker.admin_client import (
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.clock import ManualClock
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.transport.errors import RemoteError
 from kafka_controller.transport.server import TransportServer
 from tests.broker.helpers import broker

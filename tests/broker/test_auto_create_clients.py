@@ -14,8 +14,8 @@ from kafka.errors import KafkaTimeoutError
 
 from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.server import BrokerServer
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from tests.broker.helpers import wait_until
 
 SETTINGS = {"auto.leader.rebalance.enable": "false", "sim.fetch.interval.ms": "50"}

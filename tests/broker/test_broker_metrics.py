@@ -16,8 +16,8 @@ from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.controller.metrics import Meter, MetricsRegistry, prometheus_name
 from kafka_controller.domain.values import ReplicaAssignment
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from tests.broker.helpers import wait_until
 
 SETTINGS = {

@@ -20,7 +20,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.transport.server import TransportServer
 
 ZK_STATES = {0: (1, (1, 2)), 1: (2, (2, 1)), 2: (1, (1,))}  # partition -> (leader, isr)

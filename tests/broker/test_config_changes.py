@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 
 from kafka_controller.broker.config_changes import ConfigChangeListener, TopicConfigChangeListener
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.zk_harness import wait_for
 
 

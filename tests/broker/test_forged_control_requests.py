@@ -18,8 +18,8 @@ from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.codec import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from tests.broker.helpers import leader_and_isr, state, stop_replica, um_state, update_metadata, wait_until

@@ -30,8 +30,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.clock import ManualClock
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.codec import ApiRegistry
 from kafka_controller.transport.errors import ProtocolError, RemoteError

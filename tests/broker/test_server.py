@@ -20,8 +20,8 @@ from kafka_controller.broker.server import BrokerServer
 from kafka_controller.controller.metrics import prometheus_name
 from kafka_controller.domain.values import Broker, ReplicaAssignment, TopicPartition
 from kafka_controller.ports import MetadataStore
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from tests.broker.helpers import DEADLINE_S, wait_until
 
 TPS = [TopicPartition("audited", p) for p in range(4)]

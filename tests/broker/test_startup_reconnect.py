@@ -19,9 +19,9 @@ from kafka_controller.broker.metrics import NOT_RUNNING
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.broker.zk_wait import UntilConnected
 from kafka_controller.domain.errors import StoreUnavailableError
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.ports import SystemClock
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from tests.broker.helpers import wait_until

@@ -12,8 +12,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.ports import TopicIdReplicaAssignment
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
 
 
 def _broker(i: int) -> Broker:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.ports import SessionEvent
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 from kafka_controller.zk.store import ZkMetadataStore
 
 EVENT_TIMEOUT = 20.0

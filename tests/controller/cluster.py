@@ -30,11 +30,11 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 from kafka_controller.ports import AuditSink, MetadataStore
 from kafka_controller.testing.clock import ManualClock
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 
 DEADLINE_S = 10.0
 

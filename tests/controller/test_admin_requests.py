@@ -10,7 +10,7 @@ from kafka_controller.controller.events import ApiError, ElectionType
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import Errors, StopReplicaRequest
 from kafka_controller.domain.values import NO_LEADER, LeaderAndIsr, ReplicaAssignment, TopicPartition
-from kafka_controller.testing.recording import RecordingAuditSink
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster, wait_until
 
 TP = TopicPartition("t", 0)

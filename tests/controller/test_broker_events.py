@@ -20,7 +20,7 @@ from kafka_controller.domain.values import (
     LeaderIsrAndControllerEpoch,
     TopicPartition,
 )
-from kafka_controller.testing.recording_channel import SentRequest, default_response
+from kafka_controller.dryrun.recording_channel import SentRequest, default_response
 from tests.controller.cluster import Answer, Cluster, wait_until
 
 TP = TopicPartition("t", 0)

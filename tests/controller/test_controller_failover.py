@@ -13,7 +13,7 @@ from kafka_controller.domain.errors import IllegalControllerStateError
 from kafka_controller.domain.requests import LeaderAndIsrRequest
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import NO_LEADER, ReplicaAssignment, TopicPartition
-from kafka_controller.testing.recording import RecordingAuditSink
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from tests.controller.cluster import Cluster, wait_until
 
 TP = TopicPartition("topic1", 0)

@@ -25,8 +25,8 @@ from kafka_controller.domain.errors import (
 )
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.dryrun.recording import HoldingAuditSink, RecordingAuditSink
 from kafka_controller.ports import NullAuditSink
-from kafka_controller.testing.recording import HoldingAuditSink, RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster, FakeClock, wait_until
 
 TP = TopicPartition("t", 0)

@@ -19,7 +19,7 @@ from kafka_controller.domain.audit_records import ControllerEventRecord
 from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE as AUTO
 from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE as UNCLEAN
 from kafka_controller.domain.values import NO_LEADER, TopicPartition
-from kafka_controller.testing.recording import RecordingAuditSink
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from tests.controller.cluster import Cluster, SimBroker, wait_until
 
 TASK = "auto-leader-rebalance-task"

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import pytest
 
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.testing import audit_entries as AE
 from kafka_controller.testing import invariants as I
 from kafka_controller.testing import violation as V
-from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster
 
 TP = TopicPartition("t", 0)

@@ -21,10 +21,10 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.testing import audit_entries as AE
 from kafka_controller.testing import invariants as I
 from kafka_controller.testing import violation as V
-from kafka_controller.testing.recording import RecordingAuditSink
 from tests.controller.cluster import Answer, Cluster, wait_until
 
 TP = TopicPartition("t", 0)

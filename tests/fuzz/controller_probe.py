@@ -25,9 +25,9 @@ from kafka_controller.domain.audit_records import (
 )
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
+from kafka_controller.dryrun.memory_zk_session import InMemorySession
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.ports import TopicIdReplicaAssignment
-from kafka_controller.testing.memory_zk_session import InMemorySession
-from kafka_controller.testing.recording import RecordingAuditSink
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.backend import NONODE, PERSISTENT
 from tests.controller.cluster import Cluster, SimBroker, wait_until

@@ -23,8 +23,8 @@ from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.transport import framing
 from tests.broker.helpers import wait_until
 from tests.fuzz import strategies as S

@@ -29,9 +29,9 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.ports import TopicIdReplicaAssignment
 from kafka_controller.testing.core_harness import CoreHarness
-from kafka_controller.testing.recording import RecordingAuditSink
 
 _PARTITION_STATES = {s.kafka_name: s for s in PartitionState}
 _REPLICA_STATES = {s.kafka_name: s for s in ReplicaState}

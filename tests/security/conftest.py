@@ -11,9 +11,9 @@ import pytest
 
 from kafka_controller.broker.config import BrokerConfig
 from kafka_controller.broker.server import BrokerServer
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.security import certs
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 
 
 @dataclass(frozen=True)

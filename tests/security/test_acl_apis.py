@@ -17,7 +17,7 @@ from kafka_controller.broker.kafka_wire.header import decode_response_header
 from kafka_controller.broker.kafka_wire.kio_api import response_schema
 from kafka_controller.broker.kafka_wire.primitives import Reader
 from kafka_controller.broker.metadata_cache import MetadataCache
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from tests.broker.admin_wire import payload, req_nested
 
 ON = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:ANONYMOUS"}

@@ -49,12 +49,12 @@ from kafka_controller.broker.kafka_wire.kio_build import build, nested
 from kafka_controller.broker.kafka_wire.primitives import Reader, Writer
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.requests import UpdateMetadataRequest
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.security import certs
 from kafka_controller.security.authorizer import AclOperation as Op
 from kafka_controller.security.authorizer import ResourcePattern
 from kafka_controller.security.authorizer import ResourceType as RT
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.errors import RemoteError
 from tests.broker.helpers import wait_until

@@ -18,9 +18,9 @@ from confluent_kafka.admin import (
 )
 
 from kafka_controller.broker.server import BrokerServer
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.security.scram import SCRAM_SHA_512
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 from tests.broker.helpers import wait_until
 from tests.security.test_sasl import (
     ALICE_PASSWORD,

@@ -7,6 +7,8 @@ import orjson
 import pytest
 
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.security.authorizer import (
     AccessControlEntry,
     AclBinding,
@@ -22,8 +24,6 @@ from kafka_controller.security.authorizer import (
     authorizer_from,
     parse_super_users,
 )
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 from kafka_controller.zk.store_acls import (
     AclChangeListener,
     ZkAclStore,

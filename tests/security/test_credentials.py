@@ -8,6 +8,7 @@ import json
 import threading
 
 from kafka_controller.broker.config_changes import ConfigChangeListener
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.security.credentials import (
     ScramCredentialCache,
     alter_user_credentials,
@@ -15,7 +16,6 @@ from kafka_controller.security.credentials import (
     sanitize,
 )
 from kafka_controller.security.scram import SCRAM_SHA_256, SCRAM_SHA_512, ScramFormatter
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
 from kafka_controller.testing.zk_harness import wait_for
 
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from tests.broker.helpers import wait_until
 from tests.security.conftest import Pki
 

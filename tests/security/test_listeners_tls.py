@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from kafka_controller.broker.server import BrokerServer
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from tests.broker.helpers import wait_until
 from tests.security.conftest import Pki
 

@@ -24,11 +24,11 @@ import pytest
 
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.security import sasl_wire as wire
 from kafka_controller.security.credentials import alter_user_credentials
 from kafka_controller.security.scram import SCRAM_SHA_256, SCRAM_SHA_512, ScramClient, ScramFormatter
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 from kafka_controller.transport import framing
 from tests.broker.helpers import wait_until
 from tests.security.conftest import Pki

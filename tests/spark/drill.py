@@ -31,12 +31,12 @@ from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.domain.requests import LeaderAndIsrRequest, StopReplicaRequest
 from kafka_controller.domain.values import Broker, EndPoint, LeaderIsrAndControllerEpoch, TopicPartition
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 from kafka_controller.reconcile.sources import context_controller_source, replica_manager_source
 from kafka_controller.testing.clock import ManualClock
 from kafka_controller.testing.core_harness import CoreHarness
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
 
 BROKERS = (1, 2, 3, 4)
 TOPICS = {

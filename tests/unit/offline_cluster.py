@@ -15,7 +15,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 
 
 def offline_cluster(

@@ -26,8 +26,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.recording import RecordingAuditSink, RecordingRequestBatch
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.recording import RecordingAuditSink, RecordingRequestBatch
 from tests.unit.offline_cluster import offline_cluster
 
 N = 40

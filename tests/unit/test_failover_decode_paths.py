@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kafka_controller.domain.errors import ZNodeDecodeError
 from kafka_controller.domain.requests import LeaderAndIsrPartitionState, UpdateMetadataPartitionState
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.backend import CREATE, PERSISTENT
 from kafka_controller.zk.codecs import decode_partition_state, decode_topic, encode_partition_state
@@ -174,7 +174,7 @@ def test_bulk_queueing_of_distinct_partitions_is_the_per_entry_queueing_in_the_s
 
     from kafka_controller.core.context import ControllerContext
     from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
-    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+    from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
     ctx, tps = _batch_fixture(seed)
     assert isinstance(ctx, ControllerContext)
@@ -214,7 +214,7 @@ def test_distinct_partitions_take_the_bulk_path_and_a_repeated_one_the_entry_loo
 ) -> None:
     from kafka_controller.core.context import ControllerContext
     from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
-    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+    from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
     ctx, tps = _batch_fixture(7)
     assert isinstance(ctx, ControllerContext)

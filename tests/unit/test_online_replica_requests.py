@@ -23,8 +23,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.recording import RecordingAuditSink, ScriptedPartitionStateStore
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+from kafka_controller.dryrun.recording import RecordingAuditSink, ScriptedPartitionStateStore
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
 CONTROLLER_EPOCH = 7
 BROKERS = (1, 2, 3, 4, 5)

@@ -35,8 +35,8 @@ from kafka_controller.domain.values import (
     build_leader_and_isr,
     build_leader_isr_and_controller_epoch,
 )
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.recording import RecordingAuditSink, RecordingRequestBatch
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.recording import RecordingAuditSink, RecordingRequestBatch
 from kafka_controller.zk.codecs import decode_topic, encode_topic
 from tests.unit.offline_cluster import offline_cluster
 
@@ -231,7 +231,7 @@ def test_topic_partition_keys_beyond_the_int_digit_limit_are_decode_errors() -> 
 # -- request batch: one state per partition, rebuilt when an input changes -------------------------------
 def test_request_batch_shares_a_partitions_states_across_its_replicas_until_an_input_changes() -> None:
     from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
-    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+    from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
     ctx = ControllerContext()
     ctx.set_live_brokers({Broker(b, (EndPoint("h", b),)): b for b in (1, 2, 3)})
@@ -268,7 +268,7 @@ def test_bulk_leader_and_isr_queueing_matches_kafkas_per_entry_rules(seed: int) 
     import random
 
     from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
-    from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+    from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
     rng = random.Random(seed)
     ctx = ControllerContext()

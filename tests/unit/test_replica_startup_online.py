@@ -24,8 +24,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.recording import RecordingAuditSink, ScriptedPartitionStateStore
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+from kafka_controller.dryrun.recording import RecordingAuditSink, ScriptedPartitionStateStore
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
 _ONLINE = ReplicaState.ONLINE_REPLICA
 BROKERS = (1, 2, 3, 4)

@@ -34,12 +34,12 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.ports import AuditSink, PartitionStateRead, UpdateLeaderAndIsrResult
-from kafka_controller.testing.recording import (
+from kafka_controller.dryrun.recording import (
     RecordingAuditSink,
     RecordingRequestBatch,
     ScriptedPartitionStateStore,
 )
+from kafka_controller.ports import AuditSink, PartitionStateRead, UpdateLeaderAndIsrResult
 
 RS = ReplicaState
 NEW, ONLINE, OFFLINE = RS.NEW_REPLICA, RS.ONLINE_REPLICA, RS.OFFLINE_REPLICA

@@ -47,7 +47,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel, SentRequest, default_response
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel, SentRequest, default_response
 
 CONTROLLER_ID = 1
 CONTROLLER_EPOCH = 1

@@ -13,7 +13,7 @@ from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.domain.requests import StopReplicaPartitionState
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-from kafka_controller.testing.recording_channel import RecordingBrokerChannel
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 
 _Queued = dict[int, dict[TopicPartition, StopReplicaPartitionState]]
 

@@ -35,13 +35,13 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.dryrun.recording import RecordingRequestBatch
 from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult
 from kafka_controller.testing.mock_state_machines import (
     MockPartitionStateMachine,
     MockReplicaStateMachine,
     RecordingDeletionClient,
 )
-from kafka_controller.testing.recording import RecordingRequestBatch
 
 PS = PartitionState
 RS = ReplicaState

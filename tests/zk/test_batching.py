@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kafka_controller.domain.errors import ControllerMovedError, InvalidArgumentError, NoNodeError
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
-from kafka_controller.testing.memory_zk_session import InMemorySession
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_zk_session import InMemorySession
 from kafka_controller.zk.backend import (
     BADVERSION,
     CHECK,
@@ -261,7 +261,7 @@ def _recording_store(
     """An in-memory store holding ``partitions`` states of topic ``t``, whose state encodings are
     counted (``encoded``) and whose multis are recorded with the count when each was taken."""
     from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-    from kafka_controller.testing.memory_store import InMemoryMetadataStore
+    from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
     from kafka_controller.zk import store_partitions as store_module
     from kafka_controller.zk.codecs import encode_leader_and_isr as encode
 

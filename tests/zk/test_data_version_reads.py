@@ -10,7 +10,7 @@ import pytest
 
 from kafka_controller.domain.errors import MetadataStoreError, ZNodeDecodeError
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.zk.backend import NOAUTH, NONODE, OK, DataVersions, data_version_columns
 from kafka_controller.zk.codecs import encode_partition_state
 from kafka_controller.zk.multiread import (

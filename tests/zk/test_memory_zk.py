@@ -10,7 +10,7 @@ from kafka_controller.domain.errors import (
     NoNodeError,
     StoreUnavailableError,
 )
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.zk.backend import (
     CREATE,
     EPHEMERAL,

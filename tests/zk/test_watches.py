@@ -8,9 +8,9 @@ import queue
 import pytest
 
 from kafka_controller.domain.errors import StoreUnavailableError
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.ports import SessionEvent, ZNodeEvent, ZNodeEventType
-from kafka_controller.testing.memory_store import InMemoryMetadataStore
-from kafka_controller.testing.memory_zk import InMemoryZooKeeper
 
 
 class Q:

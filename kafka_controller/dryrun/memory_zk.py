@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from kafka_controller.testing.memory_zk_session import InMemorySession, _Event
+from kafka_controller.dryrun.memory_zk_session import InMemorySession, _Event
 from kafka_controller.zk.backend import (
     BADVERSION,
     CHECK,

@@ -28,7 +28,7 @@ from kafka_controller.zk.backend import (
 from kafka_controller.zk.security import DEFAULT_READ_CHUNK
 
 if TYPE_CHECKING:
-    from kafka_controller.testing.memory_zk import InMemoryZooKeeper
+    from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 
 __all__ = ["InMemorySession"]
 
