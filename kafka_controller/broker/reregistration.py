@@ -14,10 +14,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_controller.broker import session_file, zk_wait
+from kafka_controller.broker import zk_wait
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import Broker
 from kafka_controller.ports import Clock, MetadataStore, SessionEvent
+from kafka_controller.zk import session_file
 
 log = logging.getLogger("kafka_controller.broker.server")  # the broker's lines, as before the split
 #: Re-registration attempts after a session expiry that fail otherwise than by a lost connection.

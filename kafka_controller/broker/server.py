@@ -31,7 +31,7 @@ from typing import Any
 
 from kafka_controller.broker import apis as A
 from kafka_controller.broker import metrics as M
-from kafka_controller.broker import session_file, zk_wait
+from kafka_controller.broker import zk_wait
 from kafka_controller.broker.admin_audit import AdminAudit, audited_cluster_id
 from kafka_controller.broker.admin_client import AdminClient, zk_locator
 from kafka_controller.broker.alter_isr import AlterIsrManager
@@ -55,6 +55,7 @@ from kafka_controller.ports import AuditSink, Clock, MetadataStore, SystemClock
 from kafka_controller.security.credentials import ScramCredentialCache
 from kafka_controller.security.listeners import BrokerListeners, sasl_factory
 from kafka_controller.transport.limits import SocketSettings
+from kafka_controller.zk import session_file
 from kafka_controller.zk.paths import CONTROLLER_EPOCH_PATH
 
 log = logging.getLogger(__name__)

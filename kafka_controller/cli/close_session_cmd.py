@@ -36,13 +36,13 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_controller.broker.session_file import (
+    from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
+    from kafka_controller.zk.session_file import (
         SessionFileError,
         read_session_file,
         remove_session_file,
         same_process_alive,
     )
-    from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
 
     data_dir: Path = args.data_dir
     if not data_dir.is_dir():

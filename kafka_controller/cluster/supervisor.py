@@ -23,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from kafka_controller.broker.session_file import read_session_file, remove_session_file
 from kafka_controller.cluster.process import BrokerProcess
 from kafka_controller.zk.backend import Stat
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
+from kafka_controller.zk.session_file import read_session_file, remove_session_file
 
 log = logging.getLogger(__name__)
 

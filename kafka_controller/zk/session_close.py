@@ -31,13 +31,13 @@ from collections.abc import Callable
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kafka_controller.broker.session_file import UNKNOWN_BROKER_EPOCH, SessionRecord
 from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.ports.clock import Clock, SystemClock
 from kafka_controller.zk.backend import Stat
 from kafka_controller.zk.kazoo_client import InterruptibleKazooClient
 from kafka_controller.zk.paths import broker_id_path
 from kafka_controller.zk.security import ZkClientConfig
+from kafka_controller.zk.session_file import UNKNOWN_BROKER_EPOCH, SessionRecord
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from kafka_controller.broker.metrics import (
 from kafka_controller.broker.server import BrokerServer
 from kafka_controller.controller.metrics import prometheus_name
 from kafka_controller.domain.values import Broker, ReplicaAssignment, TopicPartition
-from kafka_controller.ports import MetadataStore
 from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
+from kafka_controller.ports import MetadataStore
 from tests.broker.helpers import DEADLINE_S, wait_until
 
 TPS = [TopicPartition("audited", p) for p in range(4)]
@@ -159,9 +159,9 @@ def test_a_session_file_it_cannot_write_does_not_keep_the_broker_from_registerin
     registers. A record it cannot write (here a directory stands where the file goes; a full disk
     does the same) costs only crash detection: it warns and registers, as Kafka's broker would. It
     used to fail the whole re-registration, and the broker stayed on its old epoch for good."""
-    from kafka_controller.broker.session_file import SESSION_FILE_NAME
     from kafka_controller.testing.zk_harness import expire_session
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
+    from kafka_controller.zk.session_file import SESSION_FILE_NAME
 
     admin = KazooMetadataStore(zk_connect)
     config = BrokerConfig.of(1, {**SETTINGS, "zookeeper.session.timeout.ms": "4000"})

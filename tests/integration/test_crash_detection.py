@@ -20,13 +20,6 @@ import pytest
 from bench._client_watch import listing
 from kafka_controller.broker.config import BrokerConfig, zookeeper_store
 from kafka_controller.broker.server import BrokerServer
-from kafka_controller.broker.session_file import (
-    SESSION_FILE_NAME,
-    UNKNOWN_BROKER_EPOCH,
-    SessionRecord,
-    read_session_file,
-    write_session_file,
-)
 from kafka_controller.cli.main import main
 from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.ports import SystemClock
@@ -35,6 +28,13 @@ from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from kafka_controller.zk.paths import broker_id_path
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
+from kafka_controller.zk.session_file import (
+    SESSION_FILE_NAME,
+    UNKNOWN_BROKER_EPOCH,
+    SessionRecord,
+    read_session_file,
+    write_session_file,
+)
 from tests.broker.helpers import wait_until
 from tests.integration.conftest import ClusterFactory
 from tests.integration.helpers import TIMEOUT, live_replicas_have_live_leaders, wait_all_led, wait_healthy

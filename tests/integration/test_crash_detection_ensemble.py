@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_controller.broker.session_file import read_session_file
 from kafka_controller.cli.main import main
 from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.zk.ensemble import ZooKeeperEnsemble
 from kafka_controller.zk.session_close import CloseOutcome
+from kafka_controller.zk.session_file import read_session_file
 from tests.integration.helpers import TIMEOUT, live_replicas_have_live_leaders, wait_all_led, wait_healthy
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.timeout(600)]

@@ -15,17 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from kafka_controller.broker.session_file import (
-    SESSION_FILE_NAME,
-    UNKNOWN_BROKER_EPOCH,
-    SessionFileError,
-    SessionRecord,
-    process_start,
-    read_session_file,
-    remove_session_file,
-    same_process_alive,
-    write_session_file,
-)
 from kafka_controller.cluster.process import BrokerProcess
 from kafka_controller.cluster.supervisor import ExitedProcess, ExitSupervisor
 from kafka_controller.domain.errors import StoreUnavailableError
@@ -39,6 +28,17 @@ from kafka_controller.zk.session_close import (
     CloseOutcome,
     check_owner,
     close_recorded_session,
+)
+from kafka_controller.zk.session_file import (
+    SESSION_FILE_NAME,
+    UNKNOWN_BROKER_EPOCH,
+    SessionFileError,
+    SessionRecord,
+    process_start,
+    read_session_file,
+    remove_session_file,
+    same_process_alive,
+    write_session_file,
 )
 from tests.broker.helpers import wait_until
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from kafka_controller.broker.session_file import SessionRecord
 from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.zk.backend import Stat
 from kafka_controller.zk.embedded import EmbeddedZooKeeper
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
+from kafka_controller.zk.session_file import SessionRecord
 
 pytestmark = pytest.mark.zk
 
