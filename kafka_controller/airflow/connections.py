@@ -297,7 +297,7 @@ def _zk_tls(conn_id: str, ex: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _bootstrap(value: Any) -> tuple[str, ...] | None:
-    from kafka_controller.admin.kafka_admin import parse_bootstrap_servers
+    from kafka_controller.broker.kafka_admin import parse_bootstrap_servers
 
     if value is not None and not isinstance(value, str | list):
         raise InvalidArgumentError(f"bootstrap_servers must be host:port[,host:port], got {value!r}")

@@ -12,7 +12,7 @@ Only the request's top-level error is interpreted here; per-partition errors are
 What this client is for: the requests only this project's brokers answer, in its private protocol
 (a broker's own AlterIsr and ControlledShutdown to the controller; ShutdownBroker,
 DescribeControllerContext, DescribeReplicas and the metadata-cache read for operators). Operators'
-elections and reassignments go through ``admin.kafka_admin.KafkaAdmin`` instead, so they work
+elections and reassignments go through ``broker.kafka_admin.KafkaAdmin`` instead, so they work
 against an Apache Kafka cluster too; this client's ``elect_leaders`` and reassignment calls serve the
 private API's own tests and benchmarks (docs/design.md, "Two admin clients, two jobs").
 """

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 if TYPE_CHECKING:
-    from kafka_controller.admin.kafka_admin import KafkaAdmin
     from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.broker.kafka_admin import KafkaAdmin
     from kafka_controller.security.client_config import ClientSecurity
     from kafka_controller.zk.security import ZkClientConfig
     from kafka_controller.zk.store import ZkMetadataStore
@@ -252,7 +252,7 @@ def open_admin_client(args: argparse.Namespace, store: ZkMetadataStore) -> Itera
 def open_kafka_admin(args: argparse.Namespace, store: ZkMetadataStore) -> Iterator[KafkaAdmin]:
     """Kafka's admin APIs through a Kafka client (kafka-python), bootstrapped from
     ``--bootstrap-server`` or the brokers registered in ZooKeeper."""
-    from kafka_controller.admin.kafka_admin import KafkaAdmin
+    from kafka_controller.broker.kafka_admin import KafkaAdmin
 
     client = KafkaAdmin(
         getattr(args, "bootstrap_server", None),

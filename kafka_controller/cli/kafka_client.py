@@ -75,7 +75,7 @@ def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> It
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
-    from kafka_controller.admin.kafka_admin import client_id
+    from kafka_controller.broker.kafka_admin import client_id
 
     security = common.client_security(args)  # a bad file is named before anything is reached
     servers = bootstrap_servers(args, security.listener_name)
@@ -99,8 +99,8 @@ def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> It
 
 
 def describe_error(e: BaseException) -> str:
-    """One line with Kafka's error name from a kafka-python error (``admin.kafka_admin``)."""
-    from kafka_controller.admin.kafka_admin import describe_kafka_error
+    """One line with Kafka's error name from a kafka-python error (``broker.kafka_admin``)."""
+    from kafka_controller.broker.kafka_admin import describe_kafka_error
 
     return describe_kafka_error(e)
 

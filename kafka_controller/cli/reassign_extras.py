@@ -27,7 +27,7 @@ from kafka_controller.cli import common
 from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError
 
 if TYPE_CHECKING:
-    from kafka_controller.admin.kafka_admin import KafkaAdmin
+    from kafka_controller.broker.kafka_admin import KafkaAdmin
     from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
     from kafka_controller.zk.store import ZkMetadataStore
 

@@ -99,7 +99,7 @@ def _create_topics(admin: Any, topics: dict[str, dict[str, Any]], timeout_ms: in
 
 def _error(topic: dict[str, Any]) -> str:
     """``TOPIC_ALREADY_EXISTS: Topic 't' already exists.``: Kafka's error name and the broker's message."""
-    from kafka_controller.admin.kafka_admin import error_name
+    from kafka_controller.broker.kafka_admin import error_name
 
     name = error_name(int(topic["error_code"]))
     message = (topic.get("error_message") or "").strip()
@@ -110,12 +110,12 @@ def run_create(args: argparse.Namespace) -> int:
     """kafka-topics.sh --bootstrap-server --create: without --partitions or --replication-factor the
     broker's defaults (``num.partitions``, ``default.replication.factor``) apply, as Kafka 2.4+ does.
     Config names and values are the broker's to check (a newer Kafka knows more of them)."""
-    from kafka_controller.admin.kafka_admin import error_name
     from kafka_controller.admin.topics import (
         MAX_REPLICATION_FACTOR,
         parse_config_pairs,
         parse_replica_assignment,
     )
+    from kafka_controller.broker.kafka_admin import error_name
     from kafka_controller.domain.errors import InvalidArgumentError
     from kafka_controller.zk.paths import validate_topic_name
 
@@ -196,7 +196,7 @@ def run_delete(args: argparse.Namespace) -> int:
     """kafka-topics.sh --bootstrap-server --delete. The controller's answer already waits (up to
     --timeout) until the brokers no longer serve the topic, so ``--wait`` (until its znodes are gone)
     is for the ZooKeeper path only."""
-    from kafka_controller.admin.kafka_admin import error_name
+    from kafka_controller.broker.kafka_admin import error_name
     from kafka_controller.zk.paths import validate_topic_name
 
     name = args.topic

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import kafka.errors as errors
 
-from kafka_controller.admin.kafka_admin import DESCRIBED_LIMIT, describe_kafka_error
+from kafka_controller.broker.kafka_admin import DESCRIBED_LIMIT, describe_kafka_error
 from kafka_controller.cli.kafka_client import describe_error
 
 _REFUSED = (
@@ -32,7 +32,7 @@ def test_a_refusal_without_a_message_gets_kafkas_description() -> None:
 
 
 def test_the_admin_path_describes_errors_alike() -> None:
-    """elect and reassign go through ``admin.kafka_admin``: the same one line."""
+    """elect and reassign go through ``broker.kafka_admin``: the same one line."""
     assert describe_kafka_error(errors.InvalidPartitionsError(_REFUSED)).startswith(
         "INVALID_PARTITIONS: Topic"
     )

@@ -1,4 +1,4 @@
-"""``admin.kafka_admin.KafkaAdmin``: the operations package's elections and reassignments over a Kafka
+"""``broker.kafka_admin.KafkaAdmin``: the operations package's elections and reassignments over a Kafka
 client (kafka-python), here with a recording fake of ``KafkaAdminClient``: which brokers it
 bootstraps from, the client id that carries the operation id, the translation of answers into the
 private client's response values, retries while no controller answers, and one-line errors."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafka_controller.admin.kafka_admin import (
+from kafka_controller.broker.kafka_admin import (
     KafkaAdmin,
     KafkaAdminError,
     brokers_from_zookeeper,

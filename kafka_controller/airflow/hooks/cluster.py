@@ -29,8 +29,8 @@ from kafka_controller.domain.values import TopicPartition
 from kafka_controller.ports import Clock, SystemClock
 
 if TYPE_CHECKING:
-    from kafka_controller.admin.kafka_admin import KafkaAdmin
     from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.broker.kafka_admin import KafkaAdmin
 
 T = TypeVar("T")
 DEFAULT_BROKER = "<default>"  # Kafka's entity name for the cluster-wide dynamic broker config
@@ -185,8 +185,8 @@ class KafkaClusterHook(BaseHook):
         """Elections and reassignments over Kafka's protocol (kafka-python), so they work on any
         ZooKeeper-mode Kafka 2.4+; the operation id travels in the client id."""
         if self._kafka_admin is None:
-            from kafka_controller.admin.kafka_admin import KafkaAdmin
             from kafka_controller.admin.kafka_logs import keep_kafka_client_logs_at_debug
+            from kafka_controller.broker.kafka_admin import KafkaAdmin
 
             keep_kafka_client_logs_at_debug()  # refused connections to restarting brokers are no news
 
