@@ -81,8 +81,8 @@ def run_airflow(args: argparse.Namespace) -> int:
             "Airflow is not installed (pip install -e '.[airflow]'); "
             "run the demo without it: kafka-controller demo --scenario scripted"
         )
-    from kafka_controller.cluster.airflow_demo import AirflowDemo
-    from kafka_controller.cluster.airflow_home import dags_folder
+    from kafka_controller.airflow.demo import AirflowDemo
+    from kafka_controller.airflow.demo_home import dags_folder
     from kafka_controller.domain.errors import KafkaControllerError
 
     dags = dags_folder(args.dags_folder)  # before anything starts: a bad folder is one line, nothing left

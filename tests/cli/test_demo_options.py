@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_controller.cluster import airflow_home
-from kafka_controller.cluster.airflow_home import AirflowDemoError, dags_folder
+from kafka_controller.airflow import demo_home
+from kafka_controller.airflow.demo_home import AirflowDemoError, dags_folder
 from tests.cli.clirun import run
 
 needs_airflow = pytest.mark.skipif(importlib.util.find_spec("airflow") is None, reason="needs Airflow")
@@ -51,7 +51,7 @@ def test_a_dags_folder_without_the_demo_dags_is_refused(
 def test_an_install_without_the_checkouts_dags_points_to_the_ways_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(airflow_home, "source_root", lambda: tmp_path)  # site-packages: no dags/
+    monkeypatch.setattr(demo_home, "source_root", lambda: tmp_path)  # site-packages: no dags/
     with pytest.raises(AirflowDemoError) as e:
         dags_folder()
     message = str(e.value)

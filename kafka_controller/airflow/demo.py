@@ -2,7 +2,7 @@
 embedded cluster, then the audit report.
 
 A ``LocalCluster`` (ZooKeeper + 3 broker processes auditing to SQLite) and a private Airflow
-(``airflow_home``) whose connections point at it, with the ``local`` lifecycle backend so that
+(``demo_home``) whose connections point at it, with the ``local`` lifecycle backend so that
 tasks can stop and start the brokers. Two DAGs run for real through ``dag.test()`` in this process:
 ``controller_failover_drill`` (the controller resigns; the run times the recovery) and
 ``rolling_controlled_shutdown`` (each broker restarted once, the controller last). While a DAG runs,
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from kafka_controller.admin.topics import assign_replicas_to_brokers
+from kafka_controller.airflow import demo_home
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID
 from kafka_controller.airflow.dag_ids import CONTROLLER_FAILOVER_DRILL, ROLLING_CONTROLLED_SHUTDOWN
-from kafka_controller.cluster import airflow_home
-from kafka_controller.cluster.airflow_home import DEMO_DAGS, AirflowDemoError
+from kafka_controller.airflow.demo_home import DEMO_DAGS, AirflowDemoError
 from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.cluster.pulse import ClusterPulse
 
@@ -121,7 +121,7 @@ class AirflowDemo:
     def setup(self) -> dict[str, Any]:
         self._step("An embedded cluster and a private Airflow")
         self.say(f"   starting ZooKeeper and 3 brokers; Airflow home {self.home} ...")
-        airflow_home.enter(self.home, self.dags_folder)
+        demo_home.enter(self.home, self.dags_folder)
         failure: list[BaseException] = []
 
         def start() -> None:
@@ -133,16 +133,16 @@ class AirflowDemo:
         started = time.monotonic()
         self._starter = threading.Thread(target=start, name="demo-cluster-start", daemon=True)
         self._starter.start()
-        version = airflow_home.import_airflow()
-        self._dags = airflow_home.load_dags(self.dags_folder)
+        version = demo_home.import_airflow()
+        self._dags = demo_home.load_dags(self.dags_folder)
         parsed = time.monotonic() - started
-        warm_s = airflow_home.warm_task_api()
+        warm_s = demo_home.warm_task_api()
         self._join_starter()
         if failure:
             raise failure[0]
         up = time.monotonic() - started
-        db_s = airflow_home.init_metadata_db()
-        self.connections = airflow_home.set_connections(
+        db_s = demo_home.init_metadata_db()
+        self.connections = demo_home.set_connections(
             self.cluster.zookeeper_connect, self.cluster.chroot, self.audit_url, self.lifecycle_dir
         )
         info = self.cluster.info()
@@ -314,7 +314,7 @@ class AirflowDemo:
 
     def write_env_file(self) -> Path:
         """For ``--keep``: the shell settings that reach this Airflow and its connections."""
-        return airflow_home.write_env_file(self.workdir / "airflow.env")
+        return demo_home.write_env_file(self.workdir / "airflow.env")
 
     # -- clean-up -------------------------------------------------------------------------------------
     def _join_starter(self) -> None:
