@@ -71,6 +71,7 @@ def env_connection_url(conn_id: str) -> str | None:
 
 
 def _task_sdk_url(conn_id: str) -> str:
+    # Imported on use: Airflow is optional (the 'airflow' extra).
     from kafka_controller.airflow.hooks.audit import AuditStoreHook
 
     return AuditStoreHook(conn_id).connection.url

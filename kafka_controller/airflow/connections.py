@@ -324,6 +324,7 @@ def audit_connection(
     extra: Mapping[str, Any] | None = None,
 ) -> AuditConnection:
     """Parse a ``kafka_controller_audit`` connection into a checked SQLAlchemy URL."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from sqlalchemy.engine import URL, make_url
 
     from kafka_controller.audit.engine import parse_url, redacted

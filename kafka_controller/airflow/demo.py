@@ -189,6 +189,7 @@ class AirflowDemo:
         }
         self._step(f"DAG {dag_id} (dry_run=false): {TITLES[dag_id]}")
         self.say("   what ZooKeeper shows while it runs:")
+        # Imported on use: Airflow is optional (the 'airflow' extra).
         from kafka_controller.airflow.listener import audit_listener
 
         started = time.monotonic()
@@ -210,6 +211,7 @@ class AirflowDemo:
 
     def _failure(self, outcome: DagOutcome) -> str:
         """The failed task and its error, as the operator and the listener recorded it."""
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.airflow.audit_queries import list_operations
         from kafka_controller.audit.engine import create_audit_engine
 
@@ -302,6 +304,7 @@ class AirflowDemo:
 
     def show_audit(self) -> dict[str, Any]:
         """The report ``kafka-controller audit report`` prints, once the brokers' writers settled."""
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.reports import build_report, render_text
         from kafka_controller.cluster.demo_audit import audit_summary, dag_operations, wait_settled
 

@@ -88,6 +88,7 @@ def enter(home: Path, dags: Path) -> dict[str, str]:
 def set_connections(connect_string: str, chroot: str, audit_url: str, lifecycle_dir: Path) -> dict[str, str]:
     """The default cluster and audit connections, with the ``local`` lifecycle backend so that
     DAG tasks can stop and start the brokers; returns ``{conn_id: redacted description}``."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.airflow.connections import (
         DEFAULT_AUDIT_CONN_ID,
         DEFAULT_CLUSTER_CONN_ID,

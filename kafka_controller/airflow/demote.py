@@ -87,6 +87,7 @@ def demote_by_reorder(
     """Move leadership off ``broker_id`` through Kafka's protocol; ``(partitions it still leads,
     original orders of the reordered partitions)``. Partitions still led at the deadline are the
     caller's to judge, as with a controlled shutdown."""
+    # Imported on use: Airflow is optional (the 'airflow' extra).
     from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
 
     store = hook.get_store()

@@ -98,6 +98,7 @@ class _Store:
     """One process's audit store: an engine and an ``OperationLog`` on it."""
 
     def __init__(self, url: str) -> None:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.engine import create_audit_engine
         from kafka_controller.audit.operations import OperationLog
 
@@ -266,6 +267,7 @@ class AuditListener:
             ti_ids, failed_at, why = dict(ids), int(time.time() * 1000), message or "the task failed"
 
             def close_running(store: _Store) -> None:
+                # Imported on use: SQLAlchemy is optional (the 'audit' extra).
                 from kafka_controller.airflow.audit_queries import fail_running_operations
 
                 n = fail_running_operations(

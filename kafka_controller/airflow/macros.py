@@ -12,6 +12,7 @@ from kafka_controller.airflow.connections import DEFAULT_CLUSTER_CONN_ID
 
 
 def _hook(conn_id: str) -> Any:
+    # Imported on use: Airflow is optional (the 'airflow' extra).
     from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
 
     return KafkaClusterHook(conn_id)

@@ -203,6 +203,7 @@ def _measured_failover(
 ) -> dict[str, Any]:
     """The failover's election and recovery times and offline count, from its audit row if one
     comes, else from the drill's polling (see ``failover_drill``)."""
+    # Imported on use: Airflow is optional (the 'airflow' extra).
     from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
 
     def probe() -> Mapping[str, Any] | None:
@@ -299,6 +300,7 @@ def rolling_restart(
     restarted excepted while it is down: one that goes stops the run at once with
     ``BrokerLostError`` naming it and where the restart stopped, instead of a catch-up timeout
     that would blame the broker being waited for."""
+    # Imported on use: Airflow is optional (the 'airflow' extra).
     from kafka_controller.airflow.hooks.cluster import BrokerLostError
 
     watch = Watch(hook)
@@ -453,6 +455,7 @@ def execute_reassignment(
     guarded: if one goes, the run stops at once naming it (the reassignments in flight stay with the
     controller, which completes them if the broker comes back), instead of waiting out the batch
     timeout for a replica that cannot catch up."""
+    # Imported on use: Airflow is optional (the 'airflow' extra).
     from kafka_controller.airflow.hooks.cluster import BrokerLostError
 
     involved = {b for rs in plan.values() for b in rs}

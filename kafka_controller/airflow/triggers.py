@@ -91,6 +91,7 @@ def _event(payload: dict[str, Any]) -> TriggerEvent:
 
 
 def _open_store(conn: Any) -> Any:
+    # Imported on use: kazoo is optional (the 'zk' extra).
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 
     return KazooMetadataStore(conn.zk_config())

@@ -68,6 +68,7 @@ def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
     def get() -> Any:
         with lock:
             if not engine:
+                # Imported on use: SQLAlchemy is optional (the 'audit' extra).
                 from kafka_controller.airflow.audit_target import web_audit_url
                 from kafka_controller.audit.engine import AuditStoreError, create_audit_engine
 
@@ -85,6 +86,7 @@ def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
 
 def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
     """The FastAPI app. ``auth`` is a dependency (default: Airflow's); ``engine`` yields the engine."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from fastapi import Depends, FastAPI, HTTPException, Query
     from fastapi.responses import HTMLResponse
 
@@ -161,6 +163,7 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
         dry_runs: bool = False,
         cluster_id: str | None = None,
     ) -> dict[str, Any]:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.reports import build_report
 
         return _guard(
@@ -176,6 +179,7 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
 
     @app.get("/", response_class=HTMLResponse)
     def index(since_ms: int | None = None, dry_runs: bool = False, cluster_id: str | None = None) -> str:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from urllib.parse import urlencode
 
         from kafka_controller.audit.html import render_html
@@ -244,6 +248,7 @@ _OPERATION_FIELDS = (
 def _operation_document(op: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """One operation: what was asked (fields, parameters), what came of it (result), and the
     transitions it caused or, for a dry run, planned."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.html import document, table
 
     fields = {k: op.get(k) for k in _OPERATION_FIELDS}
@@ -271,6 +276,7 @@ def _operation_document(op: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 def _result_html(result: Any) -> str:
     """Headline figures first (a drill's election and recovery, counts), then the whole result."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.html import table
 
     if result is None:
@@ -311,6 +317,7 @@ def _cluster_nav(clusters: list[str | None], current: str | None, dry_runs: bool
 def _findings_section(engine: Any, cluster_id: str | None = None) -> list[str]:
     """Findings of the latest completed reconciliation, and a warning naming any later run that
     did not complete (its failure must not hide the findings before it)."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.airflow import audit_queries as q
     from kafka_controller.audit.html import table
     from kafka_controller.audit.reports import format_ms
@@ -339,6 +346,7 @@ def _findings_section(engine: Any, cluster_id: str | None = None) -> list[str]:
 
 def _operations_table(rows: list[dict[str, Any]]) -> str:
     """Operations with a link to each one's page (every value escaped)."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.reports import format_value
 
     if not rows:

@@ -86,6 +86,7 @@ def audited_cluster_id(cluster_id: str | None) -> str | None:
     """The broker's ``/cluster/id`` as the audit stores it, or None (with a warning) for an id the
     audit cannot hold (another tool may have written anything there): rows are then not tied to
     the cluster, but still written."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.schema import checked_cluster_id
     from kafka_controller.domain.errors import InvalidArgumentError
 

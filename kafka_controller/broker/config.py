@@ -107,6 +107,7 @@ class BrokerConfig:
 def zookeeper_store(connect: str, config: BrokerConfig, clock: Clock) -> MetadataStore:
     """The broker's ZooKeeper client, its session timeout from ``zookeeper.session.timeout.ms``,
     its SASL login from ``$KAFKA_OPTS``'s JAAS file and its TLS and ACLs from ``zookeeper.*``."""
+    # Imported on use: kazoo is optional (the 'zk' extra).
     from kafka_controller.zk.client_security import ZK_CLIENT_KEYS, client_settings
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
     from kafka_controller.zk.security import ZkClientConfig

@@ -333,6 +333,7 @@ class BrokerServer(SessionExpiry):
         self._cleanup.append(("config change listener", self.config_changes.stop))
 
     def _open_audit(self, url: str) -> AuditSink:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.operations import OperationLog
         from kafka_controller.audit.writer import AuditWriter
 
@@ -360,6 +361,7 @@ class BrokerServer(SessionExpiry):
         M.register_zookeeper_metrics(self.metrics, store)
         M.register_thread_cpu_metrics(self.metrics)
         if self.audit is not None:
+            # Imported on use: SQLAlchemy is optional (the 'audit' extra).
             from kafka_controller.audit.writer_recovery import register_writer_gauges
 
             register_writer_gauges(self.metrics, self.audit)

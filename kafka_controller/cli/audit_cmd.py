@@ -59,6 +59,7 @@ def register(subparsers: Any) -> None:
 
 
 def _cluster_id(value: str | None) -> str | None:
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.schema import checked_cluster_id
 
     return checked_cluster_id(value) if value is not None else None
@@ -98,6 +99,7 @@ def parse_since(value: str, now_ms: int) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     import orjson
 
     from kafka_controller.audit.html import render_html
@@ -133,6 +135,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.engine import redacted
     from kafka_controller.audit.migrate import upgrade_database
 

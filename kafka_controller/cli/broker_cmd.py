@@ -105,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
     try:
+        # Imported on use: cryptography loads only when used (start-up time).
         from kafka_controller.security.listeners import BrokerListeners
 
         settings = read_server_properties(args.config_file) if args.config_file else {}
@@ -127,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     )
     logging.getLogger("kazoo").setLevel(max(logging.WARNING, logging.getLogger().level))
 
+    # Imported on use: cryptography loads only when used (start-up time).
     from kafka_controller.broker.server import BrokerServer
 
     server = BrokerServer(

@@ -36,6 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported on use: kazoo is optional (the 'zk' extra).
     from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
     from kafka_controller.zk.session_file import (
         SessionFileError,

@@ -256,6 +256,7 @@ def _check_disjoint(listener: int | None, metrics: int | None, brokers: int) -> 
 def _redacted(url: str | None) -> str | None:
     if not url:
         return None
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.engine import redacted
 
     return redacted(url)

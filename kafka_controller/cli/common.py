@@ -207,6 +207,7 @@ def open_store(
     ``create_paths`` (then the chroot and Kafka's top-level paths, as a broker does). With
     ``require_cluster`` a tree without ``/brokers/ids`` (every Kafka broker creates it) is a
     ``NoClusterError``: a read or an operation there would only ever see an empty cluster."""
+    # Imported on use: kazoo is optional (the 'zk' extra).
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 
     config = client_config(args, create_paths=create_paths)
@@ -480,6 +481,7 @@ class _Audited:
         return self._recorded(args, url, kind)
 
     def _recorded(self, args: argparse.Namespace, url: str, kind: str) -> Any:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.engine import one_line
         from kafka_controller.audit.operations import OperationLog
 
@@ -534,6 +536,7 @@ def _cluster_id(args: argparse.Namespace) -> str | None:
     command has a connect string, else over Kafka's protocol (Metadata names the cluster) when it
     has ``--bootstrap-server``; None when it has neither (``cluster stop-broker``...) or the id is
     not one the audit can hold."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.schema import checked_cluster_id
 
     connect = getattr(args, "zookeeper", None) or getattr(args, "zk_connect", None)

@@ -171,6 +171,7 @@ def _drop_py4j_tracebacks() -> None:
 
 
 def run_synth(args: argparse.Namespace) -> int:
+    # Imported on use: PySpark is optional (the 'spark' extra).
     from kafka_controller.domain.errors import InvalidArgumentError
     from kafka_controller.reconcile.synthetic import PLANTS, generate
 

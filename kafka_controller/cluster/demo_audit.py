@@ -13,6 +13,7 @@ from typing import Any
 
 
 def _counts(url: str) -> tuple[int, int, int]:
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from sqlalchemy import func, select
 
     from kafka_controller.audit.engine import create_audit_engine
@@ -46,6 +47,7 @@ def wait_settled(url: str, quiet_s: float = 1.0, timeout_s: float = 15.0) -> tup
 
 def audit_summary(url: str) -> dict[str, Any]:
     """The demo's audit digest, JSON-ready."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from sqlalchemy import func, literal, select, union_all
 
     from kafka_controller.audit.engine import create_audit_engine
@@ -114,6 +116,7 @@ def render_audit_summary(digest: dict[str, Any]) -> list[str]:
 def dag_operations(url: str, dag_ids: Iterable[str]) -> list[dict[str, Any]]:
     """The operations rows these DAGs recorded (the operators' own and the listener's task and
     run rows), oldest first, each with how many transitions are linked to it."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from sqlalchemy import select
 
     from kafka_controller.audit.engine import create_audit_engine

@@ -208,6 +208,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                 self.zk.start(timeout=max(1.0, deadline - time.monotonic()))
             self._open_store()
             if self.security in ("ssl", "sasl_ssl") and self.tls is None:
+                # Imported on use: cryptography loads only when used (start-up time).
                 from kafka_controller.security.certs import make_cluster_pki
 
                 hosts = {"localhost", "127.0.0.1", self.host, *(h for h, _ in self.broker_hosts.values())}
@@ -217,6 +218,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             if self.supervisor is None:
                 self._supervise()
             if self.audit_url:
+                # Imported on use: SQLAlchemy is optional (the 'audit' extra).
                 from kafka_controller.audit.migrate import upgrade_database
 
                 upgrade_database(self.audit_url)  # once here, not raced by every broker's writer
@@ -258,6 +260,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         """SCRAM-SHA-512 credentials for the super user and the inter-broker user in ZooKeeper
         (``/config/users``, before any broker starts: the brokers log in to each other with
         theirs), and the super user's client properties, mode 0600."""
+        # Imported on use: cryptography loads only when used (start-up time).
         from kafka_controller.security.certs import new_password
         from kafka_controller.security.credentials import alter_user_credentials
         from kafka_controller.security.scram import ScramFormatter
@@ -297,6 +300,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
     def _open_store(self) -> None:
         if self._store is not None:
             return
+        # Imported on use: kazoo is optional (the 'zk' extra).
         from kafka_controller.zk.kazoo_backend import KazooMetadataStore
         from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
@@ -318,6 +322,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         return self.data_dir / "brokers" / f"broker-{broker_id}"
 
     def _supervise(self) -> None:
+        # Imported on use: kazoo is optional (the 'zk' extra).
         from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
         from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 

@@ -62,6 +62,7 @@ class ClusterZkLogin:
 
     @staticmethod
     def new(data_dir: Path) -> ClusterZkLogin:
+        # Imported on use: cryptography loads only when used (start-up time).
         from kafka_controller.security.certs import new_password
 
         login = ClusterZkLogin(data_dir, new_password())

@@ -294,6 +294,7 @@ def export_audit_history(
 ) -> dict[str, int]:
     """Copy the audit store's transition tables to Parquet (``<out>/<table>/``), streamed in chunks;
     rows dry runs planned are left out."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from sqlalchemy import select
     from sqlalchemy.exc import SQLAlchemyError
 

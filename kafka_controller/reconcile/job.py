@@ -162,6 +162,7 @@ def preflight(config: JobConfig) -> None:
     if config.audit_parquet:
         check_local_tables(config.audit_parquet, S.AUDIT_TABLES, "audit copy")
     if config.results_url:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.engine import parse_url
 
         parse_url(config.results_url)
@@ -214,6 +215,7 @@ def run(spark: Any, config: JobConfig) -> RunResult:
 
 
 def _load(spark: Any, config: JobConfig) -> Any:
+    # Imported on use: PySpark is optional (the 'spark' extra).
     from kafka_controller.reconcile import spark_io
     from kafka_controller.reconcile.frames import Inputs, normalise_audit
 
@@ -238,6 +240,7 @@ def _load(spark: Any, config: JobConfig) -> Any:
 
 
 def _run(spark: Any, config: JobConfig, inputs: Any, run_dir: str, store: Any) -> RunResult:
+    # Imported on use: PySpark is optional (the 'spark' extra).
     from kafka_controller.reconcile import remediation, rules, spark_io, summaries
     from kafka_controller.reconcile.frames import Params, prepare
 

@@ -22,6 +22,7 @@ class ResultsStore:
     """The audit store's ``reconciliation_runs`` and ``reconciliation_findings`` tables."""
 
     def __init__(self, url: str) -> None:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from sqlalchemy import inspect
         from sqlalchemy.exc import SQLAlchemyError
 

@@ -124,6 +124,7 @@ class ClientSecurity:
         """The SASL exchange the private admin client runs on each new connection."""
         if not self.sasl:
             return None
+        # Imported on use: cryptography loads only when used (start-up time).
         from kafka_controller.security.sasl import SaslClientSettings, client_exchange
 
         settings = SaslClientSettings(str(self.sasl_mechanism), str(self.username), str(self.password))

@@ -88,6 +88,7 @@ _COLUMNS = ("controller_id", "controller_epoch", "sequence", "topic", "partition
 def read_audit_entries(url: str) -> list[AuditEntry]:
     """Every row of the audit store at ``url`` but what dry runs planned (three queries; SQLAlchemy
     imported here only)."""
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from sqlalchemy import create_engine, select
 
     from kafka_controller.audit import schema

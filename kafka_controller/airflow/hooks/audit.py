@@ -47,6 +47,7 @@ class AuditStoreHook(BaseHook):
 
     def get_engine(self) -> Any:
         if self._engine is None:
+            # Imported on use: SQLAlchemy is optional (the 'audit' extra).
             from kafka_controller.audit.engine import create_audit_engine
 
             self._engine = create_audit_engine(self.connection.url)
@@ -55,6 +56,7 @@ class AuditStoreHook(BaseHook):
     def operation_log(self) -> Any:
         """An ``OperationLog`` on this hook's engine (the schema is created or upgraded once)."""
         if self._log is None:
+            # Imported on use: SQLAlchemy is optional (the 'audit' extra).
             from kafka_controller.audit.operations import OperationLog
 
             self._log = OperationLog(self.get_engine())
@@ -101,6 +103,7 @@ class AuditStoreHook(BaseHook):
         """The new controller's own record of the failover that began ``controller_epoch`` (a row of
         ``views.failover_recovery``: offline partitions, ``lost_ms``, ``time_to_recover_ms``), or
         None while it is not written (or never will be: a controller that is not this project's)."""
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.reports import failover_recovery_rows
 
         with self.get_engine().connect() as conn:
@@ -115,6 +118,7 @@ class AuditStoreHook(BaseHook):
         )
 
     def get_operation(self, operation_id: str) -> dict[str, Any] | None:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.airflow.audit_queries import get_operation
 
         return get_operation(self.get_engine(), operation_id)
@@ -129,6 +133,7 @@ class AuditStoreHook(BaseHook):
         for r in records:
             r.dry_run = True  # a bulk record's once for all its rows
         rows = record_rows(records)
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         import tempfile
 
         from kafka_controller.audit.engine import AuditStoreError
@@ -148,6 +153,7 @@ class AuditStoreHook(BaseHook):
         return stored
 
     def report(self, **filters: Any) -> dict[str, Any]:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.reports import build_report
 
         return build_report(self.get_engine(), **filters)

@@ -102,6 +102,7 @@ class KafkaClusterHook(BaseHook):
     def cluster_id(self) -> str | None:
         """ZooKeeper's ``/cluster/id`` (which Kafka's first broker creates), for the audit rows; None
         when it cannot be read or is not a cluster id the audit can hold (the row is kept anyway)."""
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.schema import checked_cluster_id
 
         try:
@@ -158,6 +159,7 @@ class KafkaClusterHook(BaseHook):
         """The kazoo metadata store (one session per hook, closed by ``close``)."""
         self._check_cancelled()
         if self._store is None:
+            # Imported on use: kazoo is optional (the 'zk' extra).
             import logging
 
             from kafka_controller.zk.kazoo_backend import KazooMetadataStore

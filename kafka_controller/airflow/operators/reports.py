@@ -315,6 +315,7 @@ class AuditReportOperator(KafkaOperationOperator):
         return {"output_dir": str(self._dir), "since_hours": self._hours}
 
     def run(self, context: Any) -> dict[str, Any]:
+        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         import time
 
         import orjson
