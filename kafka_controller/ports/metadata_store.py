@@ -31,7 +31,7 @@ __all__ = [
 #
 # Everything below extends ``PartitionStateStore`` with what Kafka's ``KafkaZkClient`` offers the
 # 2.8 controller and the admin tools (docs/controller-behaviour.md §7, §8). The implementations live in
-# ``kafka_controller.zk`` (real ZooKeeper through kazoo) and ``kafka_controller.testing``
+# ``kafka_controller.zk`` (real ZooKeeper through kazoo) and ``kafka_controller.dryrun``
 # (the in-memory fake); one contract suite holds both to this page.
 
 

@@ -17,7 +17,7 @@ receiving what it uses:
 
 This class only forwards, so a reader looks a method up in the one collaborator its section names.
 The kazoo store (``kazoo_backend.KazooMetadataStore``) and the in-memory fake
-(``kafka_controller.testing.InMemoryMetadataStore``) are this class over their backends, so the
+(``kafka_controller.dryrun.memory_store.InMemoryMetadataStore``) are this class over their backends, so the
 contract suite tests one piece of logic twice.
 """
 
