@@ -1,6 +1,7 @@
-"""The reconciliation package's shape: no module imports one that imports it back, and none
-grows past 400 lines. import-linter's ``acyclic_siblings`` contract guards the first in CI as well;
-this test reads the source alone (no pyspark needed) and names the cycle it finds."""
+"""The reconciliation package's shape: no module imports one that imports it back. import-linter's
+``acyclic_siblings`` contract guards it in CI as well; this test reads the source alone (no pyspark
+needed) and names the cycle it finds. Module sizes: tests/unit/test_module_sizes.py, as for every
+package."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import kafka_controller.reconcile
 
 PACKAGE = "kafka_controller.reconcile"
 ROOT = Path(kafka_controller.reconcile.__file__).parent
-MAX_LINES = 400
 
 
 def _siblings_imported(path: Path) -> set[str]:
@@ -39,8 +39,3 @@ def test_no_import_cycles_in_reconcile() -> None:
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as e:
         raise AssertionError(f"import cycle in {PACKAGE}: {' -> '.join(e.args[1])}") from None
-
-
-def test_no_reconcile_module_over_400_lines() -> None:
-    sizes = {p.name: len(p.read_text().splitlines()) for p in ROOT.glob("*.py")}
-    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
