@@ -58,7 +58,9 @@ class Env:
         run = dag.test(run_conf={**self.defaults[dag_id], **conf})
         from kafka_controller.airflow.listener import audit_listener
 
-        audit_listener.flush()  # the DAG-run row is written by the listener's thread
+        # the DAG-run and task rows are written by the listener's thread: wait for them (a loaded
+        # machine's SQLite can take longer than the listener's own 5 s exit budget)
+        assert audit_listener.flush(120.0), "the audit listener did not write its rows within 120 s"
         tis = {
             ti.task_id: (
                 str(ti.state),
