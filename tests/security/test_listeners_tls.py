@@ -231,7 +231,11 @@ def test_a_plaintext_peer_on_a_tls_listener_is_closed_and_named_and_others_are_s
     # a silent peer mid-handshake holds a connection, not the thread: TLS clients are still served
     with socket.create_connection(("127.0.0.1", server.transport.ports["SSL"]), timeout=10):
         tls = {"security.protocol": "ssl", "ssl.ca.location": str(pki.truststore)}
-        assert _confluent(_address(server, "SSL"), **tls).list_topics(timeout=15).brokers
+        client = _confluent(_address(server, "SSL"), **tls)
+        assert client.list_topics(timeout=15).brokers
+        # destroyed now, while its broker runs: left to the garbage collector, librdkafka's destroy
+        # ran in the next test and held the GIL that test's in-process broker needed
+        del client
 
 
 def test_describe_configs_never_shows_the_key_password(
