@@ -187,6 +187,14 @@ class AuditListener:
             background = self._background
         background.submit(guarded)
 
+    def forget_store(self) -> None:
+        """Resolve the audit URL again at the next record: the store is resolved once per process,
+        so a process that switches audit stores (tests that run one cluster after another) would
+        otherwise keep writing to the first. Writes already queued go to the store they were for."""
+        self.flush()
+        with self._lock:
+            self._store, self._resolved = None, False
+
     def flush(self, timeout_s: float = FLUSH_AT_EXIT_S) -> bool:
         """Wait until every queued write is done (tests, and the process's exit)."""
         background = self._background

@@ -114,6 +114,9 @@ def cluster_env(zk_server: Any, base: Path, chroot: str) -> Iterator[Env]:
         zk_server.connect_string, chroot, lifecycle={"type": "local", "state_dir": str(base / "lifecycle")}
     )
     os.environ[AUDIT_ENV] = audit_conn(audit_url)
+    from kafka_controller.airflow.listener import audit_listener
+
+    audit_listener.forget_store()  # this process's listener may have resolved an earlier test's store
     engine = None
     try:
         cluster.start()
