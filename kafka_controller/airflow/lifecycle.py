@@ -22,6 +22,7 @@ because it is the same for every backend.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shlex
@@ -34,7 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from kafka_controller.cluster.process import argv_of, parent_of
+from kafka_controller.cluster.control import ControlError, ask, cluster_up_of
+from kafka_controller.cluster.process import argv_of, broker_pids, parent_of
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 POLL_S = 0.05
@@ -103,8 +105,6 @@ class LocalLifecycle:
     # -- discovery ------------------------------------------------------------------------------
     def pids(self, broker_id: int) -> list[int]:
         """Live processes of this broker (normally one)."""
-        from kafka_controller.cluster.process import broker_pids
-
         self._reap()
         return broker_pids(broker_id, self.connect_string)
 
@@ -112,8 +112,6 @@ class LocalLifecycle:
         return bool(self.pids(broker_id))
 
     def _state_file(self, broker_id: int) -> Path:
-        import hashlib
-
         key = hashlib.sha256(self.connect_string.encode()).hexdigest()[:16]
         return self.state_dir / key / f"broker-{broker_id}.json"
 
@@ -175,16 +173,12 @@ class LocalLifecycle:
 
     def _owner(self) -> tuple[int, Path] | None:
         """The ``cluster up`` running this connect string's brokers (its pid and control socket)."""
-        from kafka_controller.cluster.control import ControlError, cluster_up_of
-
         try:
             return cluster_up_of(self.connect_string)
         except ControlError:  # an unusable runtime directory: no owner we can talk to
             return None
 
     def _ask_owner(self, sock: Path, action: str, broker_id: int, timeout_s: float) -> None:
-        from kafka_controller.cluster.control import ControlError, ask
-
         try:
             reply = ask(sock, action, broker_id, timeout_s)
         except ControlError as e:
@@ -259,7 +253,7 @@ class LocalLifecycle:
 _PLACEHOLDERS = frozenset({"broker_id", "host"})
 
 
-def _check_template(action: str, template: Any) -> str:
+def _check_template(action: str, template: object) -> str:
     if not isinstance(template, str) or not template.strip():
         raise InvalidArgumentError(f"lifecycle {action!r} must be a non-empty command template")
     try:
@@ -332,7 +326,7 @@ class CommandLifecycle:
         self._run("kill" if "kill" in self.templates else "stop", broker_id, timeout_s)
 
 
-def lifecycle_backend(spec: Any, connect_string: str) -> BrokerLifecycle:
+def lifecycle_backend(spec: object, connect_string: str) -> BrokerLifecycle:
     """The backend a connection's ``lifecycle`` extra names; ``InvalidArgumentError`` if malformed."""
     if spec is None:
         raise InvalidArgumentError(

@@ -29,25 +29,35 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from airflow.listeners import hookimpl
 
 from kafka_controller.airflow.audit_target import in_task_process, listener_audit_url
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID
+from kafka_controller.airflow.dag_ids import DAG_IDS
+
+if TYPE_CHECKING:
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+    from airflow.utils.state import TaskInstanceState
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
 
 DAG_TAG = "kafka-controller"
 AUDIT_CONN_ENV = "KAFKA_CONTROLLER_AUDIT_CONN_ID"
 FLUSH_AT_EXIT_S = 5.0
 
 
-def _ms(value: Any) -> int | None:
-    return int(value.timestamp() * 1000) if value is not None and hasattr(value, "timestamp") else None
+def _ms(value: object) -> int | None:
+    """Milliseconds of a datetime column's value (None, or not a datetime: None)."""
+    return int(value.timestamp() * 1000) if isinstance(value, datetime) else None
 
 
-def _task_dry_run(ti: Any) -> bool:
+def _task_dry_run(ti: RuntimeTaskInstance | TaskInstance) -> bool:
     """Whether the task was one of our operators running as a dry run: its row is then kept apart
     with the plan. Reads the operator only if it is already on the task instance (the task process,
     where its fields are rendered); anything else counts as a real run."""
@@ -61,7 +71,7 @@ def _task_dry_run(ti: Any) -> bool:
         return False
 
 
-def _loaded(obj: Any, name: str) -> Any:
+def _loaded(obj: object, name: str) -> object:
     """An attribute only if it is already on the object: never a lazy load through an ORM session."""
     try:
         return vars(obj).get(name)
@@ -69,11 +79,11 @@ def _loaded(obj: Any, name: str) -> Any:
         return getattr(obj, name, None)
 
 
-def _never_raises(fn: Callable[..., None]) -> Callable[..., None]:
+def _never_raises(fn: Callable[P, None]) -> Callable[P, None]:
     """A listener hook that logs instead of raising: Airflow's own state changes come first."""
 
     @functools.wraps(fn)  # pluggy reads the argument names through __wrapped__
-    def hook(*args: Any, **kwargs: Any) -> None:
+    def hook(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
             fn(*args, **kwargs)
         except Exception as e:
@@ -82,10 +92,10 @@ def _never_raises(fn: Callable[..., None]) -> Callable[..., None]:
     return hook
 
 
-def _tags(obj: Any) -> set[str]:
+def _tags(obj: object) -> set[str]:
     """Tags of the DAG behind a DagRun or a task instance, from what is already loaded."""
     for path in (("dag",), ("task", "dag")):
-        target = obj
+        target: object = obj
         for attr in path:
             target = _loaded(target, attr) if target is not None else None
         tags = getattr(target, "tags", None)
@@ -98,7 +108,8 @@ class _Store:
     """One process's audit store: an engine and an ``OperationLog`` on it."""
 
     def __init__(self, url: str) -> None:
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+        # Imported on use: the audit store's SQLAlchemy schema checks load alembic (the 'audit'
+        # extra); every Airflow process loads this plugin, and only one with an audit URL writes.
         from kafka_controller.audit.engine import create_audit_engine
         from kafka_controller.audit.operations import OperationLog
 
@@ -200,11 +211,9 @@ class AuditListener:
         background = self._background
         return True if background is None or self._pid != os.getpid() else background.flush(timeout_s)
 
-    def _wanted(self, obj: Any, dag_id: str | None) -> bool:
+    def _wanted(self, obj: object, dag_id: str | None) -> bool:
         if self.only_tag is None:
             return True
-        from kafka_controller.airflow.dag_ids import DAG_IDS
-
         return dag_id in DAG_IDS or self.only_tag in _tags(obj)
 
     def _record(
@@ -213,19 +222,28 @@ class AuditListener:
         status: str,
         error: str | None,
         params: dict[str, Any],
-        ids: dict[str, Any],
+        ids: dict[str, str],
         who: str | None,
         why: str,
         dry_run: bool = False,
     ) -> None:
         def write(store: _Store) -> None:
-            op = store.operations.start_operation(kind, who or "airflow", why, params, dry_run, **ids)
+            op = store.operations.start_operation(
+                kind,
+                who or "airflow",
+                why,
+                params,
+                dry_run,
+                airflow_dag_id=ids["airflow_dag_id"],
+                airflow_run_id=ids["airflow_run_id"],
+                airflow_task_id=ids.get("airflow_task_id"),
+            )
             store.operations.finish_operation(op, status, error)
 
         self._submit(kind, write)
 
     # -- DAG runs (scheduler, or dag.test's process) ------------------------------------------------
-    def _dag_run(self, dag_run: Any, status: str, msg: str) -> None:
+    def _dag_run(self, dag_run: DagRun, status: str, msg: str) -> None:
         if not self._wanted(dag_run, getattr(dag_run, "dag_id", None)):
             return
         conf = getattr(dag_run, "conf", None) or {}
@@ -250,16 +268,18 @@ class AuditListener:
 
     @hookimpl
     @_never_raises
-    def on_dag_run_success(self, dag_run: Any, msg: str) -> None:
+    def on_dag_run_success(self, dag_run: DagRun, msg: str) -> None:
         self._dag_run(dag_run, "succeeded", msg)
 
     @hookimpl
     @_never_raises
-    def on_dag_run_failed(self, dag_run: Any, msg: str) -> None:
+    def on_dag_run_failed(self, dag_run: DagRun, msg: str) -> None:
         self._dag_run(dag_run, "failed", msg)
 
     # -- task instances (task processes) -------------------------------------------------------------
-    def _task(self, ti: Any, status: str, error: Any) -> None:
+    def _task(
+        self, ti: RuntimeTaskInstance | TaskInstance, status: str, error: str | BaseException | None
+    ) -> None:
         if not self._wanted(ti, getattr(ti, "dag_id", None)):
             return
         ids = {"airflow_dag_id": ti.dag_id, "airflow_run_id": ti.run_id, "airflow_task_id": ti.task_id}
@@ -275,7 +295,8 @@ class AuditListener:
             ti_ids, failed_at, why = dict(ids), int(time.time() * 1000), message or "the task failed"
 
             def close_running(store: _Store) -> None:
-                # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+                # Imported on use: the audit store's SQLAlchemy queries load alembic (the 'audit'
+                # extra), which a process that never records a failed task does not need.
                 from kafka_controller.airflow.audit_queries import fail_running_operations
 
                 n = fail_running_operations(
@@ -309,17 +330,26 @@ class AuditListener:
 
     @hookimpl
     @_never_raises
-    def on_task_instance_success(self, previous_state: Any, task_instance: Any) -> None:
+    def on_task_instance_success(
+        self, previous_state: TaskInstanceState | None, task_instance: RuntimeTaskInstance | TaskInstance
+    ) -> None:
         self._task(task_instance, "succeeded", None)
 
     @hookimpl
     @_never_raises
-    def on_task_instance_failed(self, previous_state: Any, task_instance: Any, error: Any) -> None:
+    def on_task_instance_failed(
+        self,
+        previous_state: TaskInstanceState | None,
+        task_instance: RuntimeTaskInstance | TaskInstance,
+        error: str | BaseException | None,
+    ) -> None:
         self._task(task_instance, "failed", error if error is not None else "the task failed")
 
     @hookimpl
     @_never_raises
-    def on_task_instance_skipped(self, previous_state: Any, task_instance: Any) -> None:
+    def on_task_instance_skipped(
+        self, previous_state: TaskInstanceState | None, task_instance: RuntimeTaskInstance | TaskInstance
+    ) -> None:
         self._task(task_instance, "cancelled", "skipped")
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_controller.airflow.connections import DEFAULT_CLUSTER_CONN_ID
+from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
+from kafka_controller.domain.values import TopicPartition
 
 
-def _hook(conn_id: str) -> Any:
-    # Imported on use: Airflow is optional (the 'airflow' extra).
-    from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
-
+def _hook(conn_id: str) -> KafkaClusterHook:
     return KafkaClusterHook(conn_id)
 
 
@@ -33,8 +32,6 @@ def brokers(conn_id: str = DEFAULT_CLUSTER_CONN_ID) -> list[int]:
 
 def partition_leader(topic: str, partition: int, conn_id: str = DEFAULT_CLUSTER_CONN_ID) -> int | None:
     """The leader in the partition's state znode (-1 = none), or None when it has no state."""
-    from kafka_controller.domain.values import TopicPartition
-
     tp = TopicPartition(topic, int(partition))
     with _hook(conn_id) as hook:
         read = hook.get_store().get_partition_states([tp])[tp]

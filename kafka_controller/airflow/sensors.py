@@ -9,13 +9,24 @@ on the plan's topics). The wait runs in the triggerer (``triggers.ReassignmentTr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID, DEFAULT_CLUSTER_CONN_ID
+from kafka_controller.airflow.hooks.audit import AuditStoreHook
+from kafka_controller.airflow.hooks.cluster import BrokerLostError, KafkaClusterHook
 from kafka_controller.airflow.params import as_bool, as_json
+from kafka_controller.airflow.reassignment_plan import Plan, plan_from_json, plan_to_json
+from kafka_controller.airflow.runbook_support import OperationFailedError
+from kafka_controller.airflow.runbooks import reassignment_progress
+from kafka_controller.airflow.triggers import ReassignmentTrigger
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 
 class ReassignmentSensor(BaseSensorOperator):
@@ -44,36 +55,25 @@ class ReassignmentSensor(BaseSensorOperator):
         self.clear_throttles = clear_throttles
         self.dry_run_flag = dry_run  # not ``dry_run``: BaseOperator has a method of that name
 
-    def _plan(self) -> Any:
-        from kafka_controller.airflow.reassignment_plan import plan_from_json
-
+    def _plan(self) -> Plan:
         return plan_from_json(as_json("plan", self.plan), "parameter 'plan'")
 
-    def _hook(self) -> Any:
-        from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
-
+    def _hook(self) -> KafkaClusterHook:
         return KafkaClusterHook(self.kafka_controller_conn_id)
 
     @staticmethod
-    def _needed_brokers(plan: Any) -> list[int]:
+    def _needed_brokers(plan: Plan) -> list[int]:
         """The plan's target brokers: while one of them is not registered, its new replicas cannot
         catch up and the wait could only time out."""
         return sorted({b for rs in plan.values() for b in rs})
 
-    def poke(self, context: Any) -> bool:
-        from kafka_controller.airflow.runbooks import reassignment_progress
-
+    def poke(self, context: Context) -> bool:
         plan = self._plan()
         with self._hook() as hook:
             progress = reassignment_progress(hook.get_store(), plan)
         return len(progress["complete"]) == len(plan)
 
-    def execute(self, context: Any) -> Any:
-        import logging
-
-        from kafka_controller.airflow.reassignment_plan import plan_to_json
-        from kafka_controller.airflow.triggers import ReassignmentTrigger
-
+    def execute(self, context: Context) -> dict[str, Any]:
         logging.getLogger("alembic").setLevel(logging.WARNING)  # schema checks are not news
         if as_bool("dry_run", self.dry_run_flag):
             self.log.info("verify result: dry run, nothing was executed and nothing is verified")
@@ -95,14 +95,8 @@ class ReassignmentSensor(BaseSensorOperator):
             method_name="execute_complete",
         )
 
-    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
-        from kafka_controller.airflow.runbook_support import OperationFailedError
-
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
         if event and event.get("status") == "broker_lost":
-            from airflow.sdk.exceptions import AirflowFailException
-
-            from kafka_controller.airflow.hooks.cluster import BrokerLostError
-
             left = event.get("progress") or {}
             lost = BrokerLostError(
                 event.get("brokers") or [],
@@ -117,9 +111,7 @@ class ReassignmentSensor(BaseSensorOperator):
             raise error
         return self._finish(context, event)
 
-    def _finish(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
-        from kafka_controller.airflow.hooks.audit import AuditStoreHook
-
+    def _finish(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         plan = self._plan()
         topics = sorted({tp.topic for tp in plan})
         with self._hook() as hook:

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from kafka_controller.airflow.connections import ClusterConnection, airflow_fields, cluster_connection
+from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
+from kafka_controller.airflow.reassignment_plan import plan_from_json
+from kafka_controller.airflow.runbooks import reassignment_progress
+from kafka_controller.domain.values import TopicPartition
+
+if TYPE_CHECKING:
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 
 
 class ReassignmentTrigger(BaseTrigger):
@@ -49,10 +58,6 @@ class ReassignmentTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from kafka_controller.airflow.connections import airflow_fields, cluster_connection
-        from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
-        from kafka_controller.airflow.reassignment_plan import plan_from_json
-
         try:
             c = await KafkaClusterHook.aget_connection(self.kafka_controller_conn_id)
             conn = cluster_connection(self.kafka_controller_conn_id, **airflow_fields(c))
@@ -90,18 +95,19 @@ def _event(payload: dict[str, Any]) -> TriggerEvent:
     return TriggerEvent(payload)  # type: ignore[no-untyped-call]
 
 
-def _open_store(conn: Any) -> Any:
-    # Imported on use: kazoo is optional (the 'zk' extra).
+def _open_store(conn: ClusterConnection) -> KazooMetadataStore:
+    # Imported on use: kazoo (the 'zk' extra) costs a DAG file's parse, which imports the sensor and
+    # so this module, while only the triggerer opens a session.
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 
     return KazooMetadataStore(conn.zk_config())
 
 
-def _registered(store: Any) -> list[int]:
+def _registered(store: KazooMetadataStore) -> list[int]:
     return list(store.get_sorted_broker_list())
 
 
-def _progress(store: Any, plan: Any) -> dict[str, list[str]]:
-    from kafka_controller.airflow.runbooks import reassignment_progress
-
+def _progress(
+    store: KazooMetadataStore, plan: Mapping[TopicPartition, Sequence[int]]
+) -> dict[str, list[str]]:
     return {k: [str(tp) for tp in v] for k, v in reassignment_progress(store, plan).items()}

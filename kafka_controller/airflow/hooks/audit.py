@@ -6,9 +6,10 @@ per hook). The URL with its password never leaves the hook: ``redacted_url`` is 
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
@@ -19,7 +20,13 @@ from kafka_controller.airflow.connections import (
     airflow_fields,
     audit_connection,
 )
+from kafka_controller.audit.engine import AuditStoreError, create_audit_engine
 from kafka_controller.domain.audit_records import AuditItem, record_rows
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from kafka_controller.audit.operations import OperationLog
 
 
 class AuditStoreHook(BaseHook):
@@ -33,8 +40,9 @@ class AuditStoreHook(BaseHook):
     def __init__(self, kafka_controller_audit_conn_id: str = DEFAULT_AUDIT_CONN_ID) -> None:
         super().__init__()
         self.kafka_controller_audit_conn_id = kafka_controller_audit_conn_id
-        self._engine: Any = None
-        self._log: Any = None
+        self._engine: Engine | None = None
+        #: Not ``_log``: that is where Airflow's LoggingMixin keeps the hook's logger (``self.log``).
+        self._operations: OperationLog | None = None
 
     @cached_property
     def connection(self) -> AuditConnection:
@@ -45,22 +53,20 @@ class AuditStoreHook(BaseHook):
     def redacted_url(self) -> str:
         return self.connection.redacted_url
 
-    def get_engine(self) -> Any:
+    def get_engine(self) -> Engine:
         if self._engine is None:
-            # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-            from kafka_controller.audit.engine import create_audit_engine
-
             self._engine = create_audit_engine(self.connection.url)
         return self._engine
 
-    def operation_log(self) -> Any:
+    def operation_log(self) -> OperationLog:
         """An ``OperationLog`` on this hook's engine (the schema is created or upgraded once)."""
-        if self._log is None:
-            # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+        if self._operations is None:
+            # Imported on use: the audit store's SQLAlchemy schema checks load alembic (the 'audit'
+            # extra), which a DAG file's parse (it imports the operators, so this hook) never needs.
             from kafka_controller.audit.operations import OperationLog
 
-            self._log = OperationLog(self.get_engine())
-        return self._log
+            self._operations = OperationLog(self.get_engine())
+        return self._operations
 
     def start_operation(
         self,
@@ -90,7 +96,11 @@ class AuditStoreHook(BaseHook):
         )
 
     def finish_operation(
-        self, operation_id: str, status: str, error: str | None = None, result: Any = None
+        self,
+        operation_id: str,
+        status: str,
+        error: str | None = None,
+        result: Mapping[str, Any] | None = None,
     ) -> None:
         self.operation_log().finish_operation(operation_id, status, error, result)
 
@@ -103,7 +113,8 @@ class AuditStoreHook(BaseHook):
         """The new controller's own record of the failover that began ``controller_epoch`` (a row of
         ``views.failover_recovery``: offline partitions, ``lost_ms``, ``time_to_recover_ms``), or
         None while it is not written (or never will be: a controller that is not this project's)."""
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+        # Imported on use: the audit store's SQLAlchemy schema checks load alembic (the 'audit'
+        # extra), which a DAG file's parse (it imports the operators, so this hook) never needs.
         from kafka_controller.audit.reports import failover_recovery_rows
 
         with self.get_engine().connect() as conn:
@@ -118,7 +129,8 @@ class AuditStoreHook(BaseHook):
         )
 
     def get_operation(self, operation_id: str) -> dict[str, Any] | None:
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+        # Imported on use: the audit store's SQLAlchemy schema checks load alembic (the 'audit'
+        # extra), which a DAG file's parse (it imports the operators, so this hook) never needs.
         from kafka_controller.airflow.audit_queries import get_operation
 
         return get_operation(self.get_engine(), operation_id)
@@ -133,10 +145,8 @@ class AuditStoreHook(BaseHook):
         for r in records:
             r.dry_run = True  # a bulk record's once for all its rows
         rows = record_rows(records)
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-        import tempfile
-
-        from kafka_controller.audit.engine import AuditStoreError
+        # Imported on use: the audit store's SQLAlchemy schema checks load alembic (the 'audit'
+        # extra), which a DAG file's parse (it imports the operators, so this hook) never needs.
         from kafka_controller.audit.writer import AuditWriter
 
         with tempfile.TemporaryDirectory(prefix="kc-audit-spool-") as spool:
@@ -152,16 +162,18 @@ class AuditStoreHook(BaseHook):
             )
         return stored
 
-    def report(self, **filters: Any) -> dict[str, Any]:
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+    def report(self, *, since_ms: int | None = None) -> dict[str, Any]:
+        """The audit report (``audit.reports.build_report``) of what happened since ``since_ms``."""
+        # Imported on use: the audit store's SQLAlchemy schema checks load alembic (the 'audit'
+        # extra), which a DAG file's parse (it imports the operators, so this hook) never needs.
         from kafka_controller.audit.reports import build_report
 
-        return build_report(self.get_engine(), **filters)
+        return build_report(self.get_engine(), since_ms=since_ms)
 
     def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self._operations is not None:
+            self._operations.close()
+            self._operations = None
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None

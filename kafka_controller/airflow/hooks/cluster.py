@@ -8,7 +8,7 @@ connection object; ``describe_connection`` is what may be logged or recorded.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.sdk import BaseHook
 
+from kafka_controller.admin.describe import ClusterView, read_cluster_view
+from kafka_controller.admin.kafka_logs import keep_kafka_client_logs_at_debug
+from kafka_controller.admin.throttle import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS, merge_entity_config
 from kafka_controller.airflow.connections import (
     CLUSTER_CONN_TYPE,
     DEFAULT_CLUSTER_CONN_ID,
@@ -23,14 +26,24 @@ from kafka_controller.airflow.connections import (
     airflow_fields,
     cluster_connection,
 )
+from kafka_controller.airflow.demote import demote_by_reorder, restore_order
+from kafka_controller.airflow.lifecycle import BrokerLifecycle, lifecycle_backend
+from kafka_controller.airflow.plan_model import ClusterSnapshot
+from kafka_controller.audit.schema import checked_cluster_id
+from kafka_controller.broker.admin_client import AdminClient
+from kafka_controller.broker.kafka_admin import KafkaAdmin
 from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE
-from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
-from kafka_controller.domain.values import TopicPartition
-from kafka_controller.ports import Clock, SystemClock
+from kafka_controller.domain.errors import (
+    BrokerNotAvailableError,
+    InvalidArgumentError,
+    KafkaControllerError,
+    MetadataStoreError,
+)
+from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+from kafka_controller.ports import Clock, SystemClock, ZNodeEvent
 
 if TYPE_CHECKING:
-    from kafka_controller.broker.admin_client import AdminClient
-    from kafka_controller.broker.kafka_admin import KafkaAdmin
+    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 
 T = TypeVar("T")
 DEFAULT_BROKER = "<default>"  # Kafka's entity name for the cluster-wide dynamic broker config
@@ -76,9 +89,9 @@ class KafkaClusterHook(BaseHook):
         super().__init__()
         self.kafka_controller_conn_id = kafka_controller_conn_id
         self.clock: Clock = clock or SystemClock()
-        self._store: Any = None
-        self._admin: Any = None
-        self._kafka_admin: Any = None
+        self._store: KazooMetadataStore | None = None
+        self._admin: AdminClient | None = None
+        self._kafka_admin: KafkaAdmin | None = None
         self._cancelled = False
         self._guarded: frozenset[int] = frozenset()
         self._guard_during = ""
@@ -102,9 +115,6 @@ class KafkaClusterHook(BaseHook):
     def cluster_id(self) -> str | None:
         """ZooKeeper's ``/cluster/id`` (which Kafka's first broker creates), for the audit rows; None
         when it cannot be read or is not a cluster id the audit can hold (the row is kept anyway)."""
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-        from kafka_controller.audit.schema import checked_cluster_id
-
         try:
             return checked_cluster_id(self.get_store().get_cluster_id())
         except KafkaControllerError:
@@ -152,16 +162,15 @@ class KafkaClusterHook(BaseHook):
         if gone:
             raise BrokerLostError(gone, self._guard_during)
 
-    def _on_broker_ids_changed(self, _event: Any) -> None:
+    def _on_broker_ids_changed(self, _event: ZNodeEvent) -> None:
         self._ids_changed.set()  # a store thread: only note it; the waiting thread reads
 
-    def get_store(self) -> Any:
+    def get_store(self) -> KazooMetadataStore:
         """The kazoo metadata store (one session per hook, closed by ``close``)."""
         self._check_cancelled()
         if self._store is None:
-            # Imported on use: kazoo is optional (the 'zk' extra).
-            import logging
-
+            # Imported on use: kazoo (the 'zk' extra) costs a DAG file's parse, which imports the
+            # operators and so this hook, while only a running task opens a session.
             from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 
             logging.getLogger("kazoo.client").setLevel(logging.WARNING)
@@ -170,8 +179,6 @@ class KafkaClusterHook(BaseHook):
 
     def get_admin_client(self) -> AdminClient:
         if self._admin is None:
-            from kafka_controller.broker.admin_client import AdminClient
-
             security = self.connection.kafka_security
             self._admin = AdminClient(
                 self.get_store(),
@@ -180,16 +187,12 @@ class KafkaClusterHook(BaseHook):
                 ssl_context=security.ssl_context(),
                 authenticate=security.authenticate(),
             )
-        admin: AdminClient = self._admin
-        return admin
+        return self._admin
 
     def get_kafka_admin(self) -> KafkaAdmin:
         """Elections and reassignments over Kafka's protocol (kafka-python), so they work on any
         ZooKeeper-mode Kafka 2.4+; the operation id travels in the client id."""
         if self._kafka_admin is None:
-            from kafka_controller.admin.kafka_logs import keep_kafka_client_logs_at_debug
-            from kafka_controller.broker.kafka_admin import KafkaAdmin
-
             keep_kafka_client_logs_at_debug()  # refused connections to restarting brokers are no news
 
             conn = self.connection
@@ -199,12 +202,9 @@ class KafkaClusterHook(BaseHook):
                 timeout_s=conn.request_timeout_s,
                 security=conn.kafka_security,
             )
-        admin: KafkaAdmin = self._kafka_admin
-        return admin
+        return self._kafka_admin
 
-    def lifecycle(self) -> Any:
-        from kafka_controller.airflow.lifecycle import lifecycle_backend
-
+    def lifecycle(self) -> BrokerLifecycle:
         return lifecycle_backend(self.connection.lifecycle, self.connection.connect_string)
 
     def close(self) -> None:
@@ -238,14 +238,10 @@ class KafkaClusterHook(BaseHook):
         )
 
     # -- reads ----------------------------------------------------------------------------------------
-    def describe(self, topics: Collection[str] | None = None) -> Any:
-        from kafka_controller.admin.describe import read_cluster_view
-
+    def describe(self, topics: Collection[str] | None = None) -> ClusterView:
         return read_cluster_view(self.get_store(), None if topics is None else list(topics))
 
-    def snapshot(self) -> Any:
-        from kafka_controller.airflow.plan_model import ClusterSnapshot
-
+    def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot.read(self.get_store())
 
     def controller(self) -> tuple[int | None, int | None, int | None]:
@@ -254,9 +250,9 @@ class KafkaClusterHook(BaseHook):
         epoch = store.get_controller_epoch()
         return store.get_controller_id(), *(epoch if epoch else (None, None))
 
-    def assignments(self, topics: Collection[str]) -> dict[TopicPartition, Any]:
+    def assignments(self, topics: Collection[str]) -> dict[TopicPartition, ReplicaAssignment]:
         """Full assignments (RS/AR/RR) of ``topics``, one batched read."""
-        out: dict[TopicPartition, Any] = {}
+        out: dict[TopicPartition, ReplicaAssignment] = {}
         for t in self.get_store().get_replica_assignment_and_topic_ids(sorted(set(topics))).values():
             if isinstance(t, MetadataStoreError):
                 raise t
@@ -286,12 +282,21 @@ class KafkaClusterHook(BaseHook):
                 raise OperationTimeoutError(f"timed out after {timeout_s:g}s waiting for {what}{last}")
             self.clock.sleep(interval_s)
 
+    def wait_until(
+        self, probe: Callable[[], object], timeout_s: float, what: str, interval_s: float = 0.25
+    ) -> bool:
+        """``wait_for`` for a deadline that is not a failure: False when time ran out. A controlled
+        shutdown or a demotion returns what is still led at its deadline, and the caller judges it."""
+        try:
+            self.wait_for(probe, timeout_s, what, interval_s)
+        except OperationTimeoutError:
+            return False
+        return True
+
     # -- controller ------------------------------------------------------------------------------------
     def resign_controller(self) -> tuple[int, int]:
         """Delete ``/controller``, fenced on the epoch just read: a controller elected meanwhile is
         left alone (``ControllerMovedError``). Returns the resigned ``(controller id, epoch)``."""
-        from kafka_controller.domain.errors import InvalidArgumentError
-
         cid, epoch, zk_version = self.controller()
         if cid is None or epoch is None or zk_version is None:
             raise InvalidArgumentError("there is no active controller to resign")
@@ -326,16 +331,12 @@ class KafkaClusterHook(BaseHook):
         does) until nothing is left or time runs out; returns what it still leads. With ``demote =
         "reorder"`` it uses Kafka's public APIs instead (``airflow.demote``)."""
         if self.demote == "reorder":
-            from kafka_controller.airflow.demote import demote_by_reorder
-
             still, originals = demote_by_reorder(self, broker_id, timeout_s, operation_id)
             self.reordered.update({tp: o for tp, o in originals.items() if tp not in self.reordered})
             return still
         store = self.get_store()
         epochs = {b.id: e for b, e in store.get_all_brokers_and_epochs().items()}
         if broker_id not in epochs:
-            from kafka_controller.domain.errors import BrokerNotAvailableError
-
             raise BrokerNotAvailableError(f"broker {broker_id} is not registered")
         remaining: list[str] = []
 
@@ -348,14 +349,11 @@ class KafkaClusterHook(BaseHook):
             return not remaining
 
         # the caller decides whether partitions still led after the deadline are acceptable
-        with contextlib.suppress(OperationTimeoutError):
-            self.wait_for(attempt, timeout_s, f"broker {broker_id} to lead nothing", interval_s=1.0)
+        self.wait_until(attempt, timeout_s, f"broker {broker_id} to lead nothing", interval_s=1.0)
         return remaining
 
     def restore_replica_order(self, timeout_s: float, operation_id: str | None = None) -> int:
         """Put back the replica orders ``"reorder"`` demotions changed; returns how many were recorded."""
-        from kafka_controller.airflow.demote import restore_order
-
         originals, self.reordered = self.reordered, {}
         restore_order(self, originals, timeout_s, operation_id)
         return len(originals)
@@ -366,8 +364,6 @@ class KafkaClusterHook(BaseHook):
     ) -> dict[str, str]:
         """Set (or with None, remove) keys of ``/config/<type>/<name>`` and notify, as kafka-configs.sh
         does; returns the previous values of the keys touched."""
-        from kafka_controller.admin.throttle import merge_entity_config
-
         return merge_entity_config(self.get_store(), entity_type, name, changes)
 
     def pause_auto_rebalance(self) -> str | None:
@@ -393,8 +389,6 @@ class KafkaClusterHook(BaseHook):
             self._merge_entity_config("topics", t, dict(config))
 
     def clear_throttles(self, brokers: Collection[int], topics: Collection[str]) -> None:
-        from kafka_controller.admin.throttle import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
-
         for b in sorted(brokers):
             self._merge_entity_config("brokers", str(b), dict.fromkeys(BROKER_THROTTLE_KEYS))
         for t in sorted(topics):

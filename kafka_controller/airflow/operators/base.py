@@ -12,7 +12,8 @@ finish the row with the outcome, return a JSON-ready summary (the XCom).
 * The row carries requester, reason, parameters (never a secret: the cluster appears as
   ``describe_connection()``), the Airflow ids and the outcome; ``on_kill`` marks it cancelled.
 
-Heavy imports (kazoo, SQLAlchemy, the controller) happen inside ``execute`` via the hooks.
+A DAG file imports these operators, so what only a running task needs and costs a parse its
+time (kazoo, the audit store's alembic migrations) is imported on use, inside the hooks.
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID, DEFAULT_CLUSTER_CONN_ID
+from kafka_controller.airflow.hooks.audit import AuditStoreHook
+from kafka_controller.airflow.hooks.cluster import BrokerLostError, KafkaClusterHook, OperationCancelledError
 from kafka_controller.airflow.params import as_bool, as_text, refuse_unknown_conf
+from kafka_controller.airflow.plan_model import ClusterSnapshot, PlannedChange
+from kafka_controller.airflow.planner import DryRun
+from kafka_controller.airflow.runbook_support import RefusedError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 
 def one_line(e: BaseException) -> str:
@@ -33,7 +43,7 @@ def one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def compact(value: Any, limit: int = 600) -> str:
+def compact(value: object, limit: int = 600) -> str:
     """A JSON line for the task log, cut at ``limit`` characters."""
     text = json.dumps(value, default=str, sort_keys=True, separators=(", ", ": "))
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -62,19 +72,13 @@ def plan_lines(summary: dict[str, Any], limit: int = 5) -> list[str]:
 
 
 def _killed(e: BaseException) -> bool:
-    from kafka_controller.airflow.hooks.cluster import OperationCancelledError
-
     return isinstance(e, OperationCancelledError)
 
 
 def _no_retry_if_a_broker_was_lost(e: BaseException) -> None:
     """A broker lost mid-operation needs a person, not the same run again in a few minutes: the task
     fails without its retries (``AirflowFailException``), its message naming the broker."""
-    from kafka_controller.airflow.hooks.cluster import BrokerLostError
-
     if isinstance(e, BrokerLostError):
-        from airflow.sdk.exceptions import AirflowFailException
-
         raise AirflowFailException(str(e)) from e
 
 
@@ -103,23 +107,19 @@ class KafkaOperationOperator(BaseOperator):
         self.requester = requester
         self.reason = reason
         self.operation_id: str | None = None
-        self._cluster: Any = None
-        self._audit: Any = None
+        self._cluster: KafkaClusterHook | None = None
+        self._audit: AuditStoreHook | None = None
 
     # -- hooks --------------------------------------------------------------------------------------
     @property
-    def cluster(self) -> Any:
+    def cluster(self) -> KafkaClusterHook:
         if self._cluster is None:
-            from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
-
             self._cluster = KafkaClusterHook(self.kafka_controller_conn_id)
         return self._cluster
 
     @property
-    def audit(self) -> Any:
+    def audit(self) -> AuditStoreHook:
         if self._audit is None:
-            from kafka_controller.airflow.hooks.audit import AuditStoreHook
-
             self._audit = AuditStoreHook(self.kafka_controller_audit_conn_id)
         return self._audit
 
@@ -130,11 +130,11 @@ class KafkaOperationOperator(BaseOperator):
         self._cluster = self._audit = None
 
     # -- to implement --------------------------------------------------------------------------------
-    def prepare(self, context: Any) -> dict[str, Any]:
+    def prepare(self, context: Context) -> dict[str, Any]:
         """Coerce and check parameters (raise ``InvalidArgumentError``); return them for the row."""
         return {}
 
-    def run(self, context: Any) -> dict[str, Any]:
+    def run(self, context: Context) -> dict[str, Any]:
         raise NotImplementedError
 
     def cancel(self) -> str:
@@ -146,7 +146,7 @@ class KafkaOperationOperator(BaseOperator):
     def is_dry_run(self) -> bool:
         return as_bool("dry_run", self.dry_run_flag) if self.mutating else False
 
-    def _who_and_why(self, context: Any) -> tuple[str, str]:
+    def _who_and_why(self, context: Context) -> tuple[str, str]:
         dag_run = context.get("dag_run")
         requester = as_text("requester", self.requester, required=False)
         if requester is None:
@@ -157,7 +157,7 @@ class KafkaOperationOperator(BaseOperator):
         )
         return requester, reason
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    def execute(self, context: Context) -> dict[str, Any]:
         logging.getLogger("alembic").setLevel(logging.WARNING)  # schema checks are not news
         try:
             self._refuse_unknown_conf(context)
@@ -202,7 +202,7 @@ class KafkaOperationOperator(BaseOperator):
             self._close_hooks()
 
     @staticmethod
-    def _refuse_unknown_conf(context: Any) -> None:
+    def _refuse_unknown_conf(context: Context) -> None:
         dag = context.get("dag")
         params = getattr(dag, "params", None)
         if params is None:  # called outside a DAG run (tests call ``execute`` directly)
@@ -243,7 +243,7 @@ class KafkaOperationOperator(BaseOperator):
             self._close_hooks()  # the task is going away: end its ZooKeeper session now
 
     # -- dry runs ---------------------------------------------------------------------------------------
-    def record_plan(self, changes: Iterable[Any]) -> list[dict[str, Any]]:
+    def record_plan(self, changes: Iterable[PlannedChange]) -> list[dict[str, Any]]:
         """Write each planned change's transitions (linked to the row) and return the summaries."""
         changes = list(changes)
         records = [r for c in changes for r in c.transitions]
@@ -260,13 +260,9 @@ class KafkaOperationOperator(BaseOperator):
     def refuse_dry_run(self, reason: str | None) -> None:
         """Fail the dry run (its plan is recorded) when the real run would be refused for ``reason``."""
         if reason:
-            from kafka_controller.airflow.runbook_support import RefusedError
-
             raise RefusedError(f"dry run: the real run would be refused: {reason}")
 
-    def dry_run_of(self, snapshot: Any | None = None) -> Any:
-        from kafka_controller.airflow.planner import DryRun
-
+    def dry_run_of(self, snapshot: ClusterSnapshot | None = None) -> DryRun:
         return DryRun(
             snapshot if snapshot is not None else self.cluster.snapshot(),
             broker_defaults=self.cluster.connection.broker_defaults,

@@ -4,11 +4,29 @@ stop/start/kill, rolling restart. All mutate, so all default to a dry run."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kafka_controller.airflow.demote import DEMOTE_MODES
+from kafka_controller.airflow.maintenance import check_stop, restart_order
 from kafka_controller.airflow.operators.base import KafkaOperationOperator, one_line
 from kafka_controller.airflow.params import as_bool, as_int, as_int_list
+from kafka_controller.airflow.planner import plan_rolling_restart
+from kafka_controller.airflow.runbook_support import RefusedError, Timeouts
+from kafka_controller.airflow.runbooks import (
+    _SOURCES,
+    DRILL_METHODS,
+    drill_refusal,
+    failover_drill,
+    rolling_restart,
+    rolling_restart_refusal,
+    start_broker,
+    stop_broker,
+    wait_registered,
+)
 from kafka_controller.domain.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 RESTARTED_KEY = "kafka_controller_restarted_brokers"
 #: ``{"value": <auto.leader.rebalance.enable the first attempt replaced, or None>}``.
@@ -18,8 +36,6 @@ PAUSE_KEY = "kafka_controller_auto_rebalance_replaced"
 def _demote(op: KafkaOperationOperator, value: str) -> str:
     """Check ``demote`` and hand it to the hook: ``controlled_shutdown`` (this project's brokers) or
     ``reorder`` (replica reorder + preferred election, Kafka's public APIs: any Kafka 2.4+)."""
-    from kafka_controller.airflow.demote import DEMOTE_MODES
-
     mode = str(value).strip().lower()
     if mode not in DEMOTE_MODES:
         raise InvalidArgumentError(
@@ -51,9 +67,7 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
         self.timeout_s = timeout_s
         self.method = method
 
-    def prepare(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.runbooks import DRILL_METHODS
-
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._timeout = float(as_int("timeout_s", self.timeout_s, minimum=1))
         self._method = str(self.method).strip().lower()
         if self._method not in DRILL_METHODS:
@@ -77,9 +91,7 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
         except Exception as e:  # the drill goes on; the report then measures from what the controller saw
             self.log.warning("could not record the controller's loss in the audit: %s", one_line(e))
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.runbooks import drill_refusal, failover_drill
-
+    def run(self, context: Context) -> dict[str, Any]:
         if self.is_dry_run():
             with self.dry_run_of() as plan:
                 result = {"plan": self.record_plan([plan.baseline])}
@@ -110,8 +122,6 @@ class ControllerFailoverDrillOperator(KafkaOperationOperator):
     def describe_result(self, result: dict[str, Any]) -> list[str]:
         if "elected" not in result:
             return super().describe_result(result)
-        from kafka_controller.airflow.runbooks import _SOURCES
-
         old, new = result["resigned"], result["elected"]
         return [
             f"drill result ({result.get('method', 'resign')}): controller {old['broker_id']} "
@@ -151,7 +161,7 @@ class ControlledShutdownOperator(KafkaOperationOperator):
         self.allow_offline = allow_offline
         self.demote = demote
 
-    def prepare(self, context: Any) -> dict[str, Any]:
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._broker = as_int("broker_id", self.broker_id, minimum=0)
         self._stop = as_bool("stop", self.stop)
         self._allow_offline = as_bool("allow_offline", self.allow_offline)
@@ -164,11 +174,7 @@ class ControlledShutdownOperator(KafkaOperationOperator):
             "demote": demote,
         }
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.maintenance import check_stop
-        from kafka_controller.airflow.runbook_support import RefusedError, Timeouts
-        from kafka_controller.airflow.runbooks import stop_broker
-
+    def run(self, context: Context) -> dict[str, Any]:
         if self.is_dry_run():
             with self.dry_run_of() as plan:
                 result = {
@@ -205,7 +211,7 @@ class BrokerLifecycleOperator(KafkaOperationOperator):
         self.action = action
         self.timeout_s = timeout_s
 
-    def prepare(self, context: Any) -> dict[str, Any]:
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._broker = as_int("broker_id", self.broker_id, minimum=0)
         self._action = str(self.action).strip().lower()
         if self._action not in self.ACTIONS:
@@ -217,10 +223,7 @@ class BrokerLifecycleOperator(KafkaOperationOperator):
         self.cluster.lifecycle()  # a missing or malformed backend fails here, before the row
         return {"broker_id": self._broker, "action": self._action}
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.runbook_support import Timeouts
-        from kafka_controller.airflow.runbooks import start_broker, stop_broker, wait_registered
-
+    def run(self, context: Context) -> dict[str, Any]:
         b = self._broker
         if self.is_dry_run():
             if self._action == "start":
@@ -276,9 +279,7 @@ class RollingRestartOperator(KafkaOperationOperator):
         self.catch_up_timeout_s = catch_up_timeout_s
         self.pause_auto_rebalance = pause_auto_rebalance
 
-    def prepare(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.maintenance import restart_order
-
+    def prepare(self, context: Context) -> dict[str, Any]:
         requested = as_int_list("brokers", self.brokers)
         self._catch_up = float(as_int("catch_up_timeout_s", self.catch_up_timeout_s, minimum=1))
         self._demote = _demote(self, self.demote)
@@ -294,11 +295,7 @@ class RollingRestartOperator(KafkaOperationOperator):
             "demote": self._demote,
         }
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.planner import plan_rolling_restart
-        from kafka_controller.airflow.runbook_support import Timeouts
-        from kafka_controller.airflow.runbooks import rolling_restart, rolling_restart_refusal
-
+    def run(self, context: Context) -> dict[str, Any]:
         if self.is_dry_run():
             steps = plan_rolling_restart(
                 self.cluster.snapshot(),
@@ -311,20 +308,22 @@ class RollingRestartOperator(KafkaOperationOperator):
             self.refuse_dry_run(rolling_restart_refusal(self.cluster.describe(), self._order, summaries))
             return {"order": self._order, "plan": summaries, "would_refuse": refused}
         store = context.get("task_state_store")
-        done = set(store.get(RESTARTED_KEY) or []) if store is not None else set()
+        restarted = store.get(RESTARTED_KEY) if store is not None else None
+        done = {b for b in restarted if isinstance(b, int)} if isinstance(restarted, list) else set()
         self._done = done  # what ``cancel`` reports
 
         def remember(broker_id: int) -> None:
             done.add(broker_id)
             if store is not None:
-                store.set(RESTARTED_KEY, sorted(done))
+                store.set(RESTARTED_KEY, [*sorted(done)])
 
         if self.pause_auto_rebalance:
             self.say("pausing auto leader rebalance for the window (auto.leader.rebalance.enable=false)")
             replaced = self.cluster.pause_auto_rebalance()
             earlier = store.get(PAUSE_KEY) if store is not None else None
             if isinstance(earlier, dict) and "value" in earlier:
-                replaced = earlier["value"]
+                first = earlier["value"]  # the first attempt's: a string, or None for "unset"
+                replaced = first if isinstance(first, str) else None
             elif store is not None:
                 store.set(PAUSE_KEY, {"value": replaced})
             self._paused = (replaced,)

@@ -4,12 +4,19 @@ partitions by unclean election."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kafka_controller.admin.election import group_election_results
+from kafka_controller.airflow.maintenance import recoverable_offline
 from kafka_controller.airflow.operators.base import KafkaOperationOperator
 from kafka_controller.airflow.params import as_bool, as_partitions, as_str_list
+from kafka_controller.airflow.runbook_support import OperationFailedError
+from kafka_controller.airflow.runbooks import preferred_election
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import TopicPartition
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 
 class PreferredLeaderElectionOperator(KafkaOperationOperator):
@@ -24,7 +31,7 @@ class PreferredLeaderElectionOperator(KafkaOperationOperator):
         self.partitions = partitions
         self.topics = topics
 
-    def prepare(self, context: Any) -> dict[str, Any]:
+    def prepare(self, context: Context) -> dict[str, Any]:
         parts = as_partitions("partitions", self.partitions)
         topics = as_str_list("topics", self.topics)
         if parts and topics:
@@ -39,9 +46,7 @@ class PreferredLeaderElectionOperator(KafkaOperationOperator):
         scope = "partitions" if parts else "topics" if topics else "all"
         return {"scope": scope, "partitions": [str(tp) for tp in parts], "topics": topics}
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.runbooks import preferred_election
-
+    def run(self, context: Context) -> dict[str, Any]:
         if self.is_dry_run():
             with self.dry_run_of() as plan:
                 return {"plan": self.record_plan([plan.elect_leaders("preferred", self._targets)])}
@@ -69,9 +74,7 @@ class RecoverOfflinePartitionsOperator(KafkaOperationOperator):
         self.partitions = partitions
         self.confirm_unclean = confirm_unclean
 
-    def prepare(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.maintenance import recoverable_offline
-
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._targets = as_partitions("partitions", self.partitions)
         confirm = as_bool("confirm_unclean", self.confirm_unclean)
         if not self._targets:
@@ -100,14 +103,10 @@ class RecoverOfflinePartitionsOperator(KafkaOperationOperator):
             "candidates": {str(tp): live for tp, live in candidates.items()},
         }
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.admin.election import group_election_results
-
+    def run(self, context: Context) -> dict[str, Any]:
         if self.is_dry_run():
             with self.dry_run_of() as plan:
                 return {"plan": self.record_plan([plan.elect_leaders("unclean", self._targets)])}
-        from kafka_controller.airflow.runbook_support import OperationFailedError
-
         outcome = group_election_results(
             self.cluster.elect_leaders("unclean", self._targets, self.operation_id)
         )

@@ -4,23 +4,37 @@ cancelled when killed) -> verify (``sensors.ReassignmentSensor``, deferrable).""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import ResumableJobMixin
 
+from kafka_controller.admin.reassignment import validate_reassignment
+from kafka_controller.admin.throttle import throttle_configs
 from kafka_controller.airflow.operators.base import KafkaOperationOperator
-from kafka_controller.airflow.params import as_int, as_int_list, as_json, as_str_list
+from kafka_controller.airflow.params import as_int, as_int_list, as_json, as_partitions, as_str_list
 from kafka_controller.airflow.reassignment_plan import (
     DEFAULT_MAX_CLUSTER,
     DEFAULT_MAX_PER_BROKER,
+    generate_plan,
+    movements,
     plan_batches,
     plan_from_json,
     plan_to_json,
 )
+from kafka_controller.airflow.runbooks import (
+    cancel_reassignment,
+    execute_reassignment,
+    reassignment_progress,
+)
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.values import TopicPartition
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+    from pydantic import JsonValue
 
 
-def _current(op: KafkaOperationOperator, topics: set[str]) -> dict[Any, tuple[int, ...]]:
+def _current(op: KafkaOperationOperator, topics: set[str]) -> dict[TopicPartition, tuple[int, ...]]:
     return {tp: ra.replicas for tp, ra in op.cluster.assignments(topics).items()}
 
 
@@ -57,10 +71,7 @@ class GenerateReassignmentOperator(KafkaOperationOperator):
         self.max_movements_per_broker = max_movements_per_broker
         self.max_cluster_movements = max_cluster_movements
 
-    def prepare(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.admin.reassignment import validate_reassignment
-        from kafka_controller.airflow.reassignment_plan import generate_plan
-
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._per_broker = as_int("max_movements_per_broker", self.max_movements_per_broker, minimum=1)
         self._cluster_cap = as_int("max_cluster_movements", self.max_cluster_movements, minimum=1)
         given = self.plan not in (None, "", [], {})
@@ -94,9 +105,7 @@ class GenerateReassignmentOperator(KafkaOperationOperator):
             "partitions": len(self._plan),
         }
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.reassignment_plan import movements
-
+    def run(self, context: Context) -> dict[str, Any]:
         batches = plan_batches(
             self._plan, self._current_map, max_per_broker=self._per_broker, max_cluster=self._cluster_cap
         )
@@ -137,9 +146,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
         self.batch_timeout_s = batch_timeout_s
         self.wait_for_last_batch = wait_for_last_batch
 
-    def prepare(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.airflow.params import as_partitions
-
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._plan = plan_from_json(as_json("plan", self.plan), "parameter 'plan'")
         if not self._plan:
             raise InvalidArgumentError("the reassignment plan is empty: nothing to execute")
@@ -162,7 +169,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
             "plan": plan_to_json(self._plan),
         }
 
-    def run(self, context: Any) -> dict[str, Any]:
+    def run(self, context: Context) -> dict[str, Any]:
         if self.is_dry_run():
             with self.dry_run_of() as plan:
                 return {"plan": self.record_plan([plan.reassign(self._plan)])}
@@ -170,9 +177,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
         return self.get_job_result(None, context)
 
     # -- ResumableJobMixin: the "job" is the plan's reassignment in ZooKeeper ----------------------------
-    def submit_job(self, context: Any) -> Any:
-        from kafka_controller.admin.throttle import throttle_configs
-
+    def submit_job(self, context: Context) -> JsonValue:
         if self._throttle is not None:
             current = {
                 tp: ra.replicas
@@ -182,9 +187,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
             self.cluster.set_throttles(brokers, topics)
         return {"operation_id": self.operation_id, "partitions": len(self._plan)}
 
-    def get_job_status(self, external_id: Any, context: Any) -> str:
-        from kafka_controller.airflow.runbooks import reassignment_progress
-
+    def get_job_status(self, external_id: JsonValue, context: Context) -> str:
         first = external_id.get("operation_id") if isinstance(external_id, dict) else None
         self._resumed_from = first if first != self.operation_id else None  # an earlier attempt's
 
@@ -199,9 +202,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
     def is_job_succeeded(self, status: str) -> bool:
         return status == "SUCCEEDED"
 
-    def poll_until_complete(self, external_id: Any, context: Any) -> None:
-        from kafka_controller.airflow.runbooks import execute_reassignment
-
+    def poll_until_complete(self, external_id: JsonValue, context: Context) -> None:
         batches = self._batches if self.wait_for_last_batch else self._batches[:-1]
         self._reports = execute_reassignment(
             self.cluster,
@@ -213,8 +214,6 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
         )
         if not self.wait_for_last_batch:
             last = {tp: self._plan[tp] for tp in self._batches[-1]}
-            from kafka_controller.airflow.runbooks import reassignment_progress
-
             pending = reassignment_progress(self.cluster.get_store(), last)["pending"]
             if pending:
                 self.cluster.alter_reassignments({tp: last[tp] for tp in pending}, self.operation_id)
@@ -222,7 +221,7 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
                 {"batch": len(self._batches), "partitions": len(last), "submitted": len(pending)}
             )
 
-    def get_job_result(self, external_id: Any, context: Any) -> dict[str, Any]:
+    def get_job_result(self, external_id: JsonValue, context: Context) -> dict[str, Any]:
         return {
             "batches": getattr(self, "_reports", []),
             "resumed_from_operation": getattr(self, "_resumed_from", None),
@@ -233,8 +232,6 @@ class ExecuteReassignmentOperator(ResumableJobMixin, KafkaOperationOperator):
         """Cancel what is in flight (as ``kafka-reassign-partitions --cancel``: the replicas go back
         to their original set) and remove the throttle this task set, since the verify task, which
         would remove it, does not run after a kill."""
-        from kafka_controller.airflow.runbooks import cancel_reassignment, reassignment_progress
-
         plan = getattr(self, "_plan", None)
         if self.is_dry_run() or not plan:
             return "nothing was in flight to cancel (a dry run, or killed before the plan was read)"

@@ -8,19 +8,33 @@ no JDBC driver; its results land in the audit store, linked to this task's opera
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from airflow.sdk import BaseHook
 
 from kafka_controller.airflow.connections import airflow_fields
 from kafka_controller.airflow.operators.base import KafkaOperationOperator
 from kafka_controller.airflow.params import as_int, as_text
 from kafka_controller.airflow.spark_connection import SparkConnection, spark_connection
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+from kafka_controller.reconcile.export import export_audit_history, export_snapshot
+from kafka_controller.reconcile.sources import admin_broker_source, admin_controller_source
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+#: The PySpark job ``spark-submit`` runs: found, not imported (it is the job's process that runs it).
+RECONCILE_JOB = "kafka_controller.reconcile.job"
 
 
 def _safe(run_id: str) -> str:
@@ -33,7 +47,7 @@ def data_dir(kind: str) -> Path:
     return Path(home) / "kafka-controller" / kind
 
 
-def _run_dir(base: Any, context: Any, kind: str) -> Path:
+def _run_dir(base: str | None, context: Context, kind: str) -> Path:
     text = as_text("output_dir", base, required=False)
     return (Path(text) if text else data_dir(kind)) / _safe(context["run_id"])
 
@@ -64,7 +78,7 @@ class SnapshotExportOperator(KafkaOperationOperator):
         self.controller_view = controller_view
         self.audit_history = audit_history
 
-    def prepare(self, context: Any) -> dict[str, Any]:
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._dir = _run_dir(self.output_dir, context, "snapshots")
         if self._dir.exists() and any(self._dir.iterdir()):
             raise InvalidArgumentError(f"snapshot directory {self._dir} already exists and is not empty")
@@ -75,10 +89,7 @@ class SnapshotExportOperator(KafkaOperationOperator):
             "audit_history": self.audit_history,
         }
 
-    def run(self, context: Any) -> dict[str, Any]:
-        from kafka_controller.reconcile.export import export_audit_history, export_snapshot
-        from kafka_controller.reconcile.sources import admin_broker_source, admin_controller_source
-
+    def run(self, context: Context) -> dict[str, Any]:
         self._dir.mkdir(parents=True, exist_ok=True)
         admin = self.cluster.get_admin_client() if self.broker_views or self.controller_view else None
         result = export_snapshot(
@@ -114,13 +125,14 @@ def spark_submit_command(
     submit_args: Sequence[str] = (),
 ) -> list[str]:
     """``spark-submit`` (the venv's, next to this interpreter) for ``reconcile/job.py``."""
-    from kafka_controller.reconcile import job
-
+    spec = importlib.util.find_spec(RECONCILE_JOB)
+    if spec is None or spec.origin is None:
+        raise KafkaControllerError(f"the reconciliation job {RECONCILE_JOB} is not installed")
     binary = spark_submit or str(Path(sys.executable).with_name("spark-submit"))
     argv = [binary, "--master", master, *submit_args]
     for key, value in sorted(conf.items()):
         argv += ["--conf", f"{key}={value}"]
-    return [*argv, str(Path(job.__file__)), *job_args]
+    return [*argv, spec.origin, *job_args]
 
 
 def reconcile_job_args(
@@ -158,8 +170,6 @@ def reconcile_job_summary(stdout: str) -> dict[str, Any]:
     """The job's JSON summary out of its stdout. Under ``spark-submit`` the driver's stderr (Spark's
     warnings, the job's findings table) is merged into stdout, before and after the summary, so
     the summary is the object that opens with a line of its own (``{``), decoded up to its end."""
-    import json
-
     text = "\n" + stdout
     start = text.rfind("\n{\n")
     if start < 0:
@@ -223,7 +233,7 @@ class SparkReconciliationOperator(KafkaOperationOperator):
         self.fail_on = fail_on
         self.timeout_s = timeout_s
 
-    def prepare(self, context: Any) -> dict[str, Any]:
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._snapshot = as_text("snapshot", self.snapshot)
         self._audit_parquet = as_text("audit_parquet", self.audit_parquet, required=False)
         self._out = as_text("output_dir", self.output_dir, required=False) or str(data_dir("reconciliation"))
@@ -245,11 +255,9 @@ class SparkReconciliationOperator(KafkaOperationOperator):
 
     @staticmethod
     def _spark_connection(conn_id: str) -> SparkConnection:
-        from airflow.sdk import BaseHook
-
         return spark_connection(conn_id, **airflow_fields(BaseHook.get_connection(conn_id)))
 
-    def run(self, context: Any) -> dict[str, Any]:
+    def run(self, context: Context) -> dict[str, Any]:
         url = self.audit.connection.url
         args = reconcile_job_args(
             snapshot=str(self._snapshot),
@@ -305,7 +313,7 @@ class AuditReportOperator(KafkaOperationOperator):
         self.output_dir = output_dir
         self.since_hours = since_hours
 
-    def prepare(self, context: Any) -> dict[str, Any]:
+    def prepare(self, context: Context) -> dict[str, Any]:
         self._dir = _run_dir(self.output_dir, context, "reports")
         self._hours = (
             None
@@ -314,12 +322,9 @@ class AuditReportOperator(KafkaOperationOperator):
         )
         return {"output_dir": str(self._dir), "since_hours": self._hours}
 
-    def run(self, context: Any) -> dict[str, Any]:
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-        import time
-
-        import orjson
-
+    def run(self, context: Context) -> dict[str, Any]:
+        # Imported on use: the report's SQLAlchemy queries load alembic (the 'audit' extra), which a
+        # DAG file's parse (it imports this module) never needs.
         from kafka_controller.audit.html import render_html
 
         since = None if self._hours is None else int(time.time() * 1000) - self._hours * 3_600_000
