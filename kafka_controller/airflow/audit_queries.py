@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, Executable, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from kafka_controller.audit.engine import translate
@@ -30,7 +30,7 @@ def _limit(limit: int) -> int:
     return max(1, min(int(limit), MAX_LIMIT))
 
 
-def _rows(engine: Engine, query: Any) -> list[dict[str, Any]]:
+def _rows(engine: Engine, query: Executable) -> list[dict[str, Any]]:
     try:
         with engine.connect() as conn:
             if not has_schema(conn):

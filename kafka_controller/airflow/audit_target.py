@@ -21,9 +21,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any
 
 from kafka_controller.airflow.connections import airflow_fields, audit_connection, conn_env_var
+from kafka_controller.airflow.hooks.audit import AuditStoreHook
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +71,6 @@ def env_connection_url(conn_id: str) -> str | None:
 
 
 def _task_sdk_url(conn_id: str) -> str:
-    # Imported on use: Airflow is optional (the 'airflow' extra).
-    from kafka_controller.airflow.hooks.audit import AuditStoreHook
-
     return AuditStoreHook(conn_id).connection.url
 
 
@@ -81,7 +78,7 @@ def _metastore_url(conn_id: str) -> str | None:
     """The api-server's own read of a connection from the metadata DB (never in the scheduler)."""
     from airflow.secrets.metastore import MetastoreBackend
 
-    c: Any = MetastoreBackend().get_connection(conn_id)
+    c = MetastoreBackend().get_connection(conn_id)
     return None if c is None else audit_connection(conn_id, **airflow_fields(c)).url
 
 

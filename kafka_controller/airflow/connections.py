@@ -27,17 +27,23 @@ XComs or written to the audit store.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_controller.airflow.connection_fields import KAFKA_SECURITY_EXTRAS, _extras, _flag, _int
-from kafka_controller.airflow.spark_connection import DEFAULT_SPARK_CONN_ID as DEFAULT_SPARK_CONN_ID
-from kafka_controller.airflow.spark_connection import SPARK_CONN_TYPE as SPARK_CONN_TYPE
-from kafka_controller.airflow.spark_connection import SparkConnection as SparkConnection
-from kafka_controller.airflow.spark_connection import spark_connection as spark_connection
+from kafka_controller.broker.kafka_admin import parse_bootstrap_servers
+from kafka_controller.controller.config import KafkaConfig
 from kafka_controller.domain.errors import InvalidArgumentError
-from kafka_controller.security.client_config import PLAINTEXT, ClientSecurity
+from kafka_controller.security.client_config import PLAINTEXT, ClientSecurity, from_fields
+from kafka_controller.zk import client_security as cs
+from kafka_controller.zk.paths import split_chroot
+from kafka_controller.zk.security import ZkClientConfig
+
+if TYPE_CHECKING:
+    from airflow.models.connection import Connection as MetadataDbConnection
+    from airflow.sdk import Connection
 
 CLUSTER_CONN_TYPE = "kafka_controller_cluster"
 AUDIT_CONN_TYPE = "kafka_controller_audit"
@@ -97,10 +103,8 @@ class ClusterConnection:
     #: login and password are the SASL username and password).
     kafka_security: ClientSecurity = field(default=PLAINTEXT, repr=False)
 
-    def zk_config(self) -> Any:
+    def zk_config(self) -> ZkClientConfig:
         """A ``ZkClientConfig`` that never creates paths: operations read and act, they do not bootstrap."""
-        from kafka_controller.zk.security import ZkClientConfig
-
         return ZkClientConfig(
             self.connect_string,
             session_timeout_ms=self.session_timeout_ms,
@@ -122,11 +126,9 @@ class ClusterConnection:
     def _set_acl(self) -> bool | None:
         """The ``set_acl`` extra, else secure ACLs whenever the connection logs in with SASL or a
         client certificate, as Kafka's admin tools do."""
-        from kafka_controller.zk.client_security import tool_acls
-
         if self.set_acl is not None:
             return self.set_acl
-        return tool_acls(sasl=self.sasl, certfile=self.certfile if self.use_ssl else None) or None
+        return cs.tool_acls(sasl=self.sasl, certfile=self.certfile if self.use_ssl else None) or None
 
     def describe(self) -> dict[str, Any]:
         """What may be logged or recorded: no password, no key material."""
@@ -141,8 +143,9 @@ class ClusterConnection:
         }
 
 
-def airflow_fields(c: Any) -> dict[str, Any]:
-    """The fields of an Airflow ``Connection`` that ``cluster_connection`` and ``audit_connection`` take."""
+def airflow_fields(c: Connection | MetadataDbConnection) -> dict[str, Any]:
+    """The fields of an Airflow ``Connection`` (the task SDK's, or the metadata DB's row the api-server
+    reads) that ``cluster_connection`` and ``audit_connection`` take."""
     return {
         "host": c.host,
         "port": c.port,
@@ -182,8 +185,6 @@ def _cluster_connection(
     password: str | None,
     extra: Mapping[str, Any] | None,
 ) -> ClusterConnection:
-    from kafka_controller.zk.paths import split_chroot
-
     if not host or not host.strip():
         raise InvalidArgumentError(f"connection {conn_id!r}: host is empty (expected zk1:2181,zk2:2181)")
     hosts, chroot_in_host = split_chroot(host.strip())
@@ -220,8 +221,6 @@ def _cluster_connection(
     if not isinstance(defaults, Mapping) or not all(isinstance(k, str) for k in defaults):
         raise InvalidArgumentError(f"connection {conn_id!r}: broker_defaults must be an object of settings")
     if defaults:
-        from kafka_controller.controller.config import KafkaConfig
-
         KafkaConfig.of(0, dict(defaults))  # unknown keys and bad values refused here, one line
     security = _kafka_security(conn_id, ex, login, password)
     tls = _zk_tls(conn_id, ex) or {
@@ -250,11 +249,11 @@ def _cluster_connection(
     return conn
 
 
-def _kafka_security(conn_id: str, ex: Mapping[str, Any], login: Any, password: Any) -> ClientSecurity:
+def _kafka_security(
+    conn_id: str, ex: Mapping[str, Any], login: str | None, password: str | None
+) -> ClientSecurity:
     """The brokers' TLS and SASL from the extras, mapped as ``--command-config`` is
     (``security.client_config``): with a SASL protocol the login and password are SASL's."""
-    from kafka_controller.security.client_config import from_fields
-
     protocol = str(ex.get("security_protocol") or "PLAINTEXT")
     sasl = protocol.strip().upper().startswith("SASL_")
     return from_fields(
@@ -271,8 +270,6 @@ def _kafka_security(conn_id: str, ex: Mapping[str, Any], login: Any, password: A
 
 def _zk_sasl(ex: Mapping[str, Any]) -> tuple[str, str] | None:
     """The DIGEST-MD5 login of ``zk_jaas_config_file``'s client section, as Kafka reads it."""
-    from kafka_controller.zk import client_security as cs
-
     path = ex.get("zk_jaas_config_file")
     if not path:
         return None
@@ -285,20 +282,16 @@ def _zk_sasl(ex: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def _zk_tls(conn_id: str, ex: Mapping[str, Any]) -> dict[str, Any]:
     """Kafka's ``--zk-tls-config-file`` settings, in place of the ``use_ssl``/``certfile``/... extras."""
-    from kafka_controller.zk.client_security import tls_config_file
-
     path = ex.get("zk_tls_config_file")
     if not path:
         return {}
     clash = sorted({"use_ssl", "certfile", "keyfile", "ca", "verify_certs"} & set(ex))
     if clash:
         raise InvalidArgumentError(f"connection {conn_id!r}: give zk_tls_config_file or {clash[0]}, not both")
-    return tls_config_file(str(path))
+    return cs.tls_config_file(str(path))
 
 
 def _bootstrap(value: Any) -> tuple[str, ...] | None:
-    from kafka_controller.broker.kafka_admin import parse_bootstrap_servers
-
     if value is not None and not isinstance(value, str | list):
         raise InvalidArgumentError(f"bootstrap_servers must be host:port[,host:port], got {value!r}")
     return parse_bootstrap_servers(value)
@@ -384,8 +377,6 @@ def cluster_conn_json(
 ) -> str:
     """A ``kafka_controller_cluster`` connection in Airflow's JSON form, for ``AIRFLOW_CONN_*``
     (how a script or a demo hands Airflow a cluster without touching its metadata DB)."""
-    import json
-
     conn: dict[str, Any] = {
         "conn_type": CLUSTER_CONN_TYPE,
         "host": connect_string,
@@ -399,6 +390,4 @@ def cluster_conn_json(
 
 def audit_conn_json(url: str) -> str:
     """A ``kafka_controller_audit`` connection in Airflow's JSON form, the URL in *extra*."""
-    import json
-
     return json.dumps({"conn_type": AUDIT_CONN_TYPE, "extra": {"url": url}})

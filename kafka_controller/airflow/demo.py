@@ -23,15 +23,23 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_controller.admin.topics import assign_replicas_to_brokers
 from kafka_controller.airflow import demo_home
+from kafka_controller.airflow.audit_queries import list_operations
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID
 from kafka_controller.airflow.dag_ids import CONTROLLER_FAILOVER_DRILL, ROLLING_CONTROLLED_SHUTDOWN
 from kafka_controller.airflow.demo_home import DEMO_DAGS, AirflowDemoError
+from kafka_controller.audit.engine import create_audit_engine
+from kafka_controller.audit.reports import build_report, render_text
+from kafka_controller.cluster.client_view import kafka_client_view
+from kafka_controller.cluster.demo_audit import audit_summary, dag_operations, wait_settled
 from kafka_controller.cluster.local import LocalCluster
 from kafka_controller.cluster.pulse import ClusterPulse
+
+if TYPE_CHECKING:
+    from airflow.sdk import DAG
 
 #: Topic -> (partitions, replication factor, placement start): RF >= 2, so that no restart may
 #: take a partition offline (the rolling restart refuses to stop a broker that would).
@@ -84,7 +92,7 @@ class AirflowDemo:
         self.lifecycle_dir = workdir / "lifecycle"
         self.cluster = LocalCluster(3, data_dir=workdir / "cluster", audit_url=audit_url)
         self.connections: dict[str, str] = {}
-        self._dags: Mapping[str, Any] = {}
+        self._dags: Mapping[str, DAG] = {}
         self._starter: threading.Thread | None = None
         self._steps = 0
 
@@ -189,7 +197,8 @@ class AirflowDemo:
         }
         self._step(f"DAG {dag_id} (dry_run=false): {TITLES[dag_id]}")
         self.say("   what ZooKeeper shows while it runs:")
-        # Imported on use: Airflow is optional (the 'airflow' extra).
+        # Imported on use: the listener imports Airflow, which reads its configuration once, when
+        # first imported: only after demo_home.enter() has pointed it at the demo's private home.
         from kafka_controller.airflow.listener import audit_listener
 
         started = time.monotonic()
@@ -211,10 +220,6 @@ class AirflowDemo:
 
     def _failure(self, outcome: DagOutcome) -> str:
         """The failed task and its error, as the operator and the listener recorded it."""
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-        from kafka_controller.airflow.audit_queries import list_operations
-        from kafka_controller.audit.engine import create_audit_engine
-
         failed = [t for t, s in outcome.tasks.items() if s != "success"] or ["?"]
         engine = create_audit_engine(self.audit_url)
         try:
@@ -286,8 +291,6 @@ class AirflowDemo:
 
     def show_client_view(self) -> dict[str, Any]:
         """A Kafka client nobody here wrote reads the cluster after both DAGs; ZooKeeper must agree."""
-        from kafka_controller.cluster.client_view import kafka_client_view
-
         cid = self.cluster.controller()[0]
         bootstrap = self.cluster.listener(cid if cid is not None else self.cluster.broker_ids[0])
         self._step(f"What a Kafka client sees (Kafka's protocol, bootstrap {bootstrap})")
@@ -304,10 +307,6 @@ class AirflowDemo:
 
     def show_audit(self) -> dict[str, Any]:
         """The report ``kafka-controller audit report`` prints, once the brokers' writers settled."""
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-        from kafka_controller.audit.reports import build_report, render_text
-        from kafka_controller.cluster.demo_audit import audit_summary, dag_operations, wait_settled
-
         url = self.connections.get(DEFAULT_AUDIT_CONN_ID, "URL")  # redacted
         self._step(f"The audit report (what `kafka-controller audit report --url {url}` prints)")
         wait_settled(self.audit_url)
@@ -332,5 +331,6 @@ class AirflowDemo:
         self.cluster.close(graceful=False)
 
 
-def _state(value: Any) -> str:
+def _state(value: object) -> str:
+    """A run's or task's state (Airflow's state enum, or its string) as its string."""
     return str(getattr(value, "value", value))

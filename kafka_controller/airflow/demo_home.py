@@ -9,13 +9,28 @@ send the demo's ``initdb`` or connection look-ups to their real Airflow.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import kafka_controller
+from kafka_controller.airflow.connections import (
+    DEFAULT_AUDIT_CONN_ID,
+    DEFAULT_CLUSTER_CONN_ID,
+    audit_conn_json,
+    cluster_conn_json,
+    conn_env_var,
+)
 from kafka_controller.airflow.dag_ids import CONTROLLER_FAILOVER_DRILL, ROLLING_CONTROLLED_SHUTDOWN
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+
+if TYPE_CHECKING:
+    from airflow.sdk import DAG
 
 #: The DAG files the demo runs; ``dags_folder`` checks they are there.
 DEMO_DAGS = (CONTROLLER_FAILOVER_DRILL, ROLLING_CONTROLLED_SHUTDOWN)
@@ -29,8 +44,6 @@ class AirflowDemoError(KafkaControllerError):
 
 def source_root() -> Path:
     """The directory holding the ``kafka_controller`` package: the checkout in an editable install."""
-    import kafka_controller
-
     return Path(kafka_controller.__file__).resolve().parent.parent
 
 
@@ -88,14 +101,8 @@ def enter(home: Path, dags: Path) -> dict[str, str]:
 def set_connections(connect_string: str, chroot: str, audit_url: str, lifecycle_dir: Path) -> dict[str, str]:
     """The default cluster and audit connections, with the ``local`` lifecycle backend so that
     DAG tasks can stop and start the brokers; returns ``{conn_id: redacted description}``."""
-    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-    from kafka_controller.airflow.connections import (
-        DEFAULT_AUDIT_CONN_ID,
-        DEFAULT_CLUSTER_CONN_ID,
-        audit_conn_json,
-        cluster_conn_json,
-        conn_env_var,
-    )
+    # Imported on use: SQLAlchemy is optional (the 'audit' extra); the CLI imports this module for
+    # dags_folder() and the demo's refusals, which run without it.
     from kafka_controller.audit.engine import redacted
 
     lifecycle = {"type": "local", "state_dir": str(lifecycle_dir)}
@@ -111,8 +118,6 @@ def set_connections(connect_string: str, chroot: str, audit_url: str, lifecycle_
 
 def quiet_python_warnings() -> None:
     """Airflow routes ``warnings`` into its log; the demo's reader does not need its deprecations."""
-    import warnings
-
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
     warnings.filterwarnings("ignore", module="fastapi")
@@ -135,12 +140,12 @@ def init_metadata_db() -> float:
     return time.monotonic() - started
 
 
-def load_dags(folder: Path) -> dict[str, object]:
+def load_dags(folder: Path) -> dict[str, DAG]:
     """The demo's DAGs parsed from ``folder``; an import error is one line naming the file."""
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(folder))
-    out: dict[str, object] = {}
+    out: dict[str, DAG] = {}
     for dag_id in DEMO_DAGS:
         dag = bag.dags.get(dag_id)
         if dag is None:
@@ -156,8 +161,6 @@ def warm_task_api() -> float:
     first ``dag.test()`` would otherwise spend 5-8 s generating its versioned FastAPI routes. Best
     effort (``in_process_api_server`` is Airflow's own cached instance, not a public API): if it
     moves, the first run pays the cost as before. Returns the seconds spent."""
-    import contextlib
-
     started = time.monotonic()
     with contextlib.suppress(Exception):
         import httpx
@@ -171,8 +174,6 @@ def warm_task_api() -> float:
 def write_env_file(path: Path) -> Path:
     """``export`` lines for this process's Airflow settings and connections (mode 0600: a
     connection may hold a password), so that a shell can use the demo's Airflow afterwards."""
-    import shlex
-
     wanted = [k for k in os.environ if k == "AIRFLOW_HOME" or k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))]
     lines = [f"export {k}={shlex.quote(os.environ[k])}" for k in sorted(wanted)]
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
+from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+
+if TYPE_CHECKING:
+    from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
 
 #: ``demote=`` values: this project's ControlledShutdown API, or the reorder + preferred election.
 DEMOTE_MODES = ("controlled_shutdown", "reorder")
@@ -49,7 +53,9 @@ def plan_demotion(
     return plan
 
 
-def _states(hook: Any, tps: list[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+def _states(
+    hook: KafkaClusterHook, tps: list[TopicPartition]
+) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
     return {
         tp: s
         for tp, s in hook.get_store().get_partition_states(tps).items()
@@ -58,10 +64,11 @@ def _states(hook: Any, tps: list[TopicPartition]) -> dict[TopicPartition, Leader
 
 
 def _reorder(
-    hook: Any, plan: Mapping[TopicPartition, tuple[int, ...]], timeout_s: float, operation_id: str | None
+    hook: KafkaClusterHook,
+    plan: Mapping[TopicPartition, tuple[int, ...]],
+    timeout_s: float,
+    operation_id: str | None,
 ) -> None:
-    from kafka_controller.domain.errors import KafkaControllerError
-
     results = hook.alter_reassignments(dict(plan), operation_id)
     refused = {tp: r for tp, r in results.items() if r[0] != "NONE"}
     if refused:
@@ -82,12 +89,13 @@ def _reorder(
 
 
 def demote_by_reorder(
-    hook: Any, broker_id: int, timeout_s: float, operation_id: str | None
+    hook: KafkaClusterHook, broker_id: int, timeout_s: float, operation_id: str | None
 ) -> tuple[list[str], dict[TopicPartition, tuple[int, ...]]]:
     """Move leadership off ``broker_id`` through Kafka's protocol; ``(partitions it still leads,
     original orders of the reordered partitions)``. Partitions still led at the deadline are the
     caller's to judge, as with a controlled shutdown."""
-    # Imported on use: Airflow is optional (the 'airflow' extra).
+    # Imported on use: hooks.cluster (an Airflow hook) calls into this module; importing it at the
+    # top here would make the two modules import each other.
     from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
 
     store = hook.get_store()
@@ -118,7 +126,10 @@ def demote_by_reorder(
 
 
 def restore_order(
-    hook: Any, originals: Mapping[TopicPartition, tuple[int, ...]], timeout_s: float, operation_id: str | None
+    hook: KafkaClusterHook,
+    originals: Mapping[TopicPartition, tuple[int, ...]],
+    timeout_s: float,
+    operation_id: str | None,
 ) -> None:
     """Put back the replica orders a demotion changed (where the replica set is still the same),
     then elect the preferred leaders again."""

@@ -8,12 +8,18 @@ confirmation) are checked by the operators before they write anything.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import TopicPartition
+
+if TYPE_CHECKING:
+    from airflow.sdk import Param
 
 _TP = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
 TP_PATTERN = r"^[A-Za-z0-9._-]+-[0-9]+$"
@@ -48,8 +54,6 @@ def _items(value: Any) -> list[Any]:
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
-            import orjson
-
             try:
                 parsed = orjson.loads(text)
             except orjson.JSONDecodeError:
@@ -105,8 +109,6 @@ def as_json(name: str, value: Any) -> Any:
     """A templated value that is JSON text (rendered without native objects) or already parsed."""
     if not isinstance(value, str):
         return value
-    import orjson
-
     try:
         return orjson.loads(value)
     except orjson.JSONDecodeError:
@@ -122,7 +124,7 @@ def as_text(name: str, value: Any, *, required: bool = True) -> str | None:
     return text
 
 
-def refuse_unknown_conf(conf: Any, known: Iterable[str], dag_id: str) -> None:
+def refuse_unknown_conf(conf: object, known: Iterable[str], dag_id: str) -> None:
     """Refuse a run whose ``conf`` carries a key the DAG has no parameter for.
 
     Airflow merges extra ``conf`` keys into ``params`` without a word (a DAG's params cannot say
@@ -131,8 +133,6 @@ def refuse_unknown_conf(conf: Any, known: Iterable[str], dag_id: str) -> None:
     keys = sorted(set(conf or {}) - set(known)) if isinstance(conf, dict) else []
     if not keys:
         return
-    import difflib
-
     names = sorted(known)
     close = difflib.get_close_matches(keys[0], names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -145,7 +145,7 @@ def refuse_unknown_conf(conf: Any, known: Iterable[str], dag_id: str) -> None:
 # -- trigger-form schemas (used by dags/) ------------------------------------------------------------
 
 
-def common_params(*, dry_run_default: bool = True) -> dict[str, Any]:
+def common_params(*, dry_run_default: bool = True) -> dict[str, Param]:
     """``dry_run``, ``requester`` and ``reason``: on every mutating DAG."""
     from airflow.sdk import Param
 
@@ -164,7 +164,7 @@ def common_params(*, dry_run_default: bool = True) -> dict[str, Any]:
     }
 
 
-def broker_list_param(description: str) -> Any:
+def broker_list_param(description: str) -> Param:
     from airflow.sdk import Param
 
     return Param(
@@ -172,7 +172,7 @@ def broker_list_param(description: str) -> Any:
     )
 
 
-def partitions_param(description: str) -> Any:
+def partitions_param(description: str) -> Param:
     from airflow.sdk import Param
 
     return Param(

@@ -12,19 +12,31 @@ be needed to bring it back. Nothing touches the live cluster.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafka_controller.admin.describe import ClusterView
 from kafka_controller.airflow.plan_model import ClusterSnapshot, PlannedChange
+from kafka_controller.controller.config import KafkaConfig
+from kafka_controller.controller.kafka_controller import KafkaController
 from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransition
+from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import (
     NO_LEADER,
     TopicPartition,
 )
+from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
+from kafka_controller.dryrun.recording import RecordingAuditSink
+from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
+from kafka_controller.zk import paths as P
+from kafka_controller.zk.admin_codecs import encode_entity_config, encode_reassignment
+from kafka_controller.zk.backend import CREATE, PERSISTENT
+from kafka_controller.zk.codecs import encode_controller_epoch, encode_partition_state, encode_topic
 
 __all__ = ["DRY_RUN_CONTROLLER_ID", "DryRun", "DryRunError", "plan_rolling_restart"]
 
@@ -63,15 +75,18 @@ class _PlanState:
 
 
 class _Answer:
+    """The callback an entry point of the controller answers on its event thread: the answer is a
+    set, a dict of results or an exception, whichever the entry point gives."""
+
     def __init__(self) -> None:
-        self.value: Any = None
+        self.value: object = None
         self.done = threading.Event()
 
-    def __call__(self, value: Any) -> None:
+    def __call__(self, value: object) -> None:
         self.value = value
         self.done.set()
 
-    def get(self, what: str) -> Any:
+    def get(self, what: str) -> object:
         if not self.done.wait(DRAIN_TIMEOUT_S):
             raise DryRunError(f"the dry-run controller did not answer {what} in {DRAIN_TIMEOUT_S:g}s")
         return self.value
@@ -87,10 +102,8 @@ _CONTROLLER_LOGGERS = (
 )
 
 
-def _quiet_controller_logs() -> Any:
+def _quiet_controller_logs() -> Callable[[], None]:
     """Silence the controller's loggers; returns the function that puts their levels back."""
-    import logging
-
     loggers = [logging.getLogger(name) for name in _CONTROLLER_LOGGERS]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
@@ -103,7 +116,7 @@ def _quiet_controller_logs() -> Any:
     return restore
 
 
-def _plain(answer: Any) -> Any:
+def _plain(answer: object) -> Any:
     """Controller answers (sets, dicts of ints or ApiErrors, exceptions) as JSON-ready values."""
     if isinstance(answer, BaseException):
         return {"error": type(answer).__name__, "message": str(answer)}
@@ -124,21 +137,13 @@ class DryRun:
         broker_defaults: Mapping[str, str] | None = None,
         operation_id: str | None = None,
     ) -> None:
-        from kafka_controller.controller.config import KafkaConfig
-        from kafka_controller.controller.kafka_controller import KafkaController
-        from kafka_controller.domain.config_keys import AUTO_LEADER_REBALANCE_ENABLE
-        from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
-        from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
-        from kafka_controller.dryrun.recording import RecordingAuditSink
-        from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
-
         props = {**dict(broker_defaults or {}), AUTO_LEADER_REBALANCE_ENABLE: "false"}
         config = KafkaConfig.of(DRY_RUN_CONTROLLER_ID, props)  # bad defaults refused before any work
         self.snapshot = snapshot
         self.operation_id = operation_id
         self.tree = InMemoryZooKeeper()
         self.admin = InMemoryMetadataStore(self.tree)
-        self.broker_stores: dict[int, Any] = {}
+        self.broker_stores: dict[int, InMemoryMetadataStore] = {}
         self.broker_epochs: dict[int, int] = {}
         self.audit = RecordingAuditSink()
         self.channel = RecordingBrokerChannel()
@@ -162,11 +167,6 @@ class DryRun:
 
     # -- loading ------------------------------------------------------------------------------------
     def _load(self, snap: ClusterSnapshot) -> None:
-        from kafka_controller.zk import paths as P
-        from kafka_controller.zk.admin_codecs import encode_entity_config, encode_reassignment
-        from kafka_controller.zk.backend import CREATE, PERSISTENT
-        from kafka_controller.zk.codecs import encode_controller_epoch, encode_partition_state, encode_topic
-
         ops: list[tuple[int, str, bytes | None, int]] = []
         if snap.controller_epoch is not None:
             ops.append(
@@ -228,7 +228,7 @@ class DryRun:
             set(ctx.live_or_shutting_down_broker_ids),
         )
 
-    def _collect(self, action: str, answer: Any, before: _PlanState, mark: int = 0) -> PlannedChange:
+    def _collect(self, action: str, answer: object, before: _PlanState, mark: int = 0) -> PlannedChange:
         records = self.audit.records[mark:]
         for r in records:
             r.dry_run = True  # a plan, never history (the dry-run controller's failover included)
@@ -257,7 +257,7 @@ class DryRun:
         )
 
     # -- actions ---------------------------------------------------------------------------------------
-    def _act(self, action: str, call: Any) -> PlannedChange:
+    def _act(self, action: str, call: Callable[[_Answer], object]) -> PlannedChange:
         before = self._state()
         mark = len(self.audit.records)
         answer = _Answer()

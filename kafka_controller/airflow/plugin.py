@@ -8,7 +8,7 @@ Only fields that work without the FAB provider are used: no Flask blueprints, no
 
 from __future__ import annotations
 
-from typing import Any
+from importlib.metadata import distributions
 
 from airflow.plugins_manager import AirflowPlugin
 
@@ -39,8 +39,6 @@ def entry_point_installed() -> bool:
     """True when an installed distribution registers this plugin under ``airflow.plugins``. Every
     distribution is looked at, as Airflow does (``entry_points()`` keeps only the first one of a
     name, which may be a build's egg-info on ``sys.path`` rather than the installed metadata)."""
-    from importlib.metadata import distributions
-
     return any(
         ep.group == ENTRY_POINT_GROUP and ep.value.startswith(__name__)
         for dist in distributions()
@@ -48,6 +46,6 @@ def entry_point_installed() -> bool:
     )
 
 
-def plugins_folder_exports() -> dict[str, Any]:
+def plugins_folder_exports() -> dict[str, type[AirflowPlugin]]:
     """What the plugins-folder file exports: the plugin class unless the entry point has it."""
     return {} if entry_point_installed() else {"KafkaControllerPlugin": KafkaControllerPlugin}

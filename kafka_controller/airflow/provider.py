@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_controller import __version__
 from kafka_controller.airflow.connection_fields import KAFKA_SECURITY_FIELDS
 from kafka_controller.airflow.connections import AUDIT_CONN_TYPE, CLUSTER_CONN_TYPE
 
@@ -21,8 +22,6 @@ def _field(label: str, type_: str | list[str], description: str, **schema: Any) 
 
 
 def get_provider_info() -> dict[str, Any]:
-    from kafka_controller import __version__
-
     return {
         "package-name": "kafka-controller-ops",
         "name": _NAME,

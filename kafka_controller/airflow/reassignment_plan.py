@@ -17,6 +17,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import orjson
+
+from kafka_controller.admin.reassignment import parse_reassignment_json
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.values import TopicPartition
 
@@ -153,10 +156,6 @@ def plan_to_json(plan: Mapping[TopicPartition, Sequence[int]]) -> list[dict[str,
 
 def plan_from_json(entries: object, what: str = "reassignment plan") -> Plan:
     """Inverse of ``plan_to_json``; also accepts Kafka's ``{"version": 1, "partitions": [...]}``."""
-    import orjson
-
-    from kafka_controller.admin.reassignment import parse_reassignment_json
-
     doc = entries if isinstance(entries, dict) else {"version": 1, "partitions": entries}
     if isinstance(doc, dict) and isinstance(doc.get("partitions"), list) and not doc["partitions"]:
         return {}

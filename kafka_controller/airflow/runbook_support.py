@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafka_controller.admin.describe import ClusterView
 from kafka_controller.airflow.maintenance import broker_caught_up
 from kafka_controller.domain.errors import KafkaControllerError
+
+if TYPE_CHECKING:
+    from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
 
 __all__ = ["OperationFailedError", "RefusedError", "Say", "Timeouts", "Watch"]
 
@@ -44,7 +47,7 @@ class Timeouts:
 class Watch:
     """Samples the cluster while waiting: the most partitions seen offline at once, and which."""
 
-    hook: Any
+    hook: KafkaClusterHook
     max_offline: int = 0
     offline_seen: set[str] = field(default_factory=set)
 

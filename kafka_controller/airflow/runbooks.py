@@ -10,17 +10,17 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_controller.admin.describe import ClusterView
+from kafka_controller.admin.election import group_election_results
 from kafka_controller.admin.reassignment import COMPLETE, IN_PROGRESS, verify_reassignment
+from kafka_controller.airflow.hooks.cluster import BrokerLostError, KafkaClusterHook, OperationTimeoutError
 from kafka_controller.airflow.maintenance import (
     check_stop,
     leaderless_with_live_isr,
     preferred_partitions_of,
 )
-
-# The shared pieces live in ``runbook_support``; their names stay importable from here.
 from kafka_controller.airflow.runbook_support import (
     OperationFailedError,
     RefusedError,
@@ -30,7 +30,12 @@ from kafka_controller.airflow.runbook_support import (
     _caught_up,
     _quiet,
 )
-from kafka_controller.domain.values import TopicPartition
+from kafka_controller.domain.errors import MetadataStoreError
+from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
+from kafka_controller.ports import MetadataStore
+
+if TYPE_CHECKING:
+    from kafka_controller.airflow.lifecycle import BrokerLifecycle
 
 __all__ = [
     "DRILL_METHODS",
@@ -92,12 +97,12 @@ DRILL_METHODS = ("resign", "kill")
 
 
 def failover_drill(
-    hook: Any,
+    hook: KafkaClusterHook,
     *,
     timeout_s: float = 120.0,
     say: Say = _quiet,
     method: str = "resign",
-    lifecycle: Any = None,
+    lifecycle: BrokerLifecycle | None = None,
     on_lost: Callable[[int, int, int, str], None] = lambda _b, _e, _t, _d: None,
     recovery_of: Callable[[int, int], Mapping[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
@@ -118,6 +123,8 @@ def failover_drill(
     """
     if method not in DRILL_METHODS:
         raise RefusedError(f"unknown drill method {method!r} (expected one of {', '.join(DRILL_METHODS)})")
+    if method == "kill" and lifecycle is None:
+        raise RefusedError("a kill drill needs the cluster's broker lifecycle backend")
     watch = Watch(hook)
     before = watch.view()
     refusal = drill_refusal(before)
@@ -133,7 +140,7 @@ def failover_drill(
     t0 = hook.clock.monotonic()
     if method == "resign":
         old_id, old_epoch = hook.resign_controller()
-    else:
+    elif lifecycle is not None:  # a kill drill (refused above without a backend)
         lifecycle.kill(old_id, timeout_s)
     on_lost(old_id, old_epoch, lost_at_ms, f"{method} by a failover drill")
 
@@ -171,7 +178,7 @@ def failover_drill(
         "partitions": len(after.partitions),
         "offline_after": sum(p.offline for p in after.partitions),
     }
-    if method == "kill":
+    if method == "kill" and lifecycle is not None:
         timeouts = Timeouts(start_s=timeout_s, catch_up_s=timeout_s)
         result["restart"] = start_broker(hook, lifecycle, old_id, timeouts, say)
         watch.until(
@@ -195,7 +202,7 @@ FAILOVER_RECORD_WAIT_S = 15.0
 
 
 def _measured_failover(
-    hook: Any,
+    hook: KafkaClusterHook,
     recovery_of: Callable[[int, int], Mapping[str, Any] | None] | None,
     epoch: int,
     lost_at_ms: int,
@@ -203,8 +210,6 @@ def _measured_failover(
 ) -> dict[str, Any]:
     """The failover's election and recovery times and offline count, from its audit row if one
     comes, else from the drill's polling (see ``failover_drill``)."""
-    # Imported on use: Airflow is optional (the 'airflow' extra).
-    from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
 
     def probe() -> Mapping[str, Any] | None:
         assert recovery_of is not None
@@ -237,7 +242,7 @@ def _measured_failover(
     }
 
 
-def wait_registered(hook: Any, broker_id: int, registered: bool, timeout_s: float) -> None:
+def wait_registered(hook: KafkaClusterHook, broker_id: int, registered: bool, timeout_s: float) -> None:
     what = f"broker {broker_id} to {'register' if registered else 'deregister'}"
     hook.wait_for(
         lambda: (broker_id in hook.get_store().get_sorted_broker_list()) == registered, timeout_s, what
@@ -245,8 +250,8 @@ def wait_registered(hook: Any, broker_id: int, registered: bool, timeout_s: floa
 
 
 def stop_broker(
-    hook: Any,
-    lifecycle: Any,
+    hook: KafkaClusterHook,
+    lifecycle: BrokerLifecycle,
     broker_id: int,
     timeouts: Timeouts,
     operation_id: str | None,
@@ -271,7 +276,7 @@ def stop_broker(
 
 
 def start_broker(
-    hook: Any, lifecycle: Any, broker_id: int, timeouts: Timeouts, say: Say = _quiet
+    hook: KafkaClusterHook, lifecycle: BrokerLifecycle, broker_id: int, timeouts: Timeouts, say: Say = _quiet
 ) -> dict[str, Any]:
     t0 = hook.clock.monotonic()
     lifecycle.start(broker_id, timeouts.start_s)
@@ -282,8 +287,8 @@ def start_broker(
 
 
 def rolling_restart(
-    hook: Any,
-    lifecycle: Any,
+    hook: KafkaClusterHook,
+    lifecycle: BrokerLifecycle,
     order: Sequence[int],
     *,
     timeouts: Timeouts,
@@ -300,9 +305,6 @@ def rolling_restart(
     restarted excepted while it is down: one that goes stops the run at once with
     ``BrokerLostError`` naming it and where the restart stopped, instead of a catch-up timeout
     that would blame the broker being waited for."""
-    # Imported on use: Airflow is optional (the 'airflow' extra).
-    from kafka_controller.airflow.hooks.cluster import BrokerLostError
-
     watch = Watch(hook)
     steps: list[dict[str, Any]] = []
     say(
@@ -348,8 +350,8 @@ def rolling_restart(
 
 
 def _restart_one(
-    hook: Any,
-    lifecycle: Any,
+    hook: KafkaClusterHook,
+    lifecycle: BrokerLifecycle,
     position: tuple[int, int, int],
     watch: Watch,
     timeouts: Timeouts,
@@ -390,11 +392,12 @@ def _restart_one(
 
 
 def preferred_election(
-    hook: Any, partitions: Collection[TopicPartition] | None, operation_id: str | None, say: Say = _quiet
+    hook: KafkaClusterHook,
+    partitions: Collection[TopicPartition] | None,
+    operation_id: str | None,
+    say: Say = _quiet,
 ) -> dict[str, Any]:
     """Preferred election; ``partitions`` None = all. Grouped as Kafka's tool prints them."""
-    from kafka_controller.admin.election import group_election_results
-
     if partitions is not None and not partitions:
         say("preferred election: no partition to elect")
         return {"elected": {}, "not_needed": [], "failed": {}}
@@ -421,13 +424,11 @@ def preferred_election(
 
 
 def reassignment_progress(
-    store: Any, plan: Mapping[TopicPartition, Sequence[int]]
+    store: MetadataStore, plan: Mapping[TopicPartition, Sequence[int]]
 ) -> dict[str, list[TopicPartition]]:
     """``{"complete": [...], "in_progress": [...], "pending": [...]}`` from the topic znodes and the
     legacy request znode (two batched reads): what a retried task has left to do."""
-    from kafka_controller.domain.errors import MetadataStoreError
-
-    assignments: dict[TopicPartition, Any] = {}
+    assignments: dict[TopicPartition, ReplicaAssignment] = {}
     for t in store.get_replica_assignment_and_topic_ids(sorted({tp.topic for tp in plan})).values():
         if isinstance(t, MetadataStoreError):
             raise t
@@ -440,7 +441,7 @@ def reassignment_progress(
 
 
 def execute_reassignment(
-    hook: Any,
+    hook: KafkaClusterHook,
     plan: Mapping[TopicPartition, Sequence[int]],
     batches: Sequence[Sequence[TopicPartition]],
     *,
@@ -455,9 +456,6 @@ def execute_reassignment(
     guarded: if one goes, the run stops at once naming it (the reassignments in flight stay with the
     controller, which completes them if the broker comes back), instead of waiting out the batch
     timeout for a replica that cannot catch up."""
-    # Imported on use: Airflow is optional (the 'airflow' extra).
-    from kafka_controller.airflow.hooks.cluster import BrokerLostError
-
     involved = {b for rs in plan.values() for b in rs}
     involved |= {b for ra in hook.assignments({tp.topic for tp in plan}).values() for b in ra.replicas}
     registered = set(hook.get_store().get_sorted_broker_list())
@@ -482,7 +480,7 @@ def execute_reassignment(
 
 
 def _execute_batch(
-    hook: Any,
+    hook: KafkaClusterHook,
     plan: Mapping[TopicPartition, Sequence[int]],
     batch: Sequence[TopicPartition],
     position: tuple[int, int],
@@ -504,8 +502,12 @@ def _execute_batch(
             )
         submitted = {str(tp): "submitted" for tp in progress["pending"]}
     t0 = hook.clock.monotonic()
+
+    def complete() -> bool:
+        return len(reassignment_progress(hook.get_store(), sub)["complete"]) == len(sub)
+
     hook.wait_for(
-        lambda s=sub: len(reassignment_progress(hook.get_store(), s)["complete"]) == len(s),
+        complete,
         batch_timeout_s,
         f"batch {i} of {total} ({len(sub)} partitions) to complete",
     )
@@ -525,7 +527,7 @@ def _execute_batch(
 
 
 def cancel_reassignment(
-    hook: Any, plan: Mapping[TopicPartition, Sequence[int]], operation_id: str | None
+    hook: KafkaClusterHook, plan: Mapping[TopicPartition, Sequence[int]], operation_id: str | None
 ) -> list[str]:
     """Cancel whatever of ``plan`` is still in flight (KIP-455: target None)."""
     in_flight = reassignment_progress(hook.get_store(), plan)["in_progress"]

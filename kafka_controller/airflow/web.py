@@ -12,18 +12,31 @@ inline SVG charts (``audit.html``): no scripts, nothing fetched from elsewhere.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from html import escape
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from urllib.parse import urlencode
 
+import orjson
+
+from kafka_controller.airflow.audit_target import web_audit_url
 from kafka_controller.airflow.connections import DEFAULT_AUDIT_CONN_ID
+from kafka_controller.audit.engine import AuditStoreError, create_audit_engine
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, Request
+    from sqlalchemy import Engine
+    from starlette.responses import Response
+    from starlette.types import Receive, Scope, Send
 
 URL_PREFIX = "/kafka-controller"
-EngineFactory = Callable[[], Any]
+EngineFactory = Callable[[], "Engine"]
+#: A FastAPI dependency that authenticates and authorizes a request (raising when it may not pass).
+AuthDependency = Callable[..., object]
 T = TypeVar("T")
 
 
-def airflow_auth() -> Any:
+def airflow_auth() -> AuthDependency:
     """The dependency that makes Airflow authenticate and authorize each request."""
     from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
     from airflow.api_fastapi.core_api.security import requires_access_view
@@ -35,19 +48,19 @@ def airflow_auth() -> Any:
 AIRFLOW_LOGIN = "/api/v2/auth/login"
 
 
-def redirect_browsers_to_login(app: Any) -> None:
+def redirect_browsers_to_login(app: FastAPI) -> None:
     """An unauthenticated browser (a request that accepts ``text/html``) is sent to Airflow's login
     page, which brings it back here afterwards (``next``); API clients keep their 401 JSON.
 
     Airflow's own UI does the same in its front end; a server-rendered page has no front end, and a
     bare ``{"detail": "Not authenticated"}`` tells a person nothing about where to log in."""
-    from urllib.parse import urlencode
-
     from fastapi.exception_handlers import http_exception_handler
     from fastapi.responses import RedirectResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    async def login_for_browsers(request: Any, exc: Any) -> Any:
+    async def login_for_browsers(request: Request, error: Exception) -> Response:
+        # registered for StarletteHTTPException alone; Starlette types every handler for Exception
+        exc = cast(StarletteHTTPException, error)
         if exc.status_code == 401 and "text/html" in request.headers.get("accept", ""):
             mount = str(request.scope.get("root_path", ""))
             server = mount[: -len(URL_PREFIX)] if mount.endswith(URL_PREFIX) else mount
@@ -63,15 +76,11 @@ def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
     audit_url``, an ``AIRFLOW_CONN_*`` variable, or the api-server's metadata DB (``audit_target``);
     never through the task SDK, which the api-server must not use."""
     lock = threading.Lock()
-    engine: list[Any] = []
+    engine: list[Engine] = []
 
-    def get() -> Any:
+    def get() -> Engine:
         with lock:
             if not engine:
-                # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-                from kafka_controller.airflow.audit_target import web_audit_url
-                from kafka_controller.audit.engine import AuditStoreError, create_audit_engine
-
                 url = web_audit_url(conn_id)
                 if url is None:
                     raise AuditStoreError(
@@ -84,14 +93,14 @@ def hook_engine(conn_id: str = DEFAULT_AUDIT_CONN_ID) -> EngineFactory:
     return get
 
 
-def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
+def create_app(engine: EngineFactory | None = None, *, auth: AuthDependency | None = None) -> FastAPI:
     """The FastAPI app. ``auth`` is a dependency (default: Airflow's); ``engine`` yields the engine."""
-    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from fastapi import Depends, FastAPI, HTTPException, Query
     from fastapi.responses import HTMLResponse
 
+    # Imported on use: the audit store's queries load SQLAlchemy's schema and alembic (the 'audit'
+    # extra), which only the api-server serving this app needs, not every process loading the plugin.
     from kafka_controller.airflow import audit_queries as q
-    from kafka_controller.audit.engine import AuditStoreError
 
     get_engine = engine or hook_engine()
     dependencies = [Depends(auth if auth is not None else airflow_auth())]
@@ -163,7 +172,8 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
         dry_runs: bool = False,
         cluster_id: str | None = None,
     ) -> dict[str, Any]:
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+        # Imported on use: the audit's report loads SQLAlchemy's schema and alembic (the 'audit'
+        # extra), which only the api-server serving this app needs.
         from kafka_controller.audit.reports import build_report
 
         return _guard(
@@ -179,9 +189,8 @@ def create_app(engine: EngineFactory | None = None, *, auth: Any = None) -> Any:
 
     @app.get("/", response_class=HTMLResponse)
     def index(since_ms: int | None = None, dry_runs: bool = False, cluster_id: str | None = None) -> str:
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-        from urllib.parse import urlencode
-
+        # Imported on use: the audit's report loads SQLAlchemy's schema and alembic (the 'audit'
+        # extra), which only the api-server serving this app needs.
         from kafka_controller.audit.html import render_html
         from kafka_controller.audit.reports import build_report
 
@@ -248,7 +257,8 @@ _OPERATION_FIELDS = (
 def _operation_document(op: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """One operation: what was asked (fields, parameters), what came of it (result), and the
     transitions it caused or, for a dry run, planned."""
-    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+    # Imported on use: the audit's pages load SQLAlchemy's schema and alembic (the 'audit'
+    # extra), which only the api-server serving this app needs, not every process loading the plugin.
     from kafka_controller.audit.html import document, table
 
     fields = {k: op.get(k) for k in _OPERATION_FIELDS}
@@ -276,7 +286,8 @@ def _operation_document(op: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 def _result_html(result: Any) -> str:
     """Headline figures first (a drill's election and recovery, counts), then the whole result."""
-    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+    # Imported on use: the audit's pages load SQLAlchemy's schema and alembic (the 'audit'
+    # extra), which only the api-server serving this app needs, not every process loading the plugin.
     from kafka_controller.audit.html import table
 
     if result is None:
@@ -298,8 +309,6 @@ def _result_html(result: Any) -> str:
 
 def _cluster_nav(clusters: list[str | None], current: str | None, dry_runs: bool) -> list[str]:
     """Links to each cluster's view when the store holds more than one."""
-    from urllib.parse import urlencode
-
     known = [c for c in clusters if c is not None]
     if len(known) < 2 and not current:
         return []
@@ -314,10 +323,11 @@ def _cluster_nav(clusters: list[str | None], current: str | None, dry_runs: bool
     ]
 
 
-def _findings_section(engine: Any, cluster_id: str | None = None) -> list[str]:
+def _findings_section(engine: Engine, cluster_id: str | None = None) -> list[str]:
     """Findings of the latest completed reconciliation, and a warning naming any later run that
     did not complete (its failure must not hide the findings before it)."""
-    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+    # Imported on use: the audit store's queries load SQLAlchemy's schema and alembic (the 'audit'
+    # extra), which only the api-server serving this app needs, not every process loading the plugin.
     from kafka_controller.airflow import audit_queries as q
     from kafka_controller.audit.html import table
     from kafka_controller.audit.reports import format_ms
@@ -346,7 +356,8 @@ def _findings_section(engine: Any, cluster_id: str | None = None) -> list[str]:
 
 def _operations_table(rows: list[dict[str, Any]]) -> str:
     """Operations with a link to each one's page (every value escaped)."""
-    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
+    # Imported on use: the audit's pages load SQLAlchemy's schema and alembic (the 'audit'
+    # extra), which only the api-server serving this app needs, not every process loading the plugin.
     from kafka_controller.audit.reports import format_value
 
     if not rows:
@@ -366,8 +377,6 @@ def _operations_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _json(value: Any) -> str:
-    import orjson
-
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
 
 
@@ -375,14 +384,16 @@ class LazyApp:
     """An ASGI app that builds the FastAPI app on its first request, so loading the plugin in
     schedulers and workers does not import FastAPI or open the audit store."""
 
-    def __init__(self, factory: Callable[[], Any]) -> None:
+    def __init__(self, factory: Callable[[], FastAPI]) -> None:
         self._factory = factory
-        self._app: Any = None
+        self._app: FastAPI | None = None
         self._lock = threading.Lock()
 
-    def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
-        if self._app is None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        app = self._app
+        if app is None:
             with self._lock:
                 if self._app is None:
                     self._app = self._factory()
-        return self._app(scope, receive, send)
+                app = self._app
+        return app(scope, receive, send)
