@@ -36,10 +36,10 @@ OPERATIONS = (
 CLUSTER_NAME = "kafka-cluster"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "acls",
-        help="add, remove or list ACLs (as kafka-acls.sh --bootstrap-server)",
+        help=summary,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

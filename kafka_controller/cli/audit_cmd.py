@@ -23,8 +23,8 @@ _RELATIVE = re.compile(r"^(\d+)\s*(s|m|h|d)$")
 _UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("audit", help="audit store reports and schema upgrades")
+def register(subparsers: Any, summary: str) -> None:
+    p = subparsers.add_parser("audit", help=summary)
     sub = p.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
 
     r = sub.add_parser("report", help="print the audit report (tables, --json, or --html FILE)")

@@ -18,15 +18,19 @@ import sys
 import threading
 from typing import Any
 
+from kafka_controller import heap
+from kafka_controller.broker.config import BrokerConfig, parse_assignments
 from kafka_controller.cli import common
+from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+from kafka_controller.security.properties import read_properties
 
 PROG = "kafka-controller broker"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "broker",
-        help="run one broker (controller candidate, request handling, simulated replicas)",
+        help=summary,
         description=(
             "Run one broker of a Kafka 2.8 ZooKeeper-mode cluster: it registers /brokers/ids/N, takes part "
             "in controller election and serves LeaderAndIsr, UpdateMetadata, StopReplica, fetch and admin "
@@ -84,8 +88,6 @@ def register(subparsers: Any) -> None:
 
 
 def parse_listener(text: str) -> tuple[str, int]:
-    from kafka_controller.domain.errors import InvalidArgumentError
-
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
         raise InvalidArgumentError(f"invalid --listener {text!r}: expected HOST:PORT with a port 0-65535")
@@ -95,15 +97,10 @@ def parse_listener(text: str) -> tuple[str, int]:
 def read_server_properties(path: str) -> dict[str, str]:
     """A broker's ``--config-file`` (Kafka's ``server.properties`` form); a line that is not a
     setting is an error naming its number, never its text (it may hold a password)."""
-    from kafka_controller.security.properties import read_properties
-
     return read_properties(path, "--config-file", strict=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_controller.broker.config import BrokerConfig, parse_assignments
-    from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
-
     try:
         # Imported on use: cryptography loads only when used (start-up time).
         from kafka_controller.security.listeners import BrokerListeners
@@ -117,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
     except InvalidArgumentError as e:
         _say(f"error: {e}")
         return 2
-
-    from kafka_controller import heap
 
     heap.limit_malloc_arenas()  # before any thread: the controller's peak memory (``heap``)
     logging.basicConfig(

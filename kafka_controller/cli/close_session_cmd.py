@@ -17,15 +17,21 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.cli import common
+from kafka_controller.cli import common, connections
+from kafka_controller.zk.session_file import (
+    SessionFileError,
+    read_session_file,
+    remove_session_file,
+    same_process_alive,
+)
 
 PROG = "kafka-controller close-session"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "close-session",
-        help="close the ZooKeeper session of a broker whose process exited (ExecStopPost=)",
+        help=summary,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -38,12 +44,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported on use: kazoo is optional (the 'zk' extra).
     from kafka_controller.zk.session_close import CloseOutcome, close_recorded_session
-    from kafka_controller.zk.session_file import (
-        SessionFileError,
-        read_session_file,
-        remove_session_file,
-        same_process_alive,
-    )
 
     data_dir: Path = args.data_dir
     if not data_dir.is_dir():
@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
             f"broker {record.broker_id}'s process {record.pid} is still running: only the session of a "
             "process that exited is closed"
         )
-    common.quiet_kazoo()  # kazoo logs a re-attach to an expired session; the outcome line says it
-    outcome = close_recorded_session(common.client_config(args), record)
+    connections.quiet_kazoo()  # kazoo logs a re-attach to an expired session; the outcome line says it
+    outcome = close_recorded_session(connections.client_config(args), record)
     session = f"session 0x{record.session_id:x} of broker {record.broker_id} (pid {record.pid})"
     if outcome is CloseOutcome.CLOSED:
         common.say(f"closed {session}: its ephemeral znodes are gone")

@@ -39,19 +39,19 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kafka_controller.cli import common
-
-if TYPE_CHECKING:
-    from kafka_controller.cluster.control import ControlServer
-    from kafka_controller.cluster.local import LocalCluster
+from kafka_controller.broker.config import BrokerConfig, parse_assignments
+from kafka_controller.cli import cluster_control, common
+from kafka_controller.cluster.control import ControlServer
+from kafka_controller.cluster.local import LocalCluster
+from kafka_controller.domain.errors import InvalidArgumentError
 
 PROG = "kafka-controller cluster"
 
 
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("cluster", help="run a whole local cluster (ZooKeeper + brokers)")
+def register(subparsers: Any, summary: str) -> None:
+    p = subparsers.add_parser("cluster", help=summary)
     sub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     up = sub.add_parser(
         "up",
@@ -116,17 +116,10 @@ def register(subparsers: Any) -> None:
         "--json", action="store_true", help="print where everything is as one JSON line on stdout"
     )
     up.set_defaults(func=run_up)
-    from kafka_controller.cli import cluster_control
-
     cluster_control.register(sub)
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from kafka_controller.broker.config import BrokerConfig, parse_assignments
-    from kafka_controller.cluster.control import ControlServer
-    from kafka_controller.cluster.local import LocalCluster
-    from kafka_controller.domain.errors import InvalidArgumentError
-
     config = parse_assignments(args.config)
     BrokerConfig.of(max(0, args.first_broker_id), config)  # refuse bad settings before starting anything
     if not 0 <= args.port <= 65535:
@@ -222,8 +215,6 @@ def _check_ports(option: str, base: int | None, first_id: int, brokers: int) -> 
     or metrics port would fail its start with a less direct message)."""
     import socket
 
-    from kafka_controller.domain.errors import InvalidArgumentError
-
     if base is None:
         return
     last = base + max(1, brokers) - 1
@@ -242,8 +233,6 @@ def _check_ports(option: str, base: int | None, first_id: int, brokers: int) -> 
 
 
 def _check_disjoint(listener: int | None, metrics: int | None, brokers: int) -> None:
-    from kafka_controller.domain.errors import InvalidArgumentError
-
     if listener is None or metrics is None:
         return
     n = max(1, brokers)
@@ -272,13 +261,11 @@ def _audit_line(cluster: LocalCluster) -> str:
 def serve(cluster: LocalCluster, control: ControlServer, stop: threading.Event) -> None:
     """Until ``stop``: answer control requests (in this thread, which owns the brokers) and say when
     a broker exits that nobody asked to stop."""
-    from kafka_controller.cli.cluster_control import handle
-
     reported: set[int] = set()
     while not stop.is_set():
         request = control.next_request(0.5)
         if request is not None:
-            handle(cluster, request, reported)
+            cluster_control.handle(cluster, request, reported)
             if "message" in request.reply:
                 _say(str(request.reply["message"]))
         for b, proc in cluster.processes.items():

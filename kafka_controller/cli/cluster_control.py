@@ -13,7 +13,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.cli import common
+from kafka_controller.cli import audit_options, common
+from kafka_controller.cluster.control import ask, find_socket
+from kafka_controller.cluster.process import broker_pids
+from kafka_controller.cluster.waits import ClusterError
+from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
 
 if TYPE_CHECKING:
     from kafka_controller.cluster.control import Request
@@ -34,7 +38,7 @@ def register(sub: Any) -> None:
         p.add_argument("broker_id", type=int, metavar="BROKER_ID", help="the broker's id")
         _add_common(p)
         p.set_defaults(func=run, control_action=action)
-        common.add_audit_options(p, "broker_lifecycle")
+        audit_options.add_audit_options(p, "broker_lifecycle")
     p = sub.add_parser("status", help="the brokers of a running `cluster up`: pid, listener, running or not")
     _add_common(p)
     common.add_json_option(p)
@@ -57,8 +61,6 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_controller.cluster.control import ask, find_socket
-
     if args.broker_id is not None and not 0 <= args.broker_id <= 2**31 - 1:  # Kafka's ids are int32
         raise common.UsageError(f"broker id must be between 0 and {2**31 - 1}, got {args.broker_id}")
     timeout = common.check_timeout(args)
@@ -100,8 +102,6 @@ def _state(broker: dict[str, Any]) -> str:
 def handle(cluster: LocalCluster, request: Request, reported: set[int]) -> None:
     """Carry out one control request on ``cluster`` and fill in its reply. ``reported`` holds the
     brokers whose exit ``cluster up`` need not announce (stopped on request, or already announced)."""
-    from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
-
     try:
         request.reply = {"ok": True, **_do(cluster, request, reported)}
     except InvalidArgumentError as e:
@@ -115,11 +115,7 @@ def handle(cluster: LocalCluster, request: Request, reported: set[int]) -> None:
 
 
 def _do(cluster: LocalCluster, request: Request, reported: set[int]) -> dict[str, Any]:
-    from kafka_controller.cluster.waits import ClusterError
-
     if request.action == "status":
-        from kafka_controller.cluster.process import broker_pids
-
         info = cluster.info()
         for row in info["brokers"]:
             # a broker of this cluster that something else started (by hand, or a backend that

@@ -1,34 +1,24 @@
-"""What every admin subcommand shares: ``--zookeeper`` and ``--json`` options, a read-mostly
-ZooKeeper connection, input files, JSON output and one-line errors.
+"""What every admin subcommand shares: ``--zookeeper`` and ``--json`` options, the checked connect
+string and timeout, input files, JSON output, one-line errors and the Ctrl-C note.
 
 Errors are raised as ``InvalidArgumentError`` (bad input) or the adapters' own errors (ZooKeeper
-unreachable, controller not answering); ``cli.main`` prints them as one line and exits 1. The
-connection never creates paths (no chroot, no top-level znodes), so a refused command leaves
-ZooKeeper exactly as it was.
+unreachable, controller not answering); ``cli.main`` prints them as one line and exits 1.
+``cli.main`` imports this module for every run, ``--help`` included, so it imports nothing heavy:
+the connections are in ``connections``, the audit options in ``audit_options``.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
 import threading
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
-
-if TYPE_CHECKING:
-    from kafka_controller.broker.admin_client import AdminClient
-    from kafka_controller.broker.kafka_admin import KafkaAdmin
-    from kafka_controller.security.client_config import ClientSecurity
-    from kafka_controller.zk.security import ZkClientConfig
-    from kafka_controller.zk.store import ZkMetadataStore
+from kafka_controller.zk.paths import parse_connect_string
 
 ZOOKEEPER_ENV = "KAFKA_CONTROLLER_ZOOKEEPER"
 #: Exit codes beyond 0 (success) and 1 (error, printed by ``cli.main``).
@@ -94,23 +84,6 @@ def add_command_config_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def client_security(args: argparse.Namespace) -> ClientSecurity:
-    """The command's ``--command-config``, read once (PLAINTEXT without one); a bad file is a
-    ``UsageError`` naming the key."""
-    from kafka_controller.security.client_config import PLAINTEXT, read_command_config
-
-    cached = getattr(args, "_client_security", None)
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    path = getattr(args, "command_config", None)
-    try:
-        security = PLAINTEXT if path is None else read_command_config(path)
-    except InvalidArgumentError as e:
-        raise UsageError(str(e)) from None
-    args._client_security = security
-    return security
-
-
 def add_zk_tls_option(p: argparse.ArgumentParser) -> None:
     """Kafka's tools' ``--zk-tls-config-file``, beside every ``--zookeeper``."""
     p.add_argument(
@@ -128,8 +101,6 @@ def resolve_zookeeper(args: argparse.Namespace) -> str:
     """The connect string from ``--zookeeper`` or ``$KAFKA_CONTROLLER_ZOOKEEPER`` (an empty variable
     counts as unset), checked; a bad or missing one is a ``UsageError`` naming what is wrong and
     where it came from. Stores the result in ``args.zookeeper``; calling it again is cheap."""
-    from kafka_controller.zk.paths import parse_connect_string
-
     value = args.zookeeper
     source = ""
     if value is None:
@@ -156,115 +127,6 @@ def check_timeout(args: argparse.Namespace) -> float:
             f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {args.timeout}"
         )
     return timeout
-
-
-def quiet_kazoo() -> None:
-    """kazoo logs every failed connection attempt; a CLI reports one line instead."""
-    for name in ("kazoo", "kazoo.client", "kazoo.protocol.connection"):
-        logger = logging.getLogger(name)
-        if logger.level == logging.NOTSET:
-            logger.setLevel(logging.CRITICAL)
-
-
-class NoClusterError(UsageError):
-    """The chroot (or the server's root) holds no Kafka metadata: most likely a wrong chroot."""
-
-    def __init__(self, connect: str) -> None:
-        super().__init__(f"no Kafka cluster at {connect}: {BROKER_IDS} is missing")
-
-
-BROKER_IDS = "/brokers/ids"
-
-
-def client_config(args: argparse.Namespace, *, create_paths: bool = False) -> ZkClientConfig:
-    """The command's ZooKeeper client settings: connecting waits up to ``--timeout`` (and a failure
-    says how long it waited); the session lasts ``--timeout`` too, within ZooKeeper's usual 6-30 s.
-    SASL comes from ``$KAFKA_OPTS``' JAAS file and TLS from ``--zk-tls-config-file``, as for
-    Kafka's own tools."""
-    from kafka_controller.zk.client_security import client_settings
-    from kafka_controller.zk.security import ZkClientConfig
-
-    timeout_ms = max(100, round(check_timeout(args) * 1000))
-    connect = resolve_zookeeper(args)
-    try:
-        security = client_settings(tls_file=getattr(args, "zk_tls_config_file", None), tool=True)
-        return ZkClientConfig(
-            connect,
-            session_timeout_ms=max(6000, min(timeout_ms, 30000)),
-            connection_timeout_ms=timeout_ms,
-            create_paths=create_paths,
-            **security,
-        )
-    except InvalidArgumentError as e:  # a bad TLS file or JAAS file: nothing was tried yet
-        raise UsageError(str(e)) from None
-
-
-@contextmanager
-def open_store(
-    args: argparse.Namespace, *, require_cluster: bool = True, create_paths: bool = False
-) -> Iterator[ZkMetadataStore]:
-    """A ZooKeeper session for the command (closed on exit). It creates no paths unless
-    ``create_paths`` (then the chroot and Kafka's top-level paths, as a broker does). With
-    ``require_cluster`` a tree without ``/brokers/ids`` (every Kafka broker creates it) is a
-    ``NoClusterError``: a read or an operation there would only ever see an empty cluster."""
-    # Imported on use: kazoo is optional (the 'zk' extra).
-    from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-
-    config = client_config(args, create_paths=create_paths)
-    connect = config.connect_string
-    quiet_kazoo()
-    with warnings.catch_warnings():
-        # kazoo warns when the chroot does not exist; the check below says it in one line instead
-        warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)
-        store = KazooMetadataStore(config)
-    try:
-        if require_cluster and not cluster_exists(store):
-            raise NoClusterError(connect)
-        yield store
-    finally:
-        store.close()
-
-
-def cluster_exists(store: ZkMetadataStore) -> bool:
-    """Whether a Kafka broker ever ran on this tree: ``/brokers/ids`` exists."""
-    return store.path_exists(BROKER_IDS)
-
-
-@contextmanager
-def open_admin_client(args: argparse.Namespace, store: ZkMetadataStore) -> Iterator[AdminClient]:
-    """A client for the controller's admin APIs, found through ``store``."""
-    from kafka_controller.broker.admin_client import AdminClient
-
-    security = client_security(args)
-    client = AdminClient(
-        store,
-        timeout_s=check_timeout(args),
-        listener_name=security.listener_name,
-        ssl_context=security.ssl_context(),
-        authenticate=security.authenticate(),
-    )
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@contextmanager
-def open_kafka_admin(args: argparse.Namespace, store: ZkMetadataStore) -> Iterator[KafkaAdmin]:
-    """Kafka's admin APIs through a Kafka client (kafka-python), bootstrapped from
-    ``--bootstrap-server`` or the brokers registered in ZooKeeper."""
-    from kafka_controller.broker.kafka_admin import KafkaAdmin
-
-    client = KafkaAdmin(
-        getattr(args, "bootstrap_server", None),
-        store,
-        timeout_s=check_timeout(args),
-        security=client_security(args),
-    )
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def read_text_file(path: str | Path, what: str) -> str:
@@ -363,196 +225,7 @@ def restore_handlers(previous: dict[int, Any]) -> None:
         signal.signal(sig, old)
 
 
-# -- who changed what: the audit option group of every state-changing command -------------------------
-
-AUDIT_URL_ENV = "KAFKA_CONTROLLER_AUDIT_URL"
-#: Arguments never copied into an operation's parameters (a URL may hold a password; the rest is in
-#: the row's own columns or is the parser's).
-_NOT_PARAMETERS = frozenset({"func", "audit_url", "requester", "reason", "operation_id", "audit_kind"})
-#: Arguments whose name says they may hold a credential: recorded as present, never their value.
-_SECRET_WORDS = ("password", "secret", "token", "jaas", "credential")
-#: ``K=V,K2=V2`` arguments: only their names are recorded (a value may be a password).
-_CONFIG_ARGUMENTS = frozenset({"add_config", "config", "configs"})
-#: A command's operation kind, or a function of its arguments that says (None: this invocation
-#: changes nothing, e.g. ``reassign --verify``).
-Kind = str | Callable[[argparse.Namespace], str | None]
-
-
-def add_audit_options(p: argparse.ArgumentParser, kind: Kind) -> None:
-    """``--requester``, ``--reason`` and ``--audit-url`` for a command that changes the cluster, and
-    its ``func`` wrapped so that, given an audit store, the change is recorded as an operation as
-    an Airflow task's is: requester, reason and cluster id first (nothing is changed when that
-    fails), the operation id in ``args.operation_id`` for the command to send along (the
-    controller stamps it on the transitions the change causes), the outcome last. Call it after
-    ``p.set_defaults(func=...)``."""
-    g = p.add_argument_group(
-        "audit", "record the change as an operation in the audit store (as an Airflow run does)"
-    )
-    g.add_argument("--requester", metavar="NAME", help="who asks for the change (default: the OS user)")
-    g.add_argument("--reason", metavar="TEXT", help="why: recorded with the operation")
-    g.add_argument(
-        "--audit-url",
-        metavar="URL",
-        default=None,
-        help=f"SQLAlchemy URL of the audit store (default: ${AUDIT_URL_ENV}; empty or unset: not recorded)",
-    )
-    func = p.get_default("func")
-    if func is None:
-        raise TypeError("add_audit_options needs the parser's func set first")
-    p.set_defaults(func=_Audited(func, kind), operation_id=None)
-
-
-def audit_url(args: argparse.Namespace) -> str | None:
-    """``--audit-url``, else ``$KAFKA_CONTROLLER_AUDIT_URL``; an empty value means none."""
-    value = getattr(args, "audit_url", None)
-    if value is None:
-        value = os.environ.get(AUDIT_URL_ENV)
-    return value or None
-
-
 def operation_id(args: argparse.Namespace) -> str | None:
     """The operation the running command recorded (None when it records none)."""
     value = getattr(args, "operation_id", None)
     return value if isinstance(value, str) else None
-
-
-def os_user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser() or f"uid {os.getuid()}"
-    except (KeyError, OSError):  # no passwd entry and no $USER (a container's arbitrary uid)
-        return f"uid {os.getuid()}"
-
-
-def operation_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    """The command's arguments as JSON-ready values, without the audit options and config values."""
-    out: dict[str, Any] = {}
-    for key, value in sorted(vars(args).items()):
-        if key in _NOT_PARAMETERS:
-            continue
-        if key in _CONFIG_ARGUMENTS and value is not None:
-            items = value if isinstance(value, list) else [value]
-            out[key] = sorted(
-                {
-                    part.split("=", 1)[0].strip()
-                    for item in items
-                    for part in str(item).split(",")
-                    if part.strip()
-                }
-            )
-        elif any(word in key for word in _SECRET_WORDS):
-            out[key] = "<not recorded>" if value is not None else None
-        else:
-            out[key] = _plain_argument(value)
-    return out
-
-
-def _plain_argument(value: Any) -> Any:
-    """Plain values and paths as they are; anything else (an object a command stored in its
-    arguments, which may hold credentials) only by its type: its text could hold a password."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [_plain_argument(v) for v in value]
-    return f"<{type(value).__name__}>"
-
-
-class _Audited:
-    """A command's ``func``, recorded as an operation when an audit store is given."""
-
-    def __init__(self, func: Callable[[argparse.Namespace], Any], kind: Kind) -> None:
-        self.func = func
-        self.kind = kind
-
-    def __call__(self, args: argparse.Namespace) -> Any:
-        url = audit_url(args)
-        kind = self.kind(args) if callable(self.kind) else self.kind
-        args.operation_id = None
-        if url is None or kind is None:
-            if url is None and kind is not None and (args.reason or args.requester):
-                warn(
-                    _prog(args),
-                    f"--requester/--reason are not recorded: no --audit-url and no ${AUDIT_URL_ENV}",
-                )
-            return self.func(args)
-        return self._recorded(args, url, kind)
-
-    def _recorded(self, args: argparse.Namespace, url: str, kind: str) -> Any:
-        # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-        from kafka_controller.audit.engine import one_line
-        from kafka_controller.audit.operations import OperationLog
-
-        command = " ".join(_command_words(args))
-        reason = args.reason or f"kafka-controller {command}, from the command line (no --reason given)"
-        cluster_id = _cluster_id(args)
-        with OperationLog(url) as log:  # one line and nothing changed if the store cannot be used
-            op = log.start_operation(
-                kind,
-                args.requester or os_user(),
-                reason,
-                operation_parameters(args),
-                False,
-                cluster_id=cluster_id,
-            )
-            args.operation_id = op
-            try:
-                code = self.func(args)
-            except KeyboardInterrupt:
-                _finish(log, op, "cancelled", "interrupted (Ctrl-C or SIGTERM)", None, args)
-                raise
-            except BaseException as e:
-                _finish(log, op, "failed", one_line(e) or type(e).__name__, None, args)
-                raise
-            ok = code in (0, None)
-            _finish(log, op, "succeeded" if ok else "failed", None if ok else f"exit code {code}", code, args)
-            return code
-
-
-def _finish(log: Any, op: str, status: str, error: str | None, code: Any, args: argparse.Namespace) -> None:
-    """The operation's end; a store that went away meanwhile is a warning, not the command's failure."""
-    try:
-        log.finish_operation(op, status, error, {"exit_code": code} if code is not None else None)
-    except KafkaControllerError as e:
-        warn(_prog(args), f"the outcome of operation {op} ({status}) is not recorded: {e}")
-
-
-def _command_words(args: argparse.Namespace) -> list[str]:
-    words = [str(args.command)]
-    action = getattr(args, f"{args.command}_command", None)
-    if action is not None:
-        words.append(str(action))
-    return words
-
-
-def _prog(args: argparse.Namespace) -> str:
-    return "kafka-controller " + " ".join(_command_words(args))
-
-
-def _cluster_id(args: argparse.Namespace) -> str | None:
-    """ZooKeeper's ``/cluster/id`` of the cluster the command changes: read from ZooKeeper when the
-    command has a connect string, else over Kafka's protocol (Metadata names the cluster) when it
-    has ``--bootstrap-server``; None when it has neither (``cluster stop-broker``...) or the id is
-    not one the audit can hold."""
-    # Imported on use: SQLAlchemy is optional (the 'audit' extra).
-    from kafka_controller.audit.schema import checked_cluster_id
-
-    connect = getattr(args, "zookeeper", None) or getattr(args, "zk_connect", None)
-    connect = connect or os.environ.get(ZOOKEEPER_ENV) or None
-    value: object = None
-    if connect is not None:
-        zk_args = argparse.Namespace(zookeeper=connect, timeout=getattr(args, "timeout", 30.0))
-        resolve_zookeeper(zk_args)
-        with open_store(zk_args, require_cluster=False) as store:
-            value = store.get_cluster_id()
-    elif getattr(args, "bootstrap_server", None):
-        from kafka_controller.cli.kafka_client import kafka_admin
-
-        with kafka_admin(args) as admin:
-            value = admin.describe_cluster().get("cluster_id")
-    try:
-        return checked_cluster_id(value)
-    except InvalidArgumentError:
-        return None

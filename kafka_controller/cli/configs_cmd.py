@@ -11,8 +11,9 @@ import argparse
 import re
 from typing import Any
 
-from kafka_controller.cli import common, configs_users, kafka_client
+from kafka_controller.cli import audit_options, common, configs_users, kafka_client
 from kafka_controller.domain.errors import brief
+from kafka_controller.zk.paths import validate_topic_name
 
 PROG = "kafka-controller configs"
 #: Sources that are the entity's own (kafka-configs.sh --describe): the topic override, the
@@ -24,10 +25,10 @@ OWN_SOURCES = {
 }
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "configs",
-        help="describe and alter topic and broker configs (over Kafka's protocol)",
+        help=summary,
         description="Describe and alter topic and broker configs, as kafka-configs.sh "
         "--bootstrap-server does.",
     )
@@ -61,7 +62,7 @@ def register(subparsers: Any) -> None:
         common.add_json_option(c)
         c.set_defaults(func=run_describe if name == "describe" else run_alter)
         if name == "alter":
-            common.add_audit_options(c, "configs_alter")
+            audit_options.add_audit_options(c, "configs_alter")
 
 
 def _entity(args: argparse.Namespace) -> tuple[Any, str, str]:
@@ -71,7 +72,6 @@ def _entity(args: argparse.Namespace) -> tuple[Any, str, str]:
     if args.entity_type == "topics":
         if args.entity_default or not args.entity_name:
             raise common.UsageError("--entity-type topics needs --entity-name TOPIC")
-        from kafka_controller.zk.paths import validate_topic_name
 
         validate_topic_name(args.entity_name)
         return ConfigResourceType.TOPIC, args.entity_name, f"topic {args.entity_name}"

@@ -16,22 +16,32 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kafka_controller.cli import common, kafka_client
+from kafka_controller.cli import common, connections, kafka_client
 from kafka_controller.domain.errors import InvalidArgumentError, brief
+from kafka_controller.security.credentials import (
+    USERS,
+    alter_user_credentials,
+    desanitize,
+    sanitize,
+    scram_credentials,
+)
+from kafka_controller.security.scram import (
+    MAX_ITERATIONS,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    ScramFormatter,
+    random_string,
+)
 
 DEFAULT_ITERATIONS = 4096
 
 
 def _mechanisms() -> tuple[str, ...]:
-    from kafka_controller.security.scram import MECHANISMS
-
     return tuple(MECHANISMS)
 
 
 def parse_scram_config(key: str, value: str) -> tuple[int, str]:
     """``iterations=N,password=P`` -> ``(iterations, password)``. Errors never show the value."""
-    from kafka_controller.security.scram import MAX_ITERATIONS, MIN_ITERATIONS
-
     if key not in _mechanisms():
         raise common.UsageError(
             f"--entity-type users takes {' or '.join(_mechanisms())} configs, not {brief(key)}"
@@ -61,8 +71,6 @@ def _name(args: argparse.Namespace) -> str:
 
 
 def run_alter(args: argparse.Namespace, add: dict[str, str], delete: list[str]) -> int:
-    from kafka_controller.security.scram import ScramFormatter
-
     user = _name(args)
     upsert: dict[str, tuple[int, str]] = {}
     for key, value in add.items():
@@ -81,13 +89,9 @@ def run_alter(args: argparse.Namespace, add: dict[str, str], delete: list[str]) 
     if args.bootstrap_server:
         _alter_over_kafka(args, user, upsert, delete)
     else:
-        from kafka_controller.security.credentials import alter_user_credentials
-
         credentials = {m: ScramFormatter(m).credential(p, i) for m, (i, p) in upsert.items()}
         with _store(args) as store:
             if delete:
-                from kafka_controller.security.credentials import USERS, sanitize, scram_credentials
-
                 have = scram_credentials(store.get_entity_config(USERS, sanitize(user)))
                 missing = [m for m in delete if m not in have]
                 if missing:
@@ -110,7 +114,7 @@ def run_alter(args: argparse.Namespace, add: dict[str, str], delete: list[str]) 
 def _store(args: argparse.Namespace) -> Any:
     args.zookeeper = args.zk_connect
     common.resolve_zookeeper(args)
-    return common.open_store(args)
+    return connections.open_store(args)
 
 
 def _alter_over_kafka(
@@ -118,8 +122,6 @@ def _alter_over_kafka(
 ) -> None:
     from kafka.admin import UserScramCredentialDeletion, UserScramCredentialUpsertion
     from kafka.errors import KafkaError
-
-    from kafka_controller.security.scram import random_string
 
     alterations: list[Any] = [UserScramCredentialDeletion(user, m) for m in delete]
     alterations += [
@@ -139,8 +141,6 @@ def _alter_over_kafka(
 
 
 def run_describe(args: argparse.Namespace) -> int:
-    from kafka_controller.security.credentials import USERS, desanitize, sanitize, scram_credentials
-
     wanted = None if args.entity_default or not args.entity_name else str(args.entity_name)
     found: dict[str, list[dict[str, Any]]] = {}
     if args.bootstrap_server:

@@ -38,16 +38,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kafka_controller.airflow.demo_home import dags_folder
 from kafka_controller.cli import common
+from kafka_controller.cluster.demo import DemoScenario
+from kafka_controller.cluster.demo_audit import audit_summary, render_audit_summary, wait_settled
+from kafka_controller.cluster.local import LocalCluster
+from kafka_controller.domain.errors import KafkaControllerError
 
 PROG = "kafka-controller demo"
 SCENARIOS = ("airflow", "scripted")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "demo",
-        help="run the Airflow DAGs (or the scripted scenario) on an embedded cluster",
+        help=summary,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -81,9 +86,9 @@ def run_airflow(args: argparse.Namespace) -> int:
             "Airflow is not installed (pip install -e '.[airflow]'); "
             "run the demo without it: kafka-controller demo --scenario scripted"
         )
+    # Imported on use: the Airflow demo imports SQLAlchemy (the 'audit' extra) and drives Airflow (the
+    # 'airflow' extra); the scripted scenario needs neither.
     from kafka_controller.airflow.demo import AirflowDemo
-    from kafka_controller.airflow.demo_home import dags_folder
-    from kafka_controller.domain.errors import KafkaControllerError
 
     dags = dags_folder(args.dags_folder)  # before anything starts: a bad folder is one line, nothing left
     out = sys.stderr if args.json else sys.stdout
@@ -173,11 +178,6 @@ class _Interrupts:
 
 
 def run_scripted(args: argparse.Namespace) -> int:
-    from kafka_controller.cluster.demo import DemoScenario
-    from kafka_controller.cluster.demo_audit import audit_summary, render_audit_summary, wait_settled
-    from kafka_controller.cluster.local import LocalCluster
-    from kafka_controller.domain.errors import KafkaControllerError
-
     out = sys.stderr if args.json else sys.stdout
 
     def say(line: str) -> None:

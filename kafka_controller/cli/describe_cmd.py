@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.cli import common
+from kafka_controller.admin.describe import read_cluster_view
+from kafka_controller.cli import common, connections
+from kafka_controller.domain.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from kafka_controller.admin.describe import ClusterView
@@ -19,10 +21,10 @@ if TYPE_CHECKING:
 PROG = "kafka-controller describe"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "describe",
-        help="controller, epoch, brokers and every partition's state",
+        help=summary,
         description="Controller, epoch, brokers and every partition's leader, ISR and flags "
         "(offline, under-replicated, under-min-isr, not-preferred-leader, reassigning).",
     )
@@ -34,10 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_controller.admin.describe import read_cluster_view
-    from kafka_controller.domain.errors import InvalidArgumentError
-
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         if args.topic:
             missing = sorted(set(args.topic) - store.get_all_topics())
             if missing:

@@ -13,15 +13,21 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.cli import common
+from kafka_controller.admin.election import (
+    election_targets,
+    group_election_results,
+    parse_election_json,
+    render_election,
+)
+from kafka_controller.cli import audit_options, common, connections
 
 PROG = "kafka-controller elect"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "elect",
-        help="preferred or unclean leader election",
+        help=summary,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -40,17 +46,10 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(p)
     p.set_defaults(func=run)
-    common.add_audit_options(p, lambda a: f"{a.election_type}_leader_election")
+    audit_options.add_audit_options(p, lambda a: f"{a.election_type}_leader_election")
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_controller.admin.election import (
-        election_targets,
-        group_election_results,
-        parse_election_json,
-        render_election,
-    )
-
     common.check_timeout(args)
     json_partitions = (
         None
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         all_topic_partitions=args.all_topic_partitions,
         json_partitions=json_partitions,
     )
-    with common.open_store(args) as store, common.open_kafka_admin(args, store) as admin:
+    with connections.open_store(args) as store, connections.open_kafka_admin(args, store) as admin:
         scope = "every partition" if targets is None else f"{len(targets)} partition(s)"
         common.left_undone(
             f"the {args.election_type} election of {scope} may have been requested from the controller "

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafka_controller.cli import common
+from kafka_controller.broker.kafka_admin import client_id, describe_kafka_error
+from kafka_controller.cli import common, connections
 
 CLIENT_ID = "kafka-controller-ops"
 
@@ -52,7 +53,7 @@ def bootstrap_servers(args: argparse.Namespace, listener_name: str = "PLAINTEXT"
         return servers
     args.zookeeper = args.zk_connect
     common.resolve_zookeeper(args)
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         brokers = sorted(store.get_all_brokers_and_epochs(), key=lambda b: b.id)
     servers = [ep.connection_string() for b in brokers if (ep := b.endpoint(listener_name)) is not None]
     if not servers:
@@ -75,9 +76,7 @@ def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> It
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
-    from kafka_controller.broker.kafka_admin import client_id
-
-    security = common.client_security(args)  # a bad file is named before anything is reached
+    security = connections.client_security(args)  # a bad file is named before anything is reached
     servers = bootstrap_servers(args, security.listener_name)
     timeout_ms = max(1000, round(common.check_timeout(args) * 1000))
     try:
@@ -100,8 +99,6 @@ def kafka_admin(args: argparse.Namespace, *, answer_margin_s: float = 0.0) -> It
 
 def describe_error(e: BaseException) -> str:
     """One line with Kafka's error name from a kafka-python error (``broker.kafka_admin``)."""
-    from kafka_controller.broker.kafka_admin import describe_kafka_error
-
     return describe_kafka_error(e)
 
 

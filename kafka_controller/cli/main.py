@@ -1,7 +1,9 @@
 """The ``kafka-controller`` command: one subcommand per module in ``kafka_controller.cli``.
 
-Each subcommand module exposes ``register(subparsers)`` (adds its parser and sets ``func``) so that
-``main`` stays a thin dispatcher and heavy imports happen only in the subcommand that runs.
+Each subcommand module exposes ``register(subparsers, summary)`` (adds its parser and sets ``func``)
+so that ``main`` stays a thin dispatcher. A run imports the module of its own subcommand only: the
+modules import what they use at their top, and importing all of them would cost
+``kafka-controller --help`` several times its start-up.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import signal
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from kafka_controller.cli.common import (
@@ -25,23 +28,46 @@ from kafka_controller.cli.common import (
 )
 from kafka_controller.domain.errors import BRIEF_LIMIT, KafkaControllerError, cut
 
-#: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
-COMMAND_MODULES: tuple[str, ...] = (
-    "demo_cmd",
-    "cluster_cmd",
-    "zookeeper_cmd",
-    "broker_cmd",
-    "close_session_cmd",
-    "topics_cmd",
-    "configs_cmd",
-    "describe_cmd",
-    "reassign_cmd",
-    "elect_cmd",
-    "acls_cmd",
-    "shutdown_cmd",
-    "audit_cmd",
-    "reconcile_cmd",
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: the word typed, its module under ``kafka_controller.cli``, and its line in
+    ``kafka-controller --help`` (here, so that the help lists every command without importing one)."""
+
+    name: str
+    module: str
+    summary: str
+
+
+#: The subcommands, in ``--help`` order.
+COMMANDS: tuple[Command, ...] = (
+    Command("demo", "demo_cmd", "run the Airflow DAGs (or the scripted scenario) on an embedded cluster"),
+    Command("cluster", "cluster_cmd", "run a whole local cluster (ZooKeeper + brokers)"),
+    Command(
+        "zookeeper", "zookeeper_cmd", "run a ZooKeeper server (or a --servers N ensemble) in the foreground"
+    ),
+    Command(
+        "broker", "broker_cmd", "run one broker (controller candidate, request handling, simulated replicas)"
+    ),
+    Command(
+        "close-session",
+        "close_session_cmd",
+        "close the ZooKeeper session of a broker whose process exited (ExecStopPost=)",
+    ),
+    Command("topics", "topics_cmd", "create, delete, list and describe topics"),
+    Command("configs", "configs_cmd", "describe and alter topic and broker configs (over Kafka's protocol)"),
+    Command("describe", "describe_cmd", "controller, epoch, brokers and every partition's state"),
+    Command("reassign", "reassign_cmd", "generate, execute, verify, cancel or list partition reassignments"),
+    Command("elect", "elect_cmd", "preferred or unclean leader election"),
+    Command("acls", "acls_cmd", "add, remove or list ACLs (as kafka-acls.sh --bootstrap-server)"),
+    Command("shutdown", "shutdown_cmd", "controlled shutdown of a running broker"),
+    Command("audit", "audit_cmd", "audit store reports and schema upgrades"),
+    Command("reconcile", "reconcile_cmd", "snapshots and the Spark reconciliation job"),
 )
+#: Subcommand modules under ``kafka_controller.cli``, in ``--help`` order.
+COMMAND_MODULES: tuple[str, ...] = tuple(c.module for c in COMMANDS)
+#: ``build_parser``'s default: every subcommand's full parser.
+EVERY_COMMAND = "*"
 
 _LONG_QUOTED = re.compile(rf"'[^'\n]{{{BRIEF_LIMIT},}}'")
 
@@ -58,15 +84,29 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = EVERY_COMMAND) -> argparse.ArgumentParser:
+    """The parser of every subcommand (``docs``, the tests), or of the subcommand ``only`` alone
+    (None: of none). A subcommand left out gets a parser with its name and summary only, so that
+    ``--help`` and a mistyped command read the same while only the module that runs is imported."""
     parser = OneLineErrorParser(
         prog="kafka-controller",
         description="Kafka 2.8's ZooKeeper-mode controller, re-implemented in Python.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"kafka_controller.cli.{name}").register(subparsers)
+    for command in COMMANDS:
+        if only in (EVERY_COMMAND, command.name):
+            importlib.import_module(f"kafka_controller.cli.{command.module}").register(
+                subparsers, command.summary
+            )
+        else:
+            subparsers.add_parser(command.name, help=command.summary)
     return parser
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the top-level parser
+    takes no option but ``-h``), or None."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 #: What Ctrl-C leaves undone in commands that do not say it themselves (``common.left_undone``).
@@ -128,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(only=command_word(argv))
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:

@@ -28,7 +28,19 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.cli import common, reassign_extras
+from kafka_controller.admin.reassignment import (
+    COMPLETE,
+    IN_PROGRESS,
+    encode_reassignment_json,
+    generate_reassignment,
+    parse_broker_list,
+    parse_reassignment_json,
+    parse_topics_to_move_json,
+    validate_reassignment,
+    verify_reassignment,
+)
+from kafka_controller.admin.znode_size import check_reassignment_plan
+from kafka_controller.cli import audit_options, common, connections, reassign_extras
 from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError, NodeExistsError
 
 if TYPE_CHECKING:
@@ -39,10 +51,10 @@ PROG = "kafka-controller reassign"
 FILE = "reassignment JSON"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "reassign",
-        help="generate, execute, verify, cancel or list partition reassignments",
+        help=summary,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -75,7 +87,7 @@ def register(subparsers: Any) -> None:
     reassign_extras.add_options(p)
     common.add_json_option(p)
     p.set_defaults(func=run)
-    common.add_audit_options(p, _operation_kind)
+    audit_options.add_audit_options(p, _operation_kind)
 
 
 def _operation_kind(args: argparse.Namespace) -> str | None:
@@ -98,7 +110,6 @@ def run(args: argparse.Namespace) -> int:
     for name in ("topics_to_move_json_file", "broker_list"):
         if getattr(args, name) is not None:
             raise InvalidArgumentError(f"--{name.replace('_', '-')} is only for --generate")
-    from kafka_controller.admin.reassignment import parse_reassignment_json
 
     plan = parse_reassignment_json(common.read_text_file(args.reassignment_json_file, FILE))
     if args.execute:
@@ -126,12 +137,6 @@ def _by_topic(assignments: Mapping[TopicPartition, ReplicaAssignment]) -> dict[s
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from kafka_controller.admin.reassignment import (
-        generate_reassignment,
-        parse_broker_list,
-        parse_topics_to_move_json,
-    )
-
     if args.topics_to_move_json_file is None or args.broker_list is None:
         raise InvalidArgumentError("--generate needs --topics-to-move-json-file and --broker-list")
     out_file: Path | None = args.reassignment_json_file
@@ -143,7 +148,7 @@ def _generate(args: argparse.Namespace) -> int:
         common.read_text_file(args.topics_to_move_json_file, "topics-to-move JSON")
     )
     parse_broker_list(args.broker_list)  # syntax first, before connecting
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         brokers = parse_broker_list(args.broker_list, set(store.get_sorted_broker_list()))
         current_all = _assignments(store, topics)
     missing = [t for t in topics if t not in _by_topic(current_all)]
@@ -157,10 +162,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
-    from kafka_controller.admin.reassignment import encode_reassignment_json, validate_reassignment
-    from kafka_controller.admin.znode_size import check_reassignment_plan
-
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         current = _assignments(store, {tp.topic for tp in plan})
         validate_reassignment(plan, _by_topic(current), set(store.get_sorted_broker_list()))
         check_reassignment_plan(current, plan, legacy_znode=args.legacy_znode)  # znodes that fit ZooKeeper
@@ -179,7 +181,7 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
                     "a reassignment is already in progress (/admin/reassign_partitions exists)"
                 ) from None
         else:
-            with common.open_kafka_admin(args, store) as admin:
+            with connections.open_kafka_admin(args, store) as admin:
                 ongoing = sorted(admin.list_partition_reassignments(None).reassignments)
                 if ongoing and not args.additional:
                     names = ", ".join(map(str, ongoing[:5])) + (" ..." if len(ongoing) > 5 else "")
@@ -233,8 +235,6 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
 def _wait_complete(
     store: ZkMetadataStore, plan: Mapping[TopicPartition, Sequence[int]], timeout: float
 ) -> list[Any]:
-    from kafka_controller.admin.reassignment import IN_PROGRESS
-
     deadline = time.monotonic() + timeout
     while True:
         outcome = _check(store, plan)
@@ -244,8 +244,6 @@ def _wait_complete(
 
 
 def _check(store: ZkMetadataStore, plan: Mapping[TopicPartition, Sequence[int]]) -> list[Any]:
-    from kafka_controller.admin.reassignment import verify_reassignment
-
     current = _assignments(store, {tp.topic for tp in plan})
     try:
         legacy = store.get_partition_reassignment()
@@ -255,8 +253,6 @@ def _check(store: ZkMetadataStore, plan: Mapping[TopicPartition, Sequence[int]])
 
 
 def _exit_code(outcome: Sequence[Any]) -> int:
-    from kafka_controller.admin.reassignment import COMPLETE, IN_PROGRESS
-
     bad = [v for v in outcome if v.status not in (COMPLETE, IN_PROGRESS)]
     if bad:
         raise common.CommandFailedError(
@@ -280,9 +276,7 @@ def _verification_json(v: Any) -> dict[str, Any]:
 
 
 def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
-    from kafka_controller.admin.reassignment import validate_reassignment
-
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
         outcome = _check(store, plan)
         cleared = reassign_extras.clear_throttles_if_done(args, store, plan, outcome)
@@ -300,11 +294,9 @@ def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
 
 
 def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
-    from kafka_controller.admin.reassignment import validate_reassignment
-
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         validate_reassignment(plan, _by_topic(_assignments(store, {tp.topic for tp in plan})), None)
-        with common.open_kafka_admin(args, store) as admin:
+        with connections.open_kafka_admin(args, store) as admin:
             common.left_undone(
                 f"the cancellation of the reassignments in {args.reassignment_json_file} may have been "
                 "sent; `reassign --verify` shows where they are"
@@ -341,7 +333,7 @@ def _list(args: argparse.Namespace) -> int:
     for name in ("reassignment_json_file", "topics_to_move_json_file", "broker_list"):
         if getattr(args, name) is not None:
             raise InvalidArgumentError(f"--{name.replace('_', '-')} is not for --list")
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         current: dict[TopicPartition, ReplicaAssignment] = {}
         for topic, read in store.get_replica_assignment_and_topic_ids(sorted(store.get_all_topics())).items():
             if isinstance(read, MetadataStoreError):

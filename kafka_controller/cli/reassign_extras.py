@@ -23,7 +23,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.cli import common
+from kafka_controller.admin.decommission import decommission_plan, rack_aware
+from kafka_controller.admin.reassignment import (
+    COMPLETE,
+    encode_reassignment_json,
+    parse_broker_list,
+    parse_topics_to_move_json,
+)
+from kafka_controller.admin.throttle import clear_throttles, ran_throttled, set_throttles, throttle_configs
+from kafka_controller.cli import common, connections
 from kafka_controller.domain.errors import InvalidArgumentError, MetadataStoreError
 
 if TYPE_CHECKING:
@@ -176,7 +184,6 @@ def apply_throttle(
     """With ``--throttle``: write the throttles for ``plan`` (before it starts, as Kafka does)."""
     if args.throttle is None:
         return
-    from kafka_controller.admin.throttle import set_throttles, throttle_configs
 
     brokers, topics = throttle_configs(plan, {tp: ra.replicas for tp, ra in current.items()}, args.throttle)
     set_throttles(store, brokers, topics)
@@ -201,9 +208,6 @@ def clear_throttles_if_done(
     target) leaves every throttle alone: they may be another reassignment's (``admin.throttle``).
     Returns Kafka's two lines saying so (``--verify`` prints them with its status, on stdout, as
     kafka-reassign does)."""
-    from kafka_controller.admin.reassignment import COMPLETE
-    from kafka_controller.admin.throttle import clear_throttles, ran_throttled
-
     if args.preserve_throttles or any(v.status != COMPLETE for v in outcome):
         return []
     if not ran_throttled(store, plan):
@@ -230,8 +234,6 @@ def print_proposal(
     proposed: Mapping[TopicPartition, Sequence[int]],
 ) -> None:
     """Write ``--reassignment-json-file`` (if given) and print Kafka's two blocks (or ``--json``)."""
-    from kafka_controller.admin.reassignment import encode_reassignment_json
-
     out_file: Path | None = args.reassignment_json_file
     proposed_text = encode_reassignment_json(dict(proposed))
     if out_file is not None:
@@ -257,9 +259,6 @@ def print_proposal(
 
 
 def _decommission(args: argparse.Namespace) -> int:
-    from kafka_controller.admin.decommission import decommission_plan, rack_aware
-    from kafka_controller.admin.reassignment import parse_broker_list, parse_topics_to_move_json
-
     try:
         leaving = parse_broker_list(args.decommission_brokers)
     except InvalidArgumentError as e:
@@ -275,7 +274,7 @@ def _decommission(args: argparse.Namespace) -> int:
     )
     if args.broker_list is not None:
         parse_broker_list(args.broker_list)  # syntax first, before connecting
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         brokers = {b.id: b.rack for b in store.get_all_brokers_and_epochs()}
         targets = parse_broker_list(args.broker_list, set(brokers)) if args.broker_list else list(brokers)
         current = _current(store, wanted)

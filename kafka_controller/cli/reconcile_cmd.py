@@ -27,16 +27,19 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.cli.common import (
-    add_command_config_option,
-    add_zookeeper_option,
-    open_admin_client,
-    open_store,
-)
+from kafka_controller.cli.common import add_command_config_option, add_zookeeper_option
+from kafka_controller.cli.connections import open_admin_client, open_store
+from kafka_controller.cluster.process import children_of
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.reconcile.export import export_audit_history, export_snapshot
+from kafka_controller.reconcile.job import add_arguments, run_from_args
+from kafka_controller.reconcile.remediation import PLAN_LISTS, election_json, load_plan
+from kafka_controller.reconcile.snapshot_schema import describe_schema
+from kafka_controller.reconcile.sources import admin_broker_source, admin_controller_source
 
 
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("reconcile", help="snapshots and the Spark reconciliation job")
+def register(subparsers: Any, summary: str) -> None:
+    p = subparsers.add_parser("reconcile", help=summary)
     sub = p.add_subparsers(dest="reconcile_command", metavar="ACTION", required=True)
 
     e = sub.add_parser("export", help="export a snapshot from ZooKeeper (and the brokers' own views)")
@@ -58,8 +61,6 @@ def register(subparsers: Any) -> None:
     a.add_argument("--audit-url", required=True, help="SQLAlchemy URL of the audit store")
     a.add_argument("--out", required=True, help="directory to create")
     a.set_defaults(func=run_export_audit)
-
-    from kafka_controller.reconcile.job import add_arguments
 
     r = sub.add_parser("run", help="run the reconciliation job (Spark, local mode by default)")
     add_arguments(r)
@@ -86,10 +87,6 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.reconcile.export import export_snapshot
-    from kafka_controller.reconcile.sources import admin_broker_source, admin_controller_source
-
     if args.min_insync_replicas < 1:
         raise InvalidArgumentError(f"--min-insync-replicas must be >= 1, got {args.min_insync_replicas}")
     with open_store(args) as store:
@@ -130,16 +127,12 @@ def _export(export_snapshot: Any, store: Any, args: argparse.Namespace, brokers:
 
 
 def run_export_audit(args: argparse.Namespace) -> int:
-    from kafka_controller.reconcile.export import export_audit_history
-
     counts = export_audit_history(args.audit_url, args.out)
     print(json.dumps({"audit": args.out, "rows": counts}, indent=1))
     return 0
 
 
 def run_job(args: argparse.Namespace) -> int:
-    from kafka_controller.reconcile.job import run_from_args
-
     _drop_py4j_tracebacks()
     try:
         return run_from_args(args)
@@ -152,8 +145,6 @@ def _stop_own_jvms() -> None:
     """Kill this process's Java children (Spark's driver JVM). pyspark starts it ignoring SIGINT and
     stops it through the gateway, which a Ctrl-C during start-up leaves unconnected: the JVM would
     outlive the command (and hold its output pipes)."""
-    from kafka_controller.cluster.process import children_of
-
     for pid in children_of(os.getpid()):
         with contextlib.suppress(OSError):
             if Path(os.readlink(f"/proc/{pid}/exe")).name == "java":
@@ -171,8 +162,7 @@ def _drop_py4j_tracebacks() -> None:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    # Imported on use: PySpark is optional (the 'spark' extra).
-    from kafka_controller.domain.errors import InvalidArgumentError
+    # Imported on use: pyarrow is optional (the 'spark' extra).
     from kafka_controller.reconcile.synthetic import PLANTS, generate
 
     if args.partitions < 1:
@@ -205,8 +195,6 @@ def run_synth(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from kafka_controller.reconcile.remediation import PLAN_LISTS, election_json, load_plan
-
     plan = load_plan(args.file)
     if args.election_json:
         print(json.dumps(election_json(plan, args.election_json)))
@@ -216,7 +204,5 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_schema(args: argparse.Namespace) -> int:
-    from kafka_controller.reconcile.snapshot_schema import describe_schema
-
     print(describe_schema())
     return 0

@@ -16,17 +16,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_controller.cli import common
+from kafka_controller.cli import audit_options, common, connections
+from kafka_controller.cluster.process import wait_pids_exited
+from kafka_controller.cluster.watch import LeadershipWatch, ShutdownTimeoutError, partitions_of
 from kafka_controller.domain.errors import InvalidArgumentError
 
 PROG = "kafka-controller shutdown"
 POLL_S = 0.05
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "shutdown",
-        help="controlled shutdown of a running broker",
+        help=summary,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -40,19 +42,17 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(p)
     p.set_defaults(func=run)
-    common.add_audit_options(p, "controlled_shutdown")
+    audit_options.add_audit_options(p, "controlled_shutdown")
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_controller.cluster.watch import LeadershipWatch, ShutdownTimeoutError, partitions_of
-
     timeout = common.check_timeout(args)
     broker_id = args.broker_id
     if broker_id < 0:
         raise InvalidArgumentError(f"--broker-id must be >= 0, got {broker_id}")
     if args.pid is not None:
         _check_pid(args.pid, broker_id)
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         if store.get_broker(broker_id) is None:
             raise InvalidArgumentError(f"broker {broker_id} is not registered")
         watch = LeadershipWatch(store, broker_id, partitions_of(store, broker_id))
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             os.kill(args.pid, signal.SIGTERM)
             method = "signal"
         else:
-            with common.open_admin_client(args, store) as admin:
+            with connections.open_admin_client(args, store) as admin:
                 admin.shutdown_broker(broker_id, common.operation_id(args))
             method = "api"
         common.left_undone(
@@ -118,7 +118,5 @@ def _check_pid(pid: int, broker_id: int) -> None:
 
 
 def _wait_exit(pid: int, deadline: float) -> None:
-    from kafka_controller.cluster.process import wait_pids_exited
-
     if wait_pids_exited([pid], deadline, POLL_S):
         raise common.CommandFailedError(f"process {pid} deregistered but has not exited")

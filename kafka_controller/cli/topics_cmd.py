@@ -15,16 +15,21 @@ import random
 import time
 from typing import Any
 
-from kafka_controller.cli import common, kafka_client, topics_kafka
+from kafka_controller.admin.describe import read_cluster_view
+from kafka_controller.admin.topics import plan_topic_creation
+from kafka_controller.cli import audit_options, common, connections, kafka_client, topics_kafka
 from kafka_controller.domain.errors import InvalidArgumentError, NodeExistsError, NoNodeError
+from kafka_controller.domain.values import ReplicaAssignment
+from kafka_controller.zk.codecs import new_topic_id
+from kafka_controller.zk.paths import validate_topic_name
 
 PROG = "kafka-controller topics"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "topics",
-        help="create, delete, list and describe topics",
+        help=summary,
         description="Create, delete, list and describe topics, writing ZooKeeper as Kafka's tools do.",
     )
     sub = p.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
@@ -53,7 +58,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--if-not-exists", action="store_true", help="succeed without change if the topic exists")
     common.add_json_option(c)
     c.set_defaults(func=run_create)
-    common.add_audit_options(c, "topics_create")
+    audit_options.add_audit_options(c, "topics_create")
 
     d = sub.add_parser(
         "delete",
@@ -71,7 +76,7 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(d)
     d.set_defaults(func=run_delete)
-    common.add_audit_options(d, "topics_delete")
+    audit_options.add_audit_options(d, "topics_delete")
 
     a = sub.add_parser(
         "alter",
@@ -86,7 +91,7 @@ def register(subparsers: Any) -> None:
     )
     common.add_json_option(a)
     a.set_defaults(func=run_alter)
-    common.add_audit_options(a, "topics_alter")
+    audit_options.add_audit_options(a, "topics_alter")
 
     ls = sub.add_parser("list", help="list topics")
     common.add_zookeeper_option(ls)
@@ -121,17 +126,14 @@ def run_create(args: argparse.Namespace) -> int:
     broker ever ran (a fresh chroot); so does this, creating the chroot and Kafka's top-level paths as a
     broker would, with a warning. With --partitions/--replication-factor there are no brokers to place
     replicas on: that is the "no Kafka cluster" error, as for every other command."""
-    from kafka_controller.admin.topics import plan_topic_creation
-    from kafka_controller.zk.paths import validate_topic_name
-
     if topics_kafka.over_kafka(args):
         return topics_kafka.run_create(args)
     validate_topic_name(args.topic)  # before the name reaches a ZooKeeper path
     common.left_undone(f"topic {args.topic} was not created")
-    with common.open_store(args, require_cluster=False) as store:
-        cluster = common.cluster_exists(store)
+    with connections.open_store(args, require_cluster=False) as store:
+        cluster = connections.cluster_exists(store)
         if not cluster and args.replica_assignment is None:
-            raise common.NoClusterError(args.zookeeper)
+            raise connections.NoClusterError(args.zookeeper)
         existing = store.get_all_topics()
         if args.if_not_exists and args.topic in existing:
             common.say(f"Topic {args.topic} already exists.")
@@ -152,11 +154,11 @@ def run_create(args: argparse.Namespace) -> int:
         if cluster:
             topic_id = _create(store, plan, args)
     if not cluster:
-        with common.open_store(args, require_cluster=False, create_paths=True) as store:
+        with connections.open_store(args, require_cluster=False, create_paths=True) as store:
             topic_id = _create(store, plan, args)
         common.warn(
             PROG,
-            f"no broker has ever registered at {args.zookeeper} ({common.BROKER_IDS} was missing): "
+            f"no broker has ever registered at {args.zookeeper} ({connections.BROKER_IDS} was missing): "
             f"created it and Kafka's other top-level paths",
         )
     common.left_undone(f"nothing is left undone: topic {args.topic} exists")
@@ -187,9 +189,6 @@ def run_create(args: argparse.Namespace) -> int:
 
 def _create(store: Any, plan: Any, args: argparse.Namespace) -> str | None:
     """Write the topic; its new id, or None when it exists and --if-not-exists allows that."""
-    from kafka_controller.domain.values import ReplicaAssignment
-    from kafka_controller.zk.codecs import new_topic_id
-
     topic_id = new_topic_id()
     assignment = {p: ReplicaAssignment.of(rs) for p, rs in plan.assignment.items()}
     try:
@@ -206,15 +205,13 @@ def _brokers(ids: list[int]) -> str:
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    from kafka_controller.zk.paths import validate_topic_name
-
     if topics_kafka.over_kafka(args):
         return topics_kafka.run_delete(args)
     timeout = common.check_timeout(args)
     topic = args.topic
     validate_topic_name(topic)
     marker = f"/admin/delete_topics/{topic}"
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         common.left_undone(f"topic {topic} was not marked for deletion")
         try:
             store.create_delete_topic_path(topic)
@@ -284,8 +281,6 @@ def run_alter(args: argparse.Namespace) -> int:
     from kafka.admin import NewPartitions
     from kafka.errors import KafkaError
 
-    from kafka_controller.zk.paths import validate_topic_name
-
     validate_topic_name(args.topic)
     if args.partitions < 1:
         raise common.UsageError(f"--partitions must be greater than 0, got {args.partitions}")
@@ -307,7 +302,7 @@ def run_alter(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         topics = sorted(store.get_all_topics())
         marked = set(store.get_topic_deletions())
     if args.json:
@@ -319,12 +314,9 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_describe(args: argparse.Namespace) -> int:
-    from kafka_controller.admin.describe import read_cluster_view
-    from kafka_controller.zk.paths import validate_topic_name
-
     if args.topic is not None:
         validate_topic_name(args.topic)
-    with common.open_store(args) as store:
+    with connections.open_store(args) as store:
         if args.topic is not None and not store.topic_exists(args.topic):
             raise InvalidArgumentError(f"topic {args.topic!r} does not exist")
         view = read_cluster_view(store, None if args.topic is None else [args.topic])

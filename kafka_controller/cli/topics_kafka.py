@@ -15,7 +15,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kafka_controller.admin.topics import (
+    MAX_REPLICATION_FACTOR,
+    parse_config_pairs,
+    parse_replica_assignment,
+)
+from kafka_controller.broker.kafka_admin import error_name
 from kafka_controller.cli import common, kafka_client
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.zk.paths import validate_topic_name
 
 #: How much longer than the request's timeout_ms the client waits for the answer to arrive.
 ANSWER_MARGIN_S = 5.0
@@ -99,8 +107,6 @@ def _create_topics(admin: Any, topics: dict[str, dict[str, Any]], timeout_ms: in
 
 def _error(topic: dict[str, Any]) -> str:
     """``TOPIC_ALREADY_EXISTS: Topic 't' already exists.``: Kafka's error name and the broker's message."""
-    from kafka_controller.broker.kafka_admin import error_name
-
     name = error_name(int(topic["error_code"]))
     message = (topic.get("error_message") or "").strip()
     return f"{name}: {message}" if message else name
@@ -110,15 +116,6 @@ def run_create(args: argparse.Namespace) -> int:
     """kafka-topics.sh --bootstrap-server --create: without --partitions or --replication-factor the
     broker's defaults (``num.partitions``, ``default.replication.factor``) apply, as Kafka 2.4+ does.
     Config names and values are the broker's to check (a newer Kafka knows more of them)."""
-    from kafka_controller.admin.topics import (
-        MAX_REPLICATION_FACTOR,
-        parse_config_pairs,
-        parse_replica_assignment,
-    )
-    from kafka_controller.broker.kafka_admin import error_name
-    from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.zk.paths import validate_topic_name
-
     name = args.topic
     validate_topic_name(name)
     config = parse_config_pairs(args.config)
@@ -196,9 +193,6 @@ def run_delete(args: argparse.Namespace) -> int:
     """kafka-topics.sh --bootstrap-server --delete. The controller's answer already waits (up to
     --timeout) until the brokers no longer serve the topic, so ``--wait`` (until its znodes are gone)
     is for the ZooKeeper path only."""
-    from kafka_controller.broker.kafka_admin import error_name
-    from kafka_controller.zk.paths import validate_topic_name
-
     name = args.topic
     validate_topic_name(name)
     if args.wait:

@@ -16,14 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from kafka_controller.cli import common
+from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.security.properties import read_properties
+from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
+from kafka_controller.zk.java import EmbeddedZooKeeperError, JavaNotFoundError, ZooKeeperJarsNotFoundError
+from kafka_controller.zk.server_security import ZkServerSecurity
 
 PROG = "kafka-controller zookeeper"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, summary: str) -> None:
     p = subparsers.add_parser(
         "zookeeper",
-        help="run a ZooKeeper server (or a --servers N ensemble) in the foreground",
+        help=summary,
         description=(
             "Run a real ZooKeeper server (a Java 17 process using the ZooKeeper jars "
             "shipped with pyspark, or $ZOOKEEPER_HOME) until SIGINT/SIGTERM; with --servers N, "
@@ -91,11 +97,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.zk.embedded import EmbeddedZooKeeper
-    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
-    from kafka_controller.zk.java import EmbeddedZooKeeperError, JavaNotFoundError, ZooKeeperJarsNotFoundError
-
     if args.servers not in (1, 3, 5):
         _say(f"error: --servers must be 1, 3 or 5, got {args.servers}")
         return 2
@@ -147,10 +148,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _security(args: argparse.Namespace) -> Any:
     """The server's SASL and TLS settings from the command line (secrets stay in the files)."""
-    from kafka_controller.domain.errors import InvalidArgumentError
-    from kafka_controller.security.properties import read_properties
-    from kafka_controller.zk.server_security import ZkServerSecurity
-
     if args.tls_config_file is not None and args.secure_port is None:
         raise InvalidArgumentError("--tls-config-file needs --secure-port")
     tls = (
@@ -169,8 +166,6 @@ def _security(args: argparse.Namespace) -> Any:
 
 
 def _describe(server: object) -> str:
-    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
-
     if isinstance(server, ZooKeeperEnsemble):
         pids = ", ".join(f"server {m.server_id} pid {m.pid}" for m in server.members)
         return f"{len(server.members)} servers: {pids}"
@@ -178,8 +173,6 @@ def _describe(server: object) -> str:
 
 
 def _logs(server: object) -> str:
-    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
-
     if isinstance(server, ZooKeeperEnsemble):
         return ", ".join(str(m.log_path) for m in server.members if not m.is_running())
     return str(getattr(server, "log_path", "?"))

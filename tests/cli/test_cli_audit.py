@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafka_controller.cli import common
+from kafka_controller.cli import audit_options
 from kafka_controller.domain.values import Broker, EndPoint
 from kafka_controller.zk.kazoo_backend import KazooMetadataStore
 from tests.cli.clirun import Result, run
@@ -76,7 +76,7 @@ def test_the_environment_names_the_store_and_the_os_user_is_the_default_requeste
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db = tmp_path / "env.db"
-    monkeypatch.setenv(common.AUDIT_URL_ENV, f"sqlite:///{db}")
+    monkeypatch.setenv(audit_options.AUDIT_URL_ENV, f"sqlite:///{db}")
     monkeypatch.setenv("USER", "ops-bob")
     monkeypatch.setenv("LOGNAME", "ops-bob")
     assert _create(capsys, zk_connect, "from-env").code == 0
@@ -107,7 +107,7 @@ def test_without_a_store_the_command_runs_and_says_the_reason_is_not_recorded(
     store: KazooMetadataStore,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(common.AUDIT_URL_ENV, raising=False)
+    monkeypatch.delenv(audit_options.AUDIT_URL_ENV, raising=False)
     done = _create(capsys, zk_connect, "plain", "--reason", "why not")
     assert done.code == 0 and store.topic_exists("plain")
     assert "--requester/--reason are not recorded" in done.err
@@ -128,7 +128,7 @@ def test_parameters_keep_config_names_and_drop_the_audit_options() -> None:
         sasl_password="hunter3",
         security=object(),
     )
-    got = common.operation_parameters(args)
+    got = audit_options.operation_parameters(args)
     assert got == {
         "add_config": ["retention.ms", "ssl.keystore.password"],
         "command": "configs",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from kafka_controller.cli.main import COMMAND_MODULES
+from kafka_controller.cli.main import COMMAND_MODULES, COMMANDS, build_parser
 from tests.cli.clirun import run
+from tests.cli.parsers import _subparsers, options
 
 JSON, ZK = "--json", "--zookeeper"
 HELP = {
@@ -87,3 +91,47 @@ def test_cluster_up_refuses_bad_config_before_starting(capsys: pytest.CaptureFix
         "kafka-controller cluster: error: invalid value 'maybe' for unclean.leader.election.enable: "
         "expected true or false"
     )
+
+
+def test_the_help_without_a_command_is_the_full_parsers() -> None:
+    """``kafka-controller --help`` lists the commands from ``main.COMMANDS`` without importing their
+    modules: its names and order must be the ones the modules register."""
+    full, lazy = build_parser(), build_parser(only=None)
+    assert lazy.format_help() == full.format_help()
+    assert lazy.format_usage() == full.format_usage()
+    assert list(_subparsers(full)) == [c.name for c in COMMANDS]
+
+
+def test_the_help_imports_no_command_module() -> None:
+    """What ``kafka-controller --help`` costs: ``cli.main`` and ``cli.common`` only, and none of the
+    optional dependencies."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from kafka_controller.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    cli = {m for m in loaded if m.startswith("kafka_controller.cli.")}
+    assert cli == {"kafka_controller.cli.main", "kafka_controller.cli.common"}
+    heavy = {m.split(".")[0] for m in loaded} & {
+        "kazoo",
+        "sqlalchemy",
+        "airflow",
+        "pyspark",
+        "pyarrow",
+        "cryptography",
+    }
+    assert not heavy
+
+
+def test_a_command_builds_its_own_parser_only() -> None:
+    parser = build_parser(only="describe")
+    parsers = _subparsers(parser)
+    assert "--zookeeper" in options(parsers["describe"])
+    assert options(parsers["topics"]) == {"-h", "--help"}  # a placeholder: its module was not needed

@@ -24,7 +24,7 @@ def _run_failing_command(monkeypatch: pytest.MonkeyPatch, *, ctrl_c: bool) -> in
 
     parser = cli_main.OneLineErrorParser(prog="kafka-controller")
     parser.add_subparsers(dest="command").add_parser("describe").set_defaults(func=command)
-    monkeypatch.setattr(cli_main, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli_main, "build_parser", lambda only: parser)
     return cli_main.main(["describe"])
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kafka_controller.cli.common import client_config
+from kafka_controller.cli.connections import client_config
 from kafka_controller.cli.main import build_parser
 from tests.cli.clirun import run
 

@@ -450,7 +450,7 @@ def _args(**values: Any) -> Any:
 
 
 class _patched_store:
-    """``configs_users`` opens ZooKeeper through ``common.open_store``: hand it the test's tree."""
+    """``configs_users`` opens ZooKeeper through ``connections.open_store``: hand it the test's tree."""
 
     def __init__(self, store: InMemoryMetadataStore) -> None:
         self.store = store
