@@ -56,7 +56,7 @@ class DemoScenario:
         return step
 
     def _view(self) -> ClusterView:
-        return self.c.describe()
+        return self.c.waits.describe()
 
     def _summary_line(self, view: ClusterView) -> str:
         s = view.summary
@@ -68,7 +68,7 @@ class DemoScenario:
         )
 
     def _wait(self, probe: Callable[[], Any], what: str) -> Any:
-        return self.c.wait_until(probe, STEP_TIMEOUT_S, what)
+        return self.c.waits.wait_until(probe, STEP_TIMEOUT_S, what)
 
     def _view_if(self, predicate: Callable[[ClusterView], bool]) -> Callable[[], ClusterView | None]:
         def probe() -> ClusterView | None:
@@ -136,7 +136,7 @@ class DemoScenario:
         )
         started = time.monotonic()
         self.c.kill_broker(victim)
-        self.c.wait_deregistered(victim, timeout=STEP_TIMEOUT_S)
+        self.c.waits.wait_deregistered(victim, timeout=STEP_TIMEOUT_S)
         lapsed = time.monotonic() - started
         self.say(f"   its ZooKeeper session lapsed after {lapsed:.1f}s; /brokers/ids/{victim} is gone")
         view = self._wait(self._view_if(lambda v: not v.leaders_on(victim)), "leaders to move")
@@ -274,7 +274,7 @@ class DemoScenario:
         self.say(f"   the controller is broker {old} at epoch {epoch}; kill -9 it")
         started = time.monotonic()
         self.c.kill_broker(old)
-        new, new_epoch = self.c.wait_for_controller(STEP_TIMEOUT_S, exclude=[old], min_epoch=epoch + 1)
+        new, new_epoch = self.c.waits.wait_for_controller(STEP_TIMEOUT_S, exclude=[old], min_epoch=epoch + 1)
         elected = time.monotonic() - started
         view = self._wait(
             self._view_if(lambda v: all(not p.offline for p in v.partitions if set(p.replicas) - {old})),

@@ -21,33 +21,38 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_controller.cluster.local_addresses import LocalClusterAddresses
+from kafka_controller.admin.describe import ClusterView
+from kafka_controller.broker.admin_client import AdminClient
+from kafka_controller.cluster.local_addresses import ClusterAddresses
 from kafka_controller.cluster.process import (
     BrokerProcess,
     broker_command,
     broker_pids,
+    stop_outside_brokers,
     wait_all_exited,
-    wait_pids_exited,
 )
-from kafka_controller.cluster.waits import ClusterError, ClusterWaits
+from kafka_controller.cluster.waits import ClusterError, ClusterWaits, time_left
 from kafka_controller.cluster.watch import LeadershipWatch, ShutdownReport, partitions_of
+from kafka_controller.cluster.zk_login import ClusterZkLogin
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.domain.values import ReplicaAssignment
+from kafka_controller.security.client_config import PLAINTEXT, ClientSecurity
+from kafka_controller.security.credentials import alter_user_credentials
+from kafka_controller.security.scram import ScramFormatter
+from kafka_controller.zk.codecs import new_topic_id
+from kafka_controller.zk.embedded import EmbeddedZooKeeper
+from kafka_controller.zk.ensemble import ZooKeeperEnsemble
+from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
 if TYPE_CHECKING:
-    from kafka_controller.broker.admin_client import AdminClient
     from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
-    from kafka_controller.cluster.zk_login import ClusterZkLogin
     from kafka_controller.security.certs import ClusterPki
-    from kafka_controller.security.client_config import ClientSecurity
-    from kafka_controller.zk.embedded import EmbeddedZooKeeper
-    from kafka_controller.zk.ensemble import ZooKeeperEnsemble
     from kafka_controller.zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
@@ -66,16 +71,11 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
 }
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-class LocalCluster(LocalClusterAddresses, ClusterWaits):
+class LocalCluster:
     """ZooKeeper (embedded, an ensemble of ``zk_servers``, or ``zookeeper=`` an existing connect
     string) and brokers ``first_broker_id .. first_broker_id + brokers - 1``. Use as a context
-    manager, or ``start()`` then ``close()``."""
+    manager, or ``start()`` then ``close()``. Holds ``addresses`` (where each part listens) and
+    ``waits`` (ZooKeeper reads, readiness waits), and repeats the few of theirs others call."""
 
     def __init__(
         self,
@@ -139,7 +139,6 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         self.broker_hosts = dict(broker_hosts or {})
         self.python = python
         self.log_level = log_level
-        self.metrics_base_port = metrics_port  # broker i (0-based) serves metrics on base + i
         self._owns_dir = data_dir is None
         self.data_dir = (
             Path(data_dir).absolute()
@@ -149,6 +148,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         self.zk: EmbeddedZooKeeper | ZooKeeperEnsemble | None = None
         self.processes: dict[int, BrokerProcess] = {}
         self.listener_base_port = listener_port
+        #: Broker id -> listener port, kept by ``addresses`` (``assign_listener``).
         self.ports: dict[int, int] = (
             {} if listener_port is None else {b: listener_port + i for i, b in enumerate(self.broker_ids)}
         )
@@ -162,6 +162,17 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         #: server cut off from the rest notices only after 2/3 of it, so fault tests that cut
         #: servers off give it their brokers' short session.
         self.store_session_timeout_ms = store_session_timeout_ms
+        self.addresses = ClusterAddresses(
+            self.broker_ids,
+            host=host,
+            chroot=chroot,
+            ports=self.ports,
+            broker_hosts=self.broker_hosts,
+            metrics_base_port=metrics_port,
+            external_zookeeper=zookeeper,
+            zookeeper=lambda: self.zk,
+        )
+        self.waits = ClusterWaits(lambda: self.store, self.admin, self.processes, self.addresses)
 
     @property
     def store(self) -> ZkMetadataStore:
@@ -172,8 +183,6 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
     def admin(self) -> AdminClient:
         """An admin client that finds the controller through ZooKeeper (shared, closed with the cluster)."""
         if self._admin is None:
-            from kafka_controller.broker.admin_client import AdminClient
-
             security = self.client_security()
             self._admin = AdminClient(
                 self.store,
@@ -184,19 +193,72 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             )
         return self._admin
 
+    # -- what the CLI, Airflow's demo and the benchmarks call; the rest is on ``addresses``, ``waits``
+    @property
+    def zookeeper_connect(self) -> str:
+        return self.addresses.zookeeper_connect
+
+    @property
+    def connect_string(self) -> str:
+        return self.addresses.connect_string
+
+    def listener(self, broker_id: int) -> str:
+        return self.addresses.listener(broker_id)
+
+    def _known(self, broker_id: int) -> int:
+        return self.addresses.known(broker_id)
+
+    def controller(self) -> tuple[int | None, int | None]:
+        return self.waits.controller()
+
+    def registered(self) -> dict[int, int]:
+        return self.waits.registered()
+
+    def running_broker_ids(self) -> list[int]:
+        return self.waits.running_broker_ids()
+
+    def wait_topic_healthy(self, topic: str, timeout: float = 60.0) -> ClusterView:
+        return self.waits.wait_topic_healthy(topic, timeout)
+
+    def create_topic(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        config: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create a topic as ``topics create`` does (config + version-3 znode with a new id)."""
+        topic_id = new_topic_id()
+        self.store.create_topic(
+            topic, {p: ReplicaAssignment.of(rs) for p, rs in assignment.items()}, config, topic_id=topic_id
+        )
+        return topic_id
+
+    def info(self) -> dict[str, Any]:
+        """Addresses, pids and log files, for printing."""
+        return {
+            "zookeeper": self.connect_string,
+            "data_dir": str(self.data_dir),
+            "audit_url": self.audit_url,
+            "brokers": [
+                {
+                    "id": b,
+                    "listener": self.listener(b) if b in self.ports else None,
+                    "pid": p.pid if (p := self.processes.get(b)) is not None and p.is_running() else None,
+                    "log": str(self.data_dir / "logs" / f"broker-{b}.log"),
+                    "metrics": self.addresses.metrics_url(b),
+                }
+                for b in self.broker_ids
+            ],
+        }
+
     def start(self, timeout: float = 90.0) -> LocalCluster:
         """ZooKeeper, then every broker at once; returns when all are registered, a controller is
         elected and every broker's metadata lists every broker."""
         deadline = time.monotonic() + timeout
         try:
             if self.external_zookeeper is None and self.zk is None:
-                from kafka_controller.zk.embedded import EmbeddedZooKeeper
-                from kafka_controller.zk.ensemble import ZooKeeperEnsemble
-
                 zk_dir = self.data_dir / "zookeeper"
                 if self.security != "plaintext" and self.zk_servers == 1 and self.zk_login is None:
-                    from kafka_controller.cluster.zk_login import ClusterZkLogin
-
                     self.data_dir.mkdir(parents=True, exist_ok=True)
                     self.zk_login = ClusterZkLogin.new(self.data_dir)
                 security = None if self.zk_login is None else self.zk_login.server_security()
@@ -223,8 +285,8 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
 
                 upgrade_database(self.audit_url)  # once here, not raced by every broker's writer
             self._start_brokers(self.broker_ids, deadline)
-            self.wait_for_controller(timeout=self._left(deadline))
-            self.wait_metadata(timeout=self._left(deadline))
+            self.waits.wait_for_controller(timeout=time_left(deadline))
+            self.waits.wait_metadata(timeout=time_left(deadline))
         except BaseException:
             self.close(graceful=False)
             raise
@@ -233,8 +295,6 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
     def client_security(self) -> ClientSecurity:
         """How a client with every right reaches the brokers: the super user over SASL, the
         client certificate over SSL, nothing over PLAINTEXT."""
-        from kafka_controller.security.client_config import PLAINTEXT, ClientSecurity
-
         if self.security == "plaintext":
             return PLAINTEXT
         if self.security == "ssl":
@@ -262,8 +322,6 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         theirs), and the super user's client properties, mode 0600."""
         # Imported on use: cryptography loads only when used (start-up time).
         from kafka_controller.security.certs import new_password
-        from kafka_controller.security.credentials import alter_user_credentials
-        from kafka_controller.security.scram import ScramFormatter
 
         formatter = ScramFormatter(SCRAM_MECHANISM)
         passwords = {SUPER_USER: new_password(), INTER_BROKER_USER: new_password()}
@@ -302,7 +360,6 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             return
         # Imported on use: kazoo is optional (the 'zk' extra).
         from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-        from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
         logging.getLogger("kazoo").setLevel(logging.WARNING)
         self._store = KazooMetadataStore(  # brokers inherit the environment, and with it the credentials
@@ -324,7 +381,6 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
     def _supervise(self) -> None:
         # Imported on use: kazoo is optional (the 'zk' extra).
         from kafka_controller.cluster.supervisor import ExitSupervisor, SessionCloser
-        from kafka_controller.zk.security import ZkClientConfig, digest_from_env
 
         backend: Any = self.store.backend  # type: ignore[attr-defined]
         config = ZkClientConfig(
@@ -346,7 +402,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             for b in pending:
                 self._spawn(b)
             try:
-                epochs.update(self.wait_registered(pending, timeout=self._left(deadline)))
+                epochs.update(self.waits.wait_registered(pending, timeout=time_left(deadline)))
                 return epochs
             except ClusterError:
                 lost = [b for b in pending if self._port_was_taken(b)]
@@ -355,7 +411,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                     raise ClusterError(f"listener port {taken} is taken by another program") from None
                 if not lost or attempt == 2:
                     raise
-                registered = self.registered()
+                registered = self.waits.registered()
                 epochs.update({b: registered[b] for b in pending if b in registered})
                 for b in lost:
                     self.ports.pop(b, None)
@@ -367,12 +423,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         return proc is not None and not proc.is_running() and "cannot listen on" in proc.log_tail(5)
 
     def _spawn(self, broker_id: int) -> BrokerProcess:
-        host, prefix = self.broker_hosts.get(broker_id, (self.host, ()))
-        port = self.ports.get(broker_id, 9092 if prefix else 0)
-        taken = set(self.ports.values())
-        while not prefix and (not port or (port in taken and self.ports.get(broker_id) != port)):
-            port = free_port(self.host)
-        self.ports[broker_id] = port
+        host, port, prefix = self.addresses.assign_listener(broker_id)
         config = self.broker_config
         if self.security == "ssl" and self.tls is not None:
             config = {
@@ -399,7 +450,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             python=self.python,
             log_level=self.log_level,
             data_dir=self.broker_data_dir(broker_id),
-            metrics_port=self._metrics_port(broker_id),
+            metrics_port=self.addresses.metrics_port(broker_id),
             listener_name=self.security.upper(),
         )
         command[:0] = prefix
@@ -416,7 +467,7 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
 
         A registration left by a killed incarnation must lapse first (ZooKeeper refuses a second
         ephemeral), so this waits for it to go before starting."""
-        self._known(broker_id)
+        self.addresses.known(broker_id)
         deadline = time.monotonic() + timeout
         proc = self.processes.get(broker_id)
         if proc is not None and proc.is_running():
@@ -430,12 +481,12 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
                     f"broker {broker_id} is already running (pid {others[0]}), started outside this "
                     "cluster (by Airflow's local lifecycle backend?); stop that process first"
                 )
-        self.wait_deregistered(broker_id, timeout=self._left(deadline))
+        self.waits.wait_deregistered(broker_id, timeout=time_left(deadline))
         return self._start_brokers([broker_id], deadline)[broker_id]
 
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> int | None:
         """SIGTERM (controlled shutdown) and wait for exit and deregistration; the exit code."""
-        proc = self.processes.get(self._known(broker_id))
+        proc = self.processes.get(self.addresses.known(broker_id))
         if proc is None or not proc.is_running():
             return None if proc is None else proc.returncode
         deadline = time.monotonic() + timeout
@@ -444,15 +495,13 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
             raise ClusterError(
                 f"broker {broker_id} did not exit within {timeout:g}s of SIGTERM and was killed"
             )
-        self.wait_deregistered(broker_id, timeout=self._left(deadline))
+        self.waits.wait_deregistered(broker_id, timeout=time_left(deadline))
         return code
 
     def controlled_shutdown(self, broker_id: int, timeout: float = 60.0) -> ShutdownReport:
         """SIGTERM, watching the broker's leadership until it deregisters; what it led before and
         at exit (the last look while still registered), how long it took, its exit code."""
-        proc = self.processes.get(self._known(broker_id))
-        if proc is None or not proc.is_running():
-            raise ClusterError(f"broker {broker_id} is not running")
+        proc = self._running(broker_id)
         deadline = time.monotonic() + timeout
         watch = LeadershipWatch(self.store, broker_id, partitions_of(self.store, broker_id))
         led_before = watch.led
@@ -460,42 +509,45 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         proc.terminate()
         led_at_exit = watch.wait_deregistered(deadline)
         seconds = time.monotonic() - started
-        code = proc.wait(self._left(deadline))
+        code = proc.wait(time_left(deadline))
         if code is None:
             proc.kill()
             raise ClusterError(f"broker {broker_id} deregistered but did not exit in time; it was killed")
         return ShutdownReport(broker_id, tuple(led_before), tuple(led_at_exit), seconds, code)
 
+    def _running(self, broker_id: int) -> BrokerProcess:
+        proc = self.processes.get(self.addresses.known(broker_id))
+        if proc is None or not proc.is_running():
+            raise ClusterError(f"broker {broker_id} is not running")
+        return proc
+
     def kill_broker(self, broker_id: int, *, wait_deregistered: bool = False, timeout: float = 60.0) -> None:
         """SIGKILL: a hard failure. With ``wait_deregistered``, return once its session has lapsed."""
-        proc = self.processes.get(self._known(broker_id))
+        proc = self.processes.get(self.addresses.known(broker_id))
         if proc is not None:
             proc.kill()
         if wait_deregistered:
-            self.wait_deregistered(broker_id, timeout=timeout)
+            self.waits.wait_deregistered(broker_id, timeout=timeout)
 
     def crash_broker(self, broker_id: int) -> None:
         """SIGKILL from outside (an OOM kill): an exit the cluster did not ask for (``supervisor``)."""
-        proc = self.processes.get(self._known(broker_id))
-        if proc is None or proc.pid is None or not proc.is_running():
-            raise ClusterError(f"broker {broker_id} is not running")
-        os.kill(proc.pid, signal.SIGKILL)
+        pid = self._running(broker_id).pid
+        if pid is not None:  # None only before its start, which ``_running`` rules out
+            os.kill(pid, signal.SIGKILL)
 
     def restart_broker(self, broker_id: int, timeout: float = 90.0) -> int:
         """A bounce: controlled shutdown, then start again; returns the new broker epoch."""
         deadline = time.monotonic() + timeout
-        self.stop_broker(broker_id, timeout=self._left(deadline))
-        return self.start_broker(broker_id, timeout=self._left(deadline))
+        self.stop_broker(broker_id, timeout=time_left(deadline))
+        return self.start_broker(broker_id, timeout=time_left(deadline))
 
     def pause_broker(self, broker_id: int) -> None:
         """SIGSTOP: the process and its ZooKeeper client freeze."""
-        proc = self.processes.get(self._known(broker_id))
-        if proc is None or not proc.is_running():
-            raise ClusterError(f"broker {broker_id} is not running")
+        proc = self._running(broker_id)
         proc.pause()
 
     def resume_broker(self, broker_id: int) -> None:
-        proc = self.processes.get(self._known(broker_id))
+        proc = self.processes.get(self.addresses.known(broker_id))
         if proc is not None:
             proc.resume()
 
@@ -511,10 +563,10 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         procs = [p for p in self.processes.values() if p.is_running()]
         try:
             if graceful and procs:
-                controller = self._controller_or_none()
+                controller = self.waits.controller_or_none()
                 order = sorted(procs, key=lambda p: p.broker_id == controller)
                 for p in order:
-                    per_broker = max(1.0, self._left(deadline) / max(1, len(order)))
+                    per_broker = max(1.0, time_left(deadline) / max(1, len(order)))
                     p.stop(per_broker)
             if graceful:
                 self._stop_relaunched(signal.SIGTERM, deadline)
@@ -538,17 +590,8 @@ class LocalCluster(LocalClusterAddresses, ClusterWaits):
         lifecycle backend when no ``cluster up`` owned them) are not our children, but they are
         this cluster's: stop them too (SIGTERM: their controlled shutdown, one at a time; SIGKILL
         for what is left), or they outlive ``cluster up`` and keep the ports and ZooKeeper paths."""
-        if self.zk is None and self.external_zookeeper is None:
-            return  # never started: no connect string, no broker of ours can exist
-        for broker_id in self.broker_ids:
-            signalled = []
-            for pid in broker_pids(broker_id, self.connect_string):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, sig)
-                    signalled.append(pid)
-            # ``close`` returns once they are gone, as it does for its own children; a controlled
-            # shutdown runs one broker at a time, as for the children
-            wait_pids_exited(signalled, deadline if sig == signal.SIGTERM else time.monotonic() + 5.0)
+        if self.zk is not None or self.external_zookeeper is not None:  # else none of ours can exist
+            stop_outside_brokers(self.broker_ids, self.connect_string, sig, deadline)
 
     def __enter__(self) -> LocalCluster:
         return self.start()

@@ -320,6 +320,19 @@ def broker_pids(broker_id: int, connect_string: str) -> list[int]:
     ]
 
 
+def stop_outside_brokers(broker_ids: Sequence[int], connect_string: str, sig: int, deadline: float) -> None:
+    """Send ``sig`` to the brokers of ``connect_string`` that another program started (not our
+    children), one broker id at a time, waiting for each to exit as for our own children: until
+    ``deadline`` after SIGTERM (a controlled shutdown runs one broker at a time), 5 s otherwise."""
+    for broker_id in broker_ids:
+        signalled = []
+        for pid in broker_pids(broker_id, connect_string):
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+                signalled.append(pid)
+        wait_pids_exited(signalled, deadline if sig == signal.SIGTERM else time.monotonic() + 5.0)
+
+
 def parent_of(pid: int) -> int | None:
     """The parent pid of ``pid`` (None when it is gone)."""
     try:

@@ -1,4 +1,4 @@
-"""Reads and readiness waits of a ``LocalCluster`` (a mixin, apart so that each file stays small).
+"""Reads and readiness waits of a ``LocalCluster``.
 
 Every wait polls ZooKeeper (or a broker's Metadata API) against a deadline. ZooKeeper and
 transport errors count as "not yet"; a broker process that died ends the wait at once. A timeout
@@ -8,16 +8,17 @@ raises ``ClusterError`` naming what was not reached and, when a broker crashed, 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
+from kafka_controller.admin.describe import ClusterView, read_cluster_view
 from kafka_controller.cluster.process import BrokerProcess
 from kafka_controller.domain.errors import KafkaControllerError, MetadataStoreError
-from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
 
 if TYPE_CHECKING:
-    from kafka_controller.admin.describe import ClusterView
     from kafka_controller.broker.admin_client import AdminClient
+    from kafka_controller.cluster.local_addresses import ClusterAddresses
     from kafka_controller.zk.store import ZkMetadataStore
 
 T = TypeVar("T")
@@ -28,72 +29,62 @@ class ClusterError(KafkaControllerError):
     """A cluster operation did not reach its goal in time; the message says what and where to look."""
 
 
+def time_left(deadline: float) -> float:
+    """Seconds until the ``time.monotonic()`` ``deadline``, never negative."""
+    return max(0.0, deadline - time.monotonic())
+
+
 class ClusterWaits:
-    """Needs ``store``, ``processes``, ``admin()``, ``running_broker_ids()`` and ``_known()``."""
+    """``store`` and ``admin`` hand out the cluster's ZooKeeper store and admin client (both made
+    when the cluster starts, so they are asked for at each use); ``processes`` is the cluster's own
+    broker id -> process table (shared), read for crashed brokers; ``addresses`` says which broker
+    ids are the cluster's."""
 
-    processes: dict[int, BrokerProcess]
-    _store: ZkMetadataStore | None
-
-    @property
-    def store(self) -> ZkMetadataStore:
-        raise NotImplementedError
-
-    def admin(self) -> AdminClient:
-        raise NotImplementedError
+    def __init__(
+        self,
+        store: Callable[[], ZkMetadataStore],
+        admin: Callable[[], AdminClient],
+        processes: Mapping[int, BrokerProcess],
+        addresses: ClusterAddresses,
+    ) -> None:
+        self._store = store
+        self._admin = admin
+        self._processes = processes
+        self._addresses = addresses
 
     def running_broker_ids(self) -> list[int]:
-        raise NotImplementedError
-
-    def _known(self, broker_id: int) -> int:
-        raise NotImplementedError
+        """The cluster's brokers whose process runs, in broker id order."""
+        running = {b for b, p in self._processes.items() if p.is_running()}
+        return [b for b in self._addresses.broker_ids if b in running]
 
     # -- reads -----------------------------------------------------------------------------------------
     def controller(self) -> tuple[int | None, int | None]:
         """``(controller id or None, controller epoch or None)`` from ZooKeeper."""
-        cid = self.store.get_controller_id()
-        epoch = self.store.get_controller_epoch()
+        store = self._store()
+        cid = store.get_controller_id()
+        epoch = store.get_controller_epoch()
         return cid, None if epoch is None else epoch[0]
 
-    def _controller_or_none(self) -> int | None:
+    def controller_or_none(self) -> int | None:
+        """The controller's id; None when there is none, or ZooKeeper cannot say (or is not open)."""
         try:
-            return self.controller()[0] if self._store is not None else None
+            return self.controller()[0]
         except KafkaControllerError:
             return None
 
     def registered(self) -> dict[int, int]:
         """Registered broker id -> broker epoch (czxid), one batched read."""
-        return {b.id: epoch for b, epoch in self.store.get_all_brokers_and_epochs().items()}
+        return {b.id: epoch for b, epoch in self._store().get_all_brokers_and_epochs().items()}
 
     def partition_state(self, topic: str, partition: int) -> LeaderIsrAndControllerEpoch | None:
         tp = TopicPartition(topic, partition)
-        read = self.store.get_partition_states([tp])[tp]
+        read = self._store().get_partition_states([tp])[tp]
         return read if isinstance(read, LeaderIsrAndControllerEpoch) else None
 
     def describe(self, topics: Iterable[str] | None = None) -> ClusterView:
-        from kafka_controller.admin.describe import read_cluster_view
-
-        return read_cluster_view(self.store, None if topics is None else list(topics))
-
-    def create_topic(
-        self,
-        topic: str,
-        assignment: Mapping[int, Sequence[int]],
-        config: Mapping[str, str] | None = None,
-    ) -> str:
-        """Create a topic as ``topics create`` does (config + version-3 znode with a new id)."""
-        from kafka_controller.zk.codecs import new_topic_id
-
-        topic_id = new_topic_id()
-        self.store.create_topic(
-            topic, {p: ReplicaAssignment.of(rs) for p, rs in assignment.items()}, config, topic_id=topic_id
-        )
-        return topic_id
+        return read_cluster_view(self._store(), None if topics is None else list(topics))
 
     # -- waits -----------------------------------------------------------------------------------------
-    @staticmethod
-    def _left(deadline: float) -> float:
-        return max(0.0, deadline - time.monotonic())
-
     def wait_until(
         self, probe: Callable[[], T | None], timeout: float, what: str, *, interval: float = POLL_S
     ) -> T:
@@ -119,7 +110,7 @@ class ClusterWaits:
 
     def _crash_note(self) -> str:
         dead = [
-            p for p in self.processes.values() if p.returncode not in (None, 0, -9) and not p.is_running()
+            p for p in self._processes.values() if p.returncode not in (None, 0, -9) and not p.is_running()
         ]
         if not dead:
             return ""
@@ -128,7 +119,7 @@ class ClusterWaits:
 
     def wait_registered(self, broker_ids: Iterable[int], timeout: float = 60.0) -> dict[int, int]:
         """Until every broker is registered; returns their broker epochs."""
-        wanted = [self._known(b) for b in broker_ids]
+        wanted = [self._addresses.known(b) for b in broker_ids]
 
         def probe() -> dict[int, int] | None:
             self._fail_if_exited(wanted)
@@ -139,7 +130,7 @@ class ClusterWaits:
 
     def _fail_if_exited(self, broker_ids: Iterable[int]) -> None:
         for b in broker_ids:
-            p = self.processes.get(b)
+            p = self._processes.get(b)
             if p is not None and not p.is_running() and p.returncode is not None:
                 raise ClusterError(
                     f"broker {b} exited with code {p.returncode} while starting; "
@@ -172,7 +163,7 @@ class ClusterWaits:
         def probe() -> bool:
             running = set(self.running_broker_ids())
             cid = self.controller()[0]
-            admin = self.admin()
+            admin = self._admin()
             for b in targets:
                 md = admin.metadata(b)
                 if md.controller_id != cid or {x.id for x in md.brokers} != running:

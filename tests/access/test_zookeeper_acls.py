@@ -261,21 +261,21 @@ def test_a_cluster_of_broker_processes_and_the_cli_work_with_credentials_from_th
         created = create(TOPIC)
         assert created.returncode == 0, created.stderr
         cluster.wait_topic_healthy(TOPIC, timeout=DEADLINE_S)
-        first, epoch = cluster.wait_for_controller(timeout=DEADLINE_S)
+        first, epoch = cluster.waits.wait_for_controller(timeout=DEADLINE_S)
         cluster.kill_broker(first)
-        cluster.wait_for_controller(timeout=DEADLINE_S, exclude=[first], min_epoch=epoch + 1)
+        cluster.waits.wait_for_controller(timeout=DEADLINE_S, exclude=[first], min_epoch=epoch + 1)
         cluster.restart_broker(first)
         cluster.wait_topic_healthy(TOPIC, timeout=DEADLINE_S)
 
         # Crash detection with credentials: the supervisor re-attaches to the dead controller's
         # session and closes it (its outcome says so: a lapsed session is never "closed").
-        second, epoch = cluster.wait_for_controller(timeout=DEADLINE_S)
+        second, epoch = cluster.waits.wait_for_controller(timeout=DEADLINE_S)
         assert cluster.session_closer is not None
         pid = cluster.processes[second].pid
         cluster.crash_broker(second)
         closed = (second, pid, CloseOutcome.CLOSED)
-        cluster.wait_until(lambda: closed in cluster.session_closer.outcomes, DEADLINE_S, "the close")  # type: ignore[union-attr]
-        cluster.wait_for_controller(timeout=DEADLINE_S, exclude=[second], min_epoch=epoch + 1)
+        cluster.waits.wait_until(lambda: closed in cluster.session_closer.outcomes, DEADLINE_S, "the close")  # type: ignore[union-attr]
+        cluster.waits.wait_for_controller(timeout=DEADLINE_S, exclude=[second], min_epoch=epoch + 1)
         cluster.start_broker(second, timeout=DEADLINE_S)
         cluster.wait_topic_healthy(TOPIC, timeout=DEADLINE_S)
 

@@ -39,10 +39,10 @@ class Env:
         return self.cluster.store
 
     def view(self, topics: list[str] | None = None) -> Any:
-        return self.cluster.describe(topics)
+        return self.cluster.waits.describe(topics)
 
     def wait(self, probe: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-        return self.cluster.wait_until(probe, timeout, what)
+        return self.cluster.waits.wait_until(probe, timeout, what)
 
     def healthy(self, timeout: float = 90.0) -> None:
         def ok() -> bool:
@@ -140,7 +140,7 @@ def cluster_env(zk_server: Any, base: Path, chroot: str) -> Iterator[Env]:
 
 
 def leader(env: Env, topic: str, partition: int) -> int:
-    state = env.cluster.partition_state(topic, partition)
+    state = env.cluster.waits.partition_state(topic, partition)
     assert state is not None
     return state.leader_and_isr.leader
 

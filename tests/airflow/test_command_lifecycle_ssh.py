@@ -78,14 +78,14 @@ def test_stop_start_and_kill_through_ssh(site: Site) -> None:
 
     backend.stop(b, 90)
     assert broker_pids(b, cluster.connect_string) == []
-    cluster.wait_until(lambda: b not in registered(), 30, f"broker {b}'s registration to go")
+    cluster.waits.wait_until(lambda: b not in registered(), 30, f"broker {b}'s registration to go")
     log = (cluster.data_dir / "logs" / f"broker-{b}.log").read_text(errors="replace")
     assert f"Controlled shutdown of broker {b} succeeded" in log  # SIGTERM over ssh, not a kill
 
     backend.start(b, 90)
     (second,) = broker_pids(b, cluster.connect_string)
     assert second != first
-    cluster.wait_until(lambda: b in registered(), 60, f"broker {b} to register again")
+    cluster.waits.wait_until(lambda: b in registered(), 60, f"broker {b} to register again")
 
     with pytest.raises(LifecycleError, match=rf"start of broker {b}: ssh exited 1: .*already running"):
         backend.start(b, 90)  # the far side's one-line error comes back
@@ -96,7 +96,7 @@ def test_stop_start_and_kill_through_ssh(site: Site) -> None:
     (third,) = broker_pids(b, cluster.connect_string)
     assert third not in (first, second)
     # the killed session lapsed, then the broker came back (not a child of the cluster: polled)
-    cluster.wait_until(lambda: b in registered(), 60, f"broker {b} to register after the kill")
+    cluster.waits.wait_until(lambda: b in registered(), 60, f"broker {b} to register after the kill")
     assert site.sshd.logins() - logins == 5  # every action went through sshd
 
 

@@ -210,7 +210,7 @@ def test_offline_partition_recovery_is_guarded(env: Env) -> None:
     env.cluster.wait_topic_healthy("fragile")
     env.lifecycle.stop(3, 60)  # controlled: fragile-0's ISR shrinks to [2]
     env.wait(
-        lambda: env.cluster.partition_state("fragile", 0).leader_and_isr.isr == (2,),
+        lambda: env.cluster.waits.partition_state("fragile", 0).leader_and_isr.isr == (2,),
         "fragile-0's ISR to be [2]",
     )
     env.lifecycle.kill(2, 30)  # its last in-sync replica dies: offline

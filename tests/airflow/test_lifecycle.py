@@ -193,7 +193,7 @@ def test_closing_a_local_cluster_stops_the_brokers_the_local_backend_relaunched(
         cluster.start(timeout=120)
         lifecycle.stop(1, 30)
         lifecycle.start(1, 30)  # detached: not a child of the cluster
-        cluster.wait_until(
+        cluster.waits.wait_until(
             lambda: any(b.id == 1 for b in cluster.store.get_all_brokers_and_epochs()), 60, "broker 1 back"
         )
         relaunched = broker_pids(1, cluster.connect_string)

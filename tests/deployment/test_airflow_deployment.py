@@ -277,7 +277,9 @@ def test_a_broker_killed_during_a_rolling_restart_fails_the_run_naming_it(site: 
                 lifecycle.start(b, 60)
         site.airflow.wait(
             lambda: (
-                all(not p.offline and not p.under_replicated for p in site.cluster.describe().partitions)
+                all(
+                    not p.offline and not p.under_replicated for p in site.cluster.waits.describe().partitions
+                )
                 and len(registered()) == 3
             ),
             180,
@@ -292,7 +294,7 @@ def test_preferred_leader_rebalance_under_the_scheduler(site: Site) -> None:
     run_id = site.run(DAG, {"dry_run": False})
     result = site.airflow.xcom(DAG, run_id, "preferred_election")
     assert not result["failed"]
-    view = site.cluster.describe()
+    view = site.cluster.waits.describe()
     assert all(p.leader == p.replicas[0] for p in view.partitions)
     assert site.operations(run_id)["preferred_leader_election"]["status"] == "succeeded"
     assert not site.airflow.dead()

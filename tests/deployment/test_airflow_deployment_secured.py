@@ -147,7 +147,7 @@ def test_reassignment_on_a_sasl_ssl_cluster(site: SecuredSite) -> None:
     brokers = list(site.cluster.broker_ids)
     conf = {"topics": ["payments"], "broker_list": brokers[:2], "dry_run": False}
     site.run(DAG, conf)
-    moved = [p for p in site.cluster.describe(["payments"]).partitions]
+    moved = [p for p in site.cluster.waits.describe(["payments"]).partitions]
     assert moved and all(set(p.replicas) <= set(brokers[:2]) for p in moved), moved
     assert not site.airflow.dead()
 

@@ -69,7 +69,7 @@ class TrialContext:
     def wait(self, probe: Callable[[], T | None], what: str, timeout: float | None = None) -> T:
         """Poll ``probe`` until truthy; ``TrialFailed`` naming ``what`` at the deadline."""
         try:
-            return self.cluster.wait_until(
+            return self.cluster.waits.wait_until(
                 probe, min(self.left(), timeout or self.left()), what, interval=0.1
             )
         except KafkaControllerError as e:
@@ -103,7 +103,7 @@ class TrialContext:
         acted_on: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
         for b in self.running() if brokers is None else brokers:
             client = TransportClient(
-                self.cluster.broker_host(b), self.cluster.ports[b], timeout_s=VIEW_TIMEOUT_S
+                self.cluster.addresses.broker_host(b), self.cluster.ports[b], timeout_s=VIEW_TIMEOUT_S
             )
             try:
                 response = client.request(A.DESCRIBE_REPLICAS, None)

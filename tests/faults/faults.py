@@ -97,7 +97,7 @@ def kill_controller(t: TrialContext) -> None:
                 before = _leader_epochs(t)
                 t.cluster.processes[leaving].terminate()
                 try:
-                    t.cluster.wait_until(
+                    t.cluster.waits.wait_until(
                         lambda: _leader_epochs(t) != before,
                         min(5.0, t.left()),
                         "a leader change",
@@ -278,7 +278,7 @@ def _brokers_refuse_epoch(t: TrialContext, old: int, epoch: int) -> None:
     registered = t.cluster.registered()
     for b in [b for b in t.running() if b not in (old, new) and b in registered]:
         t.wait(functools.partial(_knows_controller, t, b, new), f"broker {b} to learn of {new}")
-        client = TransportClient(t.cluster.broker_host(b), t.cluster.ports[b], timeout_s=5.0)
+        client = TransportClient(t.cluster.addresses.broker_host(b), t.cluster.ports[b], timeout_s=5.0)
         try:
             response = client.request(
                 UPDATE_METADATA, UpdateMetadataRequest(7, old, epoch, registered[b], (), ())

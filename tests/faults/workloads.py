@@ -199,7 +199,7 @@ class PreferredElection(Workload):
         t.cluster.store.create_preferred_replica_election(partitions())
 
     def _not_preferred(self, t: TrialContext) -> list[TopicPartition]:
-        view = t.cluster.describe([TOPIC])
+        view = t.cluster.waits.describe([TOPIC])
         return [p.topic_partition for p in view.partitions if p.leader != p.replicas[0]]
 
     def wait_done(self, t: TrialContext) -> None:

@@ -187,7 +187,7 @@ def test_topics_delete_over_kafka(cluster: LocalCluster, capsys: pytest.CaptureF
     r = run(capsys, "topics", "delete", "--bootstrap-server", boot, "--topic", "doomed", "--json")
     assert r.code == 0, r.err
     assert r.json() == {"topic": "doomed", "marked_for_deletion": True, "in_metadata": False}
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: not cluster.store.topic_exists("doomed"), TIMEOUT, "topic doomed to be deleted"
     )
 

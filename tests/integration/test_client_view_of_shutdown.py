@@ -93,7 +93,9 @@ def test_a_client_never_sees_a_leaderless_partition_or_a_leader_that_is_gone(
 ) -> None:
     controller, _ = cluster.controller()
     assert controller is not None
-    led = {b: sum(1 for p in cluster.describe().partitions if p.leader == b) for b in cluster.broker_ids}
+    led = {
+        b: sum(1 for p in cluster.waits.describe().partitions if p.leader == b) for b in cluster.broker_ids
+    }
     b = (
         controller
         if who == "the controller"
@@ -101,14 +103,14 @@ def test_a_client_never_sees_a_leaderless_partition_or_a_leader_that_is_gone(
     )
     assert led[b] > 0
     survivor = next(x for x in cluster.running_broker_ids() if x != b)
-    partitions = len(cluster.describe().partitions)
+    partitions = len(cluster.waits.describe().partitions)
     with ClientWatch(cluster.listener(survivor)) as watch:
         # the check can fail: before the shutdown the client sees b leading
         watch.wait_for(f"broker {b} leading", lambda x: b in x.leaders.values(), 0.0)
         code = cluster.processes[b].stop(TIMEOUT)  # SIGTERM: controlled shutdown, then exit
         exited = time.time()
         assert code == 0
-        cluster.wait_deregistered(b, timeout=TIMEOUT)
+        cluster.waits.wait_deregistered(b, timeout=TIMEOUT)
         watch.wait_for(f"broker {b} gone", lambda x: b not in x.brokers, exited)
     assert not watch.errors, watch.errors
     assert all(len(x.leaders) == partitions for x in watch.listings)

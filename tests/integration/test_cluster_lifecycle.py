@@ -43,7 +43,9 @@ def test_topic_creation_elects_the_first_live_replica(
     b = cluster.broker_ids[1]
     r = _cli(capsys, cluster, "topics", "create", "--topic", "single", "--replica-assignment", str(b))
     assert r.code == 0, r.err
-    cluster.wait_until(lambda: cluster.partition_state("single", 0), TIMEOUT, "single-0 to get a state")
+    cluster.waits.wait_until(
+        lambda: cluster.waits.partition_state("single", 0), TIMEOUT, "single-0 to get a state"
+    )
     assert state(cluster, "single") == (1, b, 0, (b,))
     r = _cli(
         capsys,
@@ -67,7 +69,7 @@ def test_topic_creation_elects_the_first_live_replica(
 def test_broker_failure_and_bounce(cluster: LocalCluster) -> None:
     controller = cluster.controller()[0]
     victim = next(b for b in cluster.broker_ids if b != controller)
-    before = {p.topic_partition: p for p in cluster.describe().partitions}
+    before = {p.topic_partition: p for p in cluster.waits.describe().partitions}
     led = [tp for tp, p in before.items() if p.leader == victim]
     assert led, "the victim should lead something"
     old_epoch = cluster.registered()[victim]
@@ -83,7 +85,7 @@ def test_broker_failure_and_bounce(cluster: LocalCluster) -> None:
         )
         return view if moved else None
 
-    view = cluster.wait_until(victim_out, TIMEOUT, f"broker {victim} out of every leadership and ISR")
+    view = cluster.waits.wait_until(victim_out, TIMEOUT, f"broker {victim} out of every leadership and ISR")
     for p in view.partitions:
         if set(p.replicas) - {victim}:
             assert p.leader != victim and victim not in p.isr, p
@@ -106,7 +108,7 @@ def test_preferred_election_then_controlled_shutdown_leads_nothing_at_exit(
     assert r.code == 0, r.err
     errors = {x["error"] for x in r.json()["results"]}
     assert errors <= {"NONE", "ELECTION_NOT_NEEDED"}
-    view = cluster.describe()
+    view = cluster.waits.describe()
     assert view.summary["not_preferred_leader"] == 0
     controller = cluster.controller()[0]
     victim = max((b for b in view.brokers if b.id != controller), key=lambda b: b.leaders).id
@@ -116,7 +118,7 @@ def test_preferred_election_then_controlled_shutdown_leads_nothing_at_exit(
     assert report.exit_code == 0
     assert [tp for tp in report.led_before if rf[tp] > 1], "it led partitions that could move"
     assert [tp for tp in report.led_at_exit if rf[tp] > 1] == []
-    after = cluster.describe()
+    after = cluster.waits.describe()
     assert all(p.leader != victim for p in after.partitions if len(p.replicas) > 1)
 
     cluster.start_broker(victim, timeout=TIMEOUT)
@@ -133,7 +135,7 @@ def test_shutdown_command_asks_the_broker_over_its_listener(
     assert r.code == 0, r.err
     doc = r.json()
     assert doc["method"] == "api" and doc["led_before"]
-    movable = {f"{p.topic}-{p.partition}" for p in cluster.describe().partitions if len(p.replicas) > 1}
+    movable = {f"{p.topic}-{p.partition}" for p in cluster.waits.describe().partitions if len(p.replicas) > 1}
     assert [tp for tp in doc["led_at_exit"] if tp in movable] == []
     assert cluster.processes[victim].wait(TIMEOUT) == 0
     cluster.start_broker(victim, timeout=TIMEOUT)
@@ -154,7 +156,7 @@ def test_topic_deletion(capsys: pytest.CaptureFixture[str], cluster: LocalCluste
     assert r.json() == {"topic": "orders", "marked_for_deletion": True, "deleted": True}
     root = cluster.chroot
     for path in (P.topic_path("orders"), P.topic_config_path("orders"), P.delete_topic_path("orders")):
-        cluster.wait_until(
+        cluster.waits.wait_until(
             lambda path=path: zk_admin_client.exists(root + path) is None, TIMEOUT, f"{path} to go"
         )
     assert sorted(cluster.store.get_all_topics()) == ["single"]

@@ -29,7 +29,7 @@ def cluster(make_cluster: ClusterFactory) -> LocalCluster:
 
 
 def _states(cluster: LocalCluster) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-    tps = [p.topic_partition for p in cluster.describe().partitions]
+    tps = [p.topic_partition for p in cluster.waits.describe().partitions]
     return {
         tp: s
         for tp, s in cluster.store.get_partition_states(tps).items()
@@ -40,10 +40,10 @@ def _states(cluster: LocalCluster) -> dict[TopicPartition, LeaderIsrAndControlle
 def test_killing_the_controller_elects_a_new_one_with_the_next_epoch(cluster: LocalCluster) -> None:
     old, epoch = cluster.controller()
     assert old is not None and epoch is not None
-    led_by_old = sum(p.leader == old for p in cluster.describe().partitions)
+    led_by_old = sum(p.leader == old for p in cluster.waits.describe().partitions)
     killed_ms = int(time.time() * 1000)
     cluster.kill_broker(old)
-    new, new_epoch = cluster.wait_for_controller(TIMEOUT, exclude=[old], min_epoch=epoch + 1)
+    new, new_epoch = cluster.waits.wait_for_controller(TIMEOUT, exclude=[old], min_epoch=epoch + 1)
     assert new_epoch == epoch + 1
     assert cluster.store.get_controller_epoch() == (epoch + 1, epoch + 1)  # zkVersion follows the epoch
     view = wait_all_led(cluster)
@@ -75,7 +75,7 @@ def _check_the_outage_was_audited(
         rows = build_report(str(cluster.audit_url))["sections"]["failover_recovery"]["rows"]
         return next((r for r in rows if r["controller_epoch"] == epoch + 1), None)
 
-    row = cluster.wait_until(failover_row, TIMEOUT, f"the failover of epoch {epoch + 1} in the audit")
+    row = cluster.waits.wait_until(failover_row, TIMEOUT, f"the failover of epoch {epoch + 1} in the audit")
     assert (row["broker_id"], row["previous_broker_id"], row["lost_via"]) == (new, old, "/controller deleted")
     seen_ms = int(row["lost_ms"])
     assert seen_ms - killed_ms >= 3000  # ZooKeeper noticed at the session timeout (6 s), not at once
@@ -101,11 +101,11 @@ def test_a_paused_controller_is_fenced_and_resigns(cluster: LocalCluster) -> Non
     try:
         # A change the zombie will be told about: its watch fires into its frozen socket.
         cluster.create_topic("during-pause", {0: [b for b in cluster.broker_ids if b != zombie][:2]})
-        new, new_epoch = cluster.wait_for_controller(TIMEOUT, exclude=[zombie], min_epoch=epoch + 1)
+        new, new_epoch = cluster.waits.wait_for_controller(TIMEOUT, exclude=[zombie], min_epoch=epoch + 1)
         assert new_epoch == epoch + 1
-        cluster.wait_until(
+        cluster.waits.wait_until(
             lambda: (
-                (s := cluster.partition_state("during-pause", 0)) is not None
+                (s := cluster.waits.partition_state("during-pause", 0)) is not None
                 and s.controller_epoch == new_epoch
             ),
             TIMEOUT,
@@ -117,7 +117,7 @@ def test_a_paused_controller_is_fenced_and_resigns(cluster: LocalCluster) -> Non
         cluster.resume_broker(zombie)
 
     # The zombie comes back on a new session (a new broker epoch) and records its resignation.
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: cluster.registered().get(zombie, old_broker_epoch) > old_broker_epoch,
         TIMEOUT,
         f"broker {zombie} to re-register after its session expired",
@@ -133,7 +133,9 @@ def test_a_paused_controller_is_fenced_and_resigns(cluster: LocalCluster) -> Non
             return int(conn.execute(query, {"b": zombie, "t": paused_ms}).scalar_one()) > 0
 
     try:
-        cluster.wait_until(resigned, TIMEOUT, f"broker {zombie} to record its resignation from epoch {epoch}")
+        cluster.waits.wait_until(
+            resigned, TIMEOUT, f"broker {zombie} to record its resignation from epoch {epoch}"
+        )
     finally:
         engine.dispose()
 
@@ -146,9 +148,10 @@ def test_a_paused_controller_is_fenced_and_resigns(cluster: LocalCluster) -> Non
     # The new controller still acts: the zombie's broker rejoins every ISR, a new topic gets leaders.
     wait_healthy(cluster)
     cluster.create_topic("after-resume", {0: list(cluster.broker_ids)})
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: (
-            (s := cluster.partition_state("after-resume", 0)) is not None and s.controller_epoch == new_epoch
+            (s := cluster.waits.partition_state("after-resume", 0)) is not None
+            and s.controller_epoch == new_epoch
         ),
         TIMEOUT,
         "the new controller to initialise a topic created after the zombie resigned",

@@ -103,14 +103,14 @@ def test_a_crashed_controller_is_replaced_well_before_its_session_timeout(cluste
     old, epoch = cluster.controller()
     assert old is not None and epoch is not None
     pid = cluster.processes[old].pid
-    partitions = len(cluster.describe().partitions)
+    partitions = len(cluster.waits.describe().partitions)
     survivor = cluster.listener(next(b for b in cluster.running_broker_ids() if b != old))
     assert not listing(survivor, old, partitions, 5.0)["ok"]  # the check can fail: the old one is listed
     started = time.monotonic()
     cluster.crash_broker(old)
-    new, new_epoch = cluster.wait_for_controller(FAST_S, exclude=[old], min_epoch=epoch + 1)
+    new, new_epoch = cluster.waits.wait_for_controller(FAST_S, exclude=[old], min_epoch=epoch + 1)
     # what a Kafka client sees: the dead broker gone, every partition led by a live one
-    seen = cluster.wait_until(
+    seen = cluster.waits.wait_until(
         lambda: (r := listing(survivor, old, partitions, 2.0))["ok"] and r,
         FAST_S - (time.monotonic() - started),
         "confluent-kafka to list every partition led by a live broker",
@@ -120,7 +120,7 @@ def test_a_crashed_controller_is_replaced_well_before_its_session_timeout(cluste
     assert new != old and new_epoch == epoch + 1
     assert old not in cluster.registered()
     closed = (old, pid, CloseOutcome.CLOSED)
-    cluster.wait_until(lambda: closed in cluster.session_closer.outcomes, FAST_S, "the close's outcome")  # type: ignore[union-attr]
+    cluster.waits.wait_until(lambda: closed in cluster.session_closer.outcomes, FAST_S, "the close's outcome")  # type: ignore[union-attr]
     assert read_session_file(cluster.broker_data_dir(old)) is None
     assert live_replicas_have_live_leaders(wait_all_led(cluster))
 
@@ -137,7 +137,7 @@ def test_close_session_closes_the_session_of_a_broker_killed_outside_supervision
     assert b in cluster.registered()
     assert _close_session("--data-dir", str(data_dir), "--zookeeper", cluster.connect_string) == 0
     assert "closed session" in capsys.readouterr().out
-    cluster.wait_deregistered(b, timeout=FAST_S)
+    cluster.waits.wait_deregistered(b, timeout=FAST_S)
     assert read_session_file(data_dir) is None
     assert _close_session("--data-dir", str(data_dir), "--zookeeper", cluster.connect_string) == 0
     assert "nothing to close" in capsys.readouterr().out

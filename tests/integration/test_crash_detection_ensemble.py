@@ -57,11 +57,13 @@ def test_a_controller_crashed_while_the_ensemble_elects_a_leader_is_replaced_at_
     dead_zk = ensemble.kill_leader()  # every member drops its clients until a new leader is elected
     try:
         cluster.crash_broker(old)
-        new, new_epoch = cluster.wait_for_controller(FAST_S, exclude=[old], min_epoch=epoch + 1)
+        new, new_epoch = cluster.waits.wait_for_controller(FAST_S, exclude=[old], min_epoch=epoch + 1)
         assert new != old and new_epoch == epoch + 1
         assert old not in cluster.registered()
         closed = (old, pid, CloseOutcome.CLOSED)
-        cluster.wait_until(lambda: closed in cluster.session_closer.outcomes, TIMEOUT, "the close's outcome")  # type: ignore[union-attr]
+        closer = cluster.session_closer
+        assert closer is not None
+        cluster.waits.wait_until(lambda: closed in closer.outcomes, TIMEOUT, "the close's outcome")
         assert live_replicas_have_live_leaders(wait_all_led(cluster))
     finally:  # whole again, pass or fail: the next test kills a leader of its own
         _restore(cluster, dead_zk, old)
@@ -83,7 +85,7 @@ def test_close_session_closes_a_dead_brokers_session_while_the_ensemble_elects_a
         args = ["--data-dir", str(data_dir), "--broker-id", str(b), "--zookeeper", cluster.connect_string]
         assert main(["close-session", *args, "--timeout", "20"]) == 0
         assert "closed session" in capsys.readouterr().out
-        cluster.wait_deregistered(b, timeout=FAST_S)
+        cluster.waits.wait_deregistered(b, timeout=FAST_S)
         assert read_session_file(data_dir) is None
     finally:
         _restore(cluster, dead_zk, b)

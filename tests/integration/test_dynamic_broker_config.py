@@ -64,7 +64,7 @@ def test_no_preferred_election_while_paused_and_one_after_resume(
 
     paused_ms = int(time.time() * 1000) - 1
     set_cluster_default(cluster, {AUTO: "false"})
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: count(audit, "dynamic_config", c, paused_ms, f"{AUTO}=false (cluster default)%") > 0,
         TIMEOUT,
         f"controller {c} to follow the paused cluster default",
@@ -79,7 +79,7 @@ def test_no_preferred_election_while_paused_and_one_after_resume(
     _, _, epoch, _ = wait_state(cluster, "paused", 0, leader=c, isr=(other, c))
     imbalanced_ms = int(time.time() * 1000)
 
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: count(audit, "rebalance_paused", c, imbalanced_ms, "1 partition(s) left%") >= 2,
         TIMEOUT,
         "two auto-rebalance checks that held the imbalanced partition back",

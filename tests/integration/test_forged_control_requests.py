@@ -61,7 +61,7 @@ def test_a_forged_epoch_does_not_lock_the_controller_out(make_cluster: ClusterFa
 
     # A real failover: the new controller's epoch is in ZooKeeper before its requests, and adopted.
     cluster.kill_broker(controller, wait_deregistered=True)
-    new_controller, new_epoch = cluster.wait_for_controller(exclude=[controller], min_epoch=epoch + 1)
+    new_controller, new_epoch = cluster.waits.wait_for_controller(exclude=[controller], min_epoch=epoch + 1)
     survivors = [b for b in cluster.broker_ids if b != controller]
     for b in survivors:
         wait_until(

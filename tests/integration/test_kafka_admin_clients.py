@@ -36,7 +36,9 @@ def zk_partitions(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, ...
 
 
 def wait_gone(cluster: LocalCluster, topic: str) -> None:
-    cluster.wait_until(lambda: not cluster.store.topic_exists(topic), TIMEOUT, f"topic {topic} to be deleted")
+    cluster.waits.wait_until(
+        lambda: not cluster.store.topic_exists(topic), TIMEOUT, f"topic {topic} to be deleted"
+    )
 
 
 def test_confluent_admin_client(cluster: LocalCluster) -> None:

@@ -80,7 +80,7 @@ def audited(cluster: LocalCluster, op: str, topic: str, n: int = 1) -> list[tupl
         return rows if len(rows) >= n else None
 
     try:
-        return cluster.wait_until(probe, TIMEOUT, f"{n} audited transition(s) of {topic} for {op}")
+        return cluster.waits.wait_until(probe, TIMEOUT, f"{n} audited transition(s) of {topic} for {op}")
     finally:
         engine.dispose()
 
@@ -134,7 +134,7 @@ def _offline_but_for_an_unclean_leader(cluster: LocalCluster, topic: str) -> tup
     cluster.kill_broker(x, wait_deregistered=True, timeout=TIMEOUT)
     wait_state(cluster, topic, 0, leader=-1)
     cluster.start_broker(y, timeout=TIMEOUT)
-    cluster.wait_metadata([y], timeout=TIMEOUT)
+    cluster.waits.wait_metadata([y], timeout=TIMEOUT)
     assert state(cluster, topic)[1:4:2] == (-1, (x,))  # offline: y is not in the ISR
     return x, y
 
@@ -225,7 +225,7 @@ def test_kafka_python_alter_and_list_partition_reassignments(
     def done() -> bool:
         return assignment(cluster, "kp-move") == ((target,), (), ())
 
-    cluster.wait_until(done, TIMEOUT, "the reassignment to complete in ZooKeeper")
+    cluster.waits.wait_until(done, TIMEOUT, "the reassignment to complete in ZooKeeper")
     assert admin.list_partition_reassignments() == {}
     # The reassignment's start (the leader epoch bump, leader a) is recorded with the operation id.
     assert (0, a) in audited(cluster, op, "kp-move")

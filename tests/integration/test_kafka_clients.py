@@ -44,7 +44,7 @@ def zookeeper_listing(cluster: LocalCluster) -> Listing:
         assert ep is not None
         brokers[b.id] = f"{ep.host}:{ep.port}"
     topics: dict[str, dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]] = {}
-    for p in cluster.describe().partitions:
+    for p in cluster.waits.describe().partitions:
         topics.setdefault(p.topic, {})[p.partition] = (p.leader, tuple(p.replicas), tuple(p.isr))
     controller = store.get_controller_id()
     assert controller is not None
@@ -136,7 +136,7 @@ def assert_client_sees_zookeeper(cluster: LocalCluster, client: str, bootstrap: 
         return expected == got
 
     try:
-        cluster.wait_until(probe, TIMEOUT, f"{client} via {bootstrap} to list what ZooKeeper holds")
+        cluster.waits.wait_until(probe, TIMEOUT, f"{client} via {bootstrap} to list what ZooKeeper holds")
     except Exception:
         expected, got = seen[-1] if seen else (None, None)
         pytest.fail(f"{client} via {bootstrap}:\n  ZooKeeper: {expected}\n  client:    {got}")
@@ -169,7 +169,7 @@ def test_after_a_controller_failover_every_client_still_sees_zookeeper(cluster: 
     assert old is not None and epoch is not None
     cluster.kill_broker(old)
     try:
-        cluster.wait_for_controller(TIMEOUT, exclude=[old], min_epoch=epoch + 1)
+        cluster.waits.wait_for_controller(TIMEOUT, exclude=[old], min_epoch=epoch + 1)
         wait_all_led(cluster)
         brokers, _, topics = zookeeper_listing(cluster)
         assert old not in brokers

@@ -55,7 +55,7 @@ def test_kafkajs_creates_describes_and_deletes_a_topic(cluster: LocalCluster) ->
 
     def metadata_matches() -> bool:
         (topic,) = kafkajs(bootstrap, "metadata", "js-orders")
-        states = {p.partition: p for p in cluster.describe().partitions if p.topic == "js-orders"}
+        states = {p.partition: p for p in cluster.waits.describe().partitions if p.topic == "js-orders"}
         return (
             topic["name"] == "js-orders"
             and all(
@@ -67,14 +67,14 @@ def test_kafkajs_creates_describes_and_deletes_a_topic(cluster: LocalCluster) ->
             and len(topic["partitions"]) == 3
         )
 
-    cluster.wait_until(metadata_matches, TIMEOUT, "KafkaJS's metadata to equal ZooKeeper's")
+    cluster.waits.wait_until(metadata_matches, TIMEOUT, "KafkaJS's metadata to equal ZooKeeper's")
 
     # KafkaJS creating an existing topic answers false (TOPIC_ALREADY_EXISTS is not an error to it)
     assert kafkajs(bootstrap, "create", "js-orders", "1", "1") == {"created": False}
 
     deleted = kafkajs(bootstrap, "delete", "js-orders")
     assert deleted["deleted"] == "js-orders"
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: not cluster.store.topic_exists("js-orders"), TIMEOUT, "js-orders to be deleted"
     )
 
@@ -100,7 +100,7 @@ def test_kafkajs_moves_a_replica_and_lists_the_move_while_it_waits(cluster: Loca
             found: list[dict[str, Any]] = kafkajs(bootstrap, "list-reassignments", "js-moves")
             return found or None
 
-        (entry,) = cluster.wait_until(listed, TIMEOUT, "KafkaJS to list the move in flight")
+        (entry,) = cluster.waits.wait_until(listed, TIMEOUT, "KafkaJS to list the move in flight")
         assert entry["partition"] == 0
         assert entry["adding"] == [target] and entry["removing"] == [staying]
         assert sorted(entry["replicas"]) == sorted([controller, target, staying])
@@ -113,5 +113,5 @@ def test_kafkajs_moves_a_replica_and_lists_the_move_while_it_waits(cluster: Loca
         ra = {tp.partition: ra for tp, ra in read.assignment.items()}[0]
         return list(ra.replicas) == [controller, target] and not ra.adding_replicas
 
-    cluster.wait_until(done, TIMEOUT, "the move to finish in ZooKeeper")
+    cluster.waits.wait_until(done, TIMEOUT, "the move to finish in ZooKeeper")
     assert kafkajs(cluster.listener(staying), "list-reassignments", "js-moves") == []

@@ -58,7 +58,7 @@ def test_legacy_znode_reassignment_ends_at_leader_epoch_3(
     plan = _plan(tmp_path, "legacy.json", "legacy", [o])
     r = _cli(capsys, cluster, "reassign", "--reassignment-json-file", plan, "--execute", "--legacy-znode")
     assert r.code == 0, r.err
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: _cli(capsys, cluster, "reassign", "--reassignment-json-file", plan, "--verify").code == 0,
         TIMEOUT,
         "the legacy reassignment to complete",
@@ -68,7 +68,7 @@ def test_legacy_znode_reassignment_ends_at_leader_epoch_3(
     read = cluster.store.get_replica_assignment_and_topic_ids(["legacy"])["legacy"]
     assert isinstance(read, TopicIdReplicaAssignment)
     assert read.assignment == {TopicPartition("legacy", 0): ReplicaAssignment((o,))}
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: zk_admin_client.exists(cluster.chroot + P.REASSIGN_PARTITIONS_PATH) is None,
         TIMEOUT,
         "/admin/reassign_partitions to be removed",
@@ -177,7 +177,7 @@ def test_a_partition_whose_whole_isr_died_stays_offline(cluster: LocalCluster) -
         _, _, _, isr = wait_state(cluster, topic, 0, leader=-1)
         assert isr == (x,)  # the last ISR member is kept (KAFKA-5083)
     cluster.start_broker(y, timeout=TIMEOUT)
-    cluster.wait_metadata([y], timeout=TIMEOUT)  # the controller has processed y's start-up
+    cluster.waits.wait_metadata([y], timeout=TIMEOUT)  # the controller has processed y's start-up
     for topic in ("unclean-config", "unclean-api"):
         _, leader, _, isr = state(cluster, topic)
         assert (leader, isr) == (-1, (x,))  # still offline: unclean election is off by default
@@ -189,7 +189,7 @@ def test_enabling_unclean_election_in_the_topic_config_elects_an_out_of_sync_rep
     assert _UNCLEAN, "needs the previous test's offline partition"
     y = _UNCLEAN["y"]
     cluster.store.change_topic_config("unclean-config", {"unclean.leader.election.enable": "true"})
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: state(cluster, "unclean-config")[1] == y,
         15.0,
         "the controller to elect the out-of-sync replica",

@@ -55,7 +55,7 @@ def test_back_to_back_preferred_elections_through_the_znode(cluster: LocalCluste
         cluster.store.create_preferred_replica_election([TopicPartition(topic, 0)])
         _, _, leader_epoch, _ = wait_state(cluster, topic, 0, leader=other)
         assert leader_epoch == epoch + 1
-        cluster.wait_until(
+        cluster.waits.wait_until(
             lambda: zk_admin_client.exists(cluster.chroot + P.PREFERRED_REPLICA_ELECTION_PATH) is None,
             TIMEOUT,
             "/admin/preferred_replica_election to be removed",

@@ -70,9 +70,9 @@ def test_zookeeper_leader_killed_topic_create_and_controller_failover_complete(c
     dead = ensemble.kill_leader()
     ensemble.wait_quorum(timeout=TIMEOUT)
     ids = cluster.broker_ids
-    cluster.wait_until(lambda: _try_create(cluster, "after-zk-leader", ids), TIMEOUT, "topic created")
+    cluster.waits.wait_until(lambda: _try_create(cluster, "after-zk-leader", ids), TIMEOUT, "topic created")
     cluster.wait_topic_healthy("after-zk-leader", timeout=TIMEOUT)
-    controller, epoch = cluster.wait_for_controller(timeout=TIMEOUT)
+    controller, epoch = cluster.waits.wait_for_controller(timeout=TIMEOUT)
     assert set(cluster.registered()) == set(ids), "no broker lost its registration"
     cluster.kill_broker(controller)
 
@@ -80,7 +80,7 @@ def test_zookeeper_leader_killed_topic_create_and_controller_failover_complete(c
         new, new_epoch = cluster.controller()
         return new not in (None, controller) and (new_epoch or 0) > epoch
 
-    cluster.wait_until(moved, TIMEOUT, "a new controller with a higher epoch")
+    cluster.waits.wait_until(moved, TIMEOUT, "a new controller with a higher epoch")
     ensemble.member(dead).start(timeout=TIMEOUT)
     cluster.start_broker(controller, timeout=TIMEOUT)
     wait_all_led(cluster)
@@ -94,13 +94,13 @@ def test_quorum_lost_for_ten_seconds_then_the_cluster_converges(cluster: LocalCl
     regained = time.monotonic()
     ensemble.start_members(stopped, timeout=TIMEOUT)
     ensemble.wait_quorum(timeout=TIMEOUT)
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: set(cluster.registered()) == set(cluster.broker_ids), CONVERGE_S, "every broker registered"
     )
-    cluster.wait_for_controller(timeout=CONVERGE_S)
+    cluster.waits.wait_for_controller(timeout=CONVERGE_S)
     wait_all_led(cluster)
     ids = cluster.broker_ids
-    cluster.wait_until(lambda: _try_create(cluster, "after-quorum", ids), CONVERGE_S, "topic created")
+    cluster.waits.wait_until(lambda: _try_create(cluster, "after-quorum", ids), CONVERGE_S, "topic created")
     cluster.wait_topic_healthy("after-quorum", timeout=CONVERGE_S)
     assert time.monotonic() - regained < 2 * CONVERGE_S
 

@@ -302,10 +302,12 @@ def test_a_broker_restarted_by_the_local_lifecycle_logs_in_again(
     saved = json.loads(state.read_text())
     assert saved["env"]["KAFKA_OPTS"].endswith(str(cluster.broker_data_dir(broker) / "zookeeper.jaas"))
     assert _zk_login(cluster).password not in state.read_text()
-    cluster.wait_deregistered(broker, timeout=60)
+    cluster.waits.wait_deregistered(broker, timeout=60)
     lifecycle.start(broker, 30)
     # not ``wait_registered``: the cluster's own child for this broker is gone for good
-    after = cluster.wait_until(lambda: cluster.registered().get(broker), 60, f"broker {broker} registered")
+    after = cluster.waits.wait_until(
+        lambda: cluster.registered().get(broker), 60, f"broker {broker} registered"
+    )
     assert after != before
     cluster.create_topic("after-restart", {0: [broker]})
     view = cluster.wait_topic_healthy("after-restart")

@@ -68,7 +68,7 @@ def _partitions() -> list[TopicPartition]:
 
 def _views_converged(cluster: LocalCluster) -> bool:
     """Every running broker hosts exactly its assigned replicas, with ZooKeeper's leader and epoch."""
-    view = cluster.describe()
+    view = cluster.waits.describe()
     admin = cluster.admin()
     for b in cluster.running_broker_ids():
         hosted = {
@@ -101,10 +101,10 @@ def test_a_controller_failover_reconciles_clean_with_the_controller_view_compare
     old, epoch = cluster.controller()
     assert old is not None and epoch is not None
     cluster.kill_broker(old)  # SIGKILL: its session lapses, another broker takes over
-    new, new_epoch = cluster.wait_for_controller(TIMEOUT, exclude=[old], min_epoch=epoch + 1)
+    new, new_epoch = cluster.waits.wait_for_controller(TIMEOUT, exclude=[old], min_epoch=epoch + 1)
     cluster.start_broker(old, timeout=TIMEOUT)
     wait_healthy(cluster)
-    cluster.wait_until(
+    cluster.waits.wait_until(
         lambda: _views_converged(cluster), TIMEOUT, "every broker to host its replicas as ZooKeeper says"
     )
     assert cluster.controller() == (new, new_epoch)
