@@ -40,7 +40,9 @@ from kafka_controller.broker import apis as A
 from kafka_controller.broker.kafka_wire.controller_admin_apis import parse_operation_id
 from kafka_controller.broker.kafka_wire.header import RequestHeader
 from kafka_controller.broker.kafka_wire.kio_api import KioApi
+from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.domain.requests import Errors
+from kafka_controller.transport import server as transport
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,6 @@ def audited_cluster_id(cluster_id: str | None) -> str | None:
     the cluster, but still written."""
     # Imported on use: SQLAlchemy is optional (the 'audit' extra).
     from kafka_controller.audit.schema import checked_cluster_id
-    from kafka_controller.domain.errors import InvalidArgumentError
 
     try:
         return checked_cluster_id(cluster_id)
@@ -99,8 +100,6 @@ def audited_cluster_id(cluster_id: str | None) -> str | None:
 
 def _request_origin() -> tuple[str | None, str]:
     """(peer ``host:port``, principal) of the request the calling thread handles."""
-    from kafka_controller.transport import server as transport
-
     peer = transport.current_peer()
     current = getattr(transport, "current_connection", None)  # the listener's authenticated peer
     connection = current() if callable(current) else None
@@ -298,8 +297,6 @@ class _Item:
 
 def _is_refusal(e: Exception) -> bool:
     """Errors that no retry mends (a bad field, an unknown id): drop at once."""
-    from kafka_controller.domain.errors import InvalidArgumentError
-
     return isinstance(e, InvalidArgumentError)
 
 

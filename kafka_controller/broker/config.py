@@ -25,6 +25,8 @@ from typing import Any
 from kafka_controller.controller.config import KNOWN_KEYS, KafkaConfig
 from kafka_controller.domain.errors import InvalidArgumentError, brief
 from kafka_controller.ports import Clock, MetadataStore
+from kafka_controller.zk.client_security import ZK_CLIENT_KEYS, client_settings
+from kafka_controller.zk.security import ZkClientConfig
 
 SIM_PRODUCE_RATE_PER_SEC = "sim.produce.rate.per.sec"
 SIM_FETCH_INTERVAL_MS = "sim.fetch.interval.ms"
@@ -108,9 +110,7 @@ def zookeeper_store(connect: str, config: BrokerConfig, clock: Clock) -> Metadat
     """The broker's ZooKeeper client, its session timeout from ``zookeeper.session.timeout.ms``,
     its SASL login from ``$KAFKA_OPTS``'s JAAS file and its TLS and ACLs from ``zookeeper.*``."""
     # Imported on use: kazoo is optional (the 'zk' extra).
-    from kafka_controller.zk.client_security import ZK_CLIENT_KEYS, client_settings
     from kafka_controller.zk.kazoo_backend import KazooMetadataStore
-    from kafka_controller.zk.security import ZkClientConfig
 
     session_ms = config.kafka.zookeeper_session_timeout_ms
     props = {k: v for k, v in config.kafka.security_originals().items() if k in ZK_CLIENT_KEYS}

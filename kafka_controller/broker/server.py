@@ -48,13 +48,18 @@ from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.broker.request_handler import BrokerRequestHandler
 from kafka_controller.broker.reregistration import SessionExpiry
 from kafka_controller.controller.config import KafkaConfig
+from kafka_controller.controller.kafka_controller import KafkaController
+from kafka_controller.controller.metrics import MetricsRegistry
+from kafka_controller.controller.metrics_http import serve_metrics
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker
 from kafka_controller.ports import AuditSink, Clock, MetadataStore, SystemClock
 from kafka_controller.security.credentials import ScramCredentialCache
 from kafka_controller.security.listeners import BrokerListeners, sasl_factory
+from kafka_controller.transport.channel_manager import ControllerChannelManager
 from kafka_controller.transport.limits import SocketSettings
+from kafka_controller.transport.server import TransportServer
 from kafka_controller.zk import session_file
 from kafka_controller.zk.paths import CONTROLLER_EPOCH_PATH
 
@@ -143,12 +148,6 @@ class BrokerServer(SessionExpiry):
         return self
 
     def _startup(self) -> None:
-        from kafka_controller.controller.kafka_controller import KafkaController
-        from kafka_controller.controller.metrics import MetricsRegistry
-        from kafka_controller.controller.metrics_http import serve_metrics
-        from kafka_controller.transport.channel_manager import ControllerChannelManager
-        from kafka_controller.transport.server import TransportServer
-
         cfg = self.config
         clock = self.clock
         now_ms = clock.time_ms

@@ -48,9 +48,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
-from kafka_controller.reconcile import job_report
+from kafka_controller.reconcile import job_report, remediation, spark_io
+from kafka_controller.reconcile import snapshot_schema as S
 from kafka_controller.reconcile.job_report import DEFAULT_FAIL_ON, EXIT_FINDINGS, FAIL_ON_CHOICES, exit_code
+from kafka_controller.reconcile.results import ResultsStore
 from kafka_controller.reconcile.rules_catalog import SEVERITIES
+
+# ``frames``, ``rules`` and ``summaries`` import PySpark at their top, so they are imported inside
+# the two functions that run on the Spark driver (``_load``, ``_run``). This module is also imported
+# where PySpark is absent or must not load: the CLI builds its parser from ``add_arguments`` and
+# checks inputs with ``preflight`` before a JVM starts, and Airflow's report operator imports it
+# only to find this file for ``spark-submit``. (Executors never import it: the rules are DataFrame
+# expressions, with no Python UDF to ship.)
 
 __all__ = ["JobConfig", "RunResult", "main", "run", "run_from_args"]
 #: Findings up to this many go to one Parquet file, sorted; more stay in Spark's partitions.
@@ -155,12 +164,9 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
 
 def preflight(config: JobConfig) -> None:
     """Every check that needs no Spark, so bad input fails fast, in one line, before a JVM starts."""
-    from kafka_controller.reconcile import snapshot_schema as S
-    from kafka_controller.reconcile.spark_io import check_local_tables
-
-    check_local_tables(config.snapshot, S.TABLES, "snapshot")
+    spark_io.check_local_tables(config.snapshot, S.TABLES, "snapshot")
     if config.audit_parquet:
-        check_local_tables(config.audit_parquet, S.AUDIT_TABLES, "audit copy")
+        spark_io.check_local_tables(config.audit_parquet, S.AUDIT_TABLES, "audit copy")
     if config.results_url:
         # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.engine import parse_url
@@ -170,12 +176,10 @@ def preflight(config: JobConfig) -> None:
 
 def required_jars(config: JobConfig) -> list[str]:
     """The JDBC jars the run needs, checked to exist (one-line error naming the jar otherwise)."""
-    from kafka_controller.reconcile.spark_io import check_jar, jdbc_target
-
     if config.audit_url is None:
         return []
-    target = jdbc_target(config.audit_url, config.jdbc_jar)
-    check_jar(target)
+    target = spark_io.jdbc_target(config.audit_url, config.jdbc_jar)
+    spark_io.check_jar(target)
     return [target.jar]
 
 
@@ -185,12 +189,9 @@ def run(spark: Any, config: JobConfig) -> RunResult:
     Inputs (snapshot, audit history, results store, output directory) are all checked before
     anything is written anywhere.
     """
-    from kafka_controller.reconcile.results import ResultsStore
-    from kafka_controller.reconcile.spark_io import is_local
-
     inputs = _load(spark, config)
     run_dir = f"{config.out.rstrip('/')}/{config.run_id}"
-    if is_local(run_dir) and os.path.exists(run_dir.removeprefix("file://")):
+    if spark_io.is_local(run_dir) and os.path.exists(run_dir.removeprefix("file://")):
         raise InvalidArgumentError(f"run directory {run_dir} already exists")
     started = int(time.time() * 1000)
     store = ResultsStore(config.results_url) if config.results_url else None
@@ -215,8 +216,7 @@ def run(spark: Any, config: JobConfig) -> RunResult:
 
 
 def _load(spark: Any, config: JobConfig) -> Any:
-    # Imported on use: PySpark is optional (the 'spark' extra).
-    from kafka_controller.reconcile import spark_io
+    # Imported on use: PySpark (the 'spark' extra) loads with frames; see the note on the imports.
     from kafka_controller.reconcile.frames import Inputs, normalise_audit
 
     meta, tables = spark_io.read_snapshot(spark, config.snapshot)
@@ -240,8 +240,8 @@ def _load(spark: Any, config: JobConfig) -> Any:
 
 
 def _run(spark: Any, config: JobConfig, inputs: Any, run_dir: str, store: Any) -> RunResult:
-    # Imported on use: PySpark is optional (the 'spark' extra).
-    from kafka_controller.reconcile import remediation, rules, spark_io, summaries
+    # Imported on use: PySpark (the 'spark' extra) loads with these; see the note on the imports.
+    from kafka_controller.reconcile import rules, summaries
     from kafka_controller.reconcile.frames import Params, prepare
 
     timings: dict[str, float] = {}
@@ -346,8 +346,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from kafka_controller.reconcile.spark_io import get_spark
-
     spark = None
     created = False
     begun = time.perf_counter()
@@ -356,7 +354,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         preflight(config)
         jars = required_jars(config)
         t = time.perf_counter()
-        spark, created = get_spark(
+        spark, created = spark_io.get_spark(
             master=args.master,
             jars=jars,
             shuffle_partitions=args.shuffle_partitions,

@@ -30,7 +30,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.security import jaas
 from kafka_controller.security.properties import read_properties, read_settings_text
+from kafka_controller.zk.security import digest_from_env
 
 KAFKA_OPTS_ENV = "KAFKA_OPTS"
 JAAS_CONFIG_PROPERTY = "java.security.auth.login.config"
@@ -167,8 +169,6 @@ def read_jaas_file(path: str) -> dict[str, str]:
 
 def digest_login(section_body: str, where: str, *, user_key: str = "username") -> dict[str, str]:
     """The options of the one ``DigestLoginModule`` entry of a JAAS section."""
-    from kafka_controller.security import jaas
-
     entry = jaas.parse(section_body, where)
     if entry.login_module != DIGEST_LOGIN_MODULE:
         raise InvalidArgumentError(
@@ -305,8 +305,6 @@ def client_settings(
     setting and create secure znodes whenever they authenticate: ``ConfigCommand`` builds its
     client with ``isSecure = JaasUtils.isZkSaslEnabled || KafkaConfig.zkTlsClientAuthEnabled``. So
     does the CLI here, so that a user's SCRAM credentials it writes are never world-readable."""
-    from kafka_controller.zk.security import digest_from_env
-
     given = dict(props or {})
     kwargs: dict[str, Any] = {"digest": digest_from_env(environ), "sasl": sasl_from_kafka_opts(environ)}
     kwargs.update(tls_config_file(tls_file) if tls_file else tls_settings(given))

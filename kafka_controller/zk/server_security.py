@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_controller.domain.errors import InvalidArgumentError
+from kafka_controller.zk.client_security import digest_login, read_jaas_file
 
 DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
 SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
@@ -121,8 +122,6 @@ class ZkServerSecurity:
 
     @staticmethod
     def _check_jaas_file(path: Path) -> None:
-        from kafka_controller.zk.client_security import digest_login, read_jaas_file
-
         sections = read_jaas_file(str(path))
         if SERVER_SECTION not in sections:
             raise InvalidArgumentError(f"JAAS file {path} has no {SERVER_SECTION} section")

@@ -44,6 +44,7 @@ from kafka_controller.broker.kafka_wire.topic_checks import ApiException
 from kafka_controller.broker.metadata_cache import MetadataCache
 from kafka_controller.security.authorizer import (
     CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
     AclOperation,
     Authorizer,
     ResourceType,
@@ -100,8 +101,6 @@ class RequestAuthorization:
         """The authorized-operations bitfield of the caller on a resource (all supported bits
         without an authorizer, as Kafka's ``AuthHelper`` reports when none is configured)."""
         if self.authorizer is None:
-            from kafka_controller.security.authorizer import SUPPORTED_OPERATIONS
-
             return sum(1 << c for c in SUPPORTED_OPERATIONS.get(resource_type, ()))
         principal, host = caller()
         return self.authorizer.authorized_operations(principal, host, resource_type, name)
