@@ -129,7 +129,15 @@ class DataPlane:
                 del self.fetchers[leader_id]
                 fetcher = None
             if fetcher is None and broker is not None:
-                fetcher = self.fetchers[leader_id] = ReplicaFetcher(self, broker)
+                fetcher = self.fetchers[leader_id] = ReplicaFetcher(
+                    self.replica_manager,
+                    broker,
+                    listener_name=self.listener_name,
+                    client_factory=self.client_factory,
+                    timeout_s=self.timeout_s,
+                    fetch_interval_s=self.fetch_interval_s,
+                    fetch_backoff_s=self.fetch_backoff_s,
+                )
                 if self.start_threads and not self._stopped.is_set():
                     fetcher.thread.start()
             if fetcher is None:  # no leader (-1), or the controller sent no address for it

@@ -20,18 +20,16 @@ import logging
 import threading
 from collections.abc import Callable
 from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka_controller.broker import apis as A
 from kafka_controller.broker.fetch_session import FetcherClock
 from kafka_controller.broker.partition import Partition
+from kafka_controller.broker.replica_manager import ReplicaManager
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import Broker, TopicPartition
 from kafka_controller.transport.client import TransportClient
-
-if TYPE_CHECKING:
-    from kafka_controller.broker.data_plane import DataPlane
 
 log = logging.getLogger(__name__)
 
@@ -49,22 +47,38 @@ def transport_client(host: str, port: int, timeout_s: float) -> Any:
 
 
 class ReplicaFetcher:
-    """One thread fetching every partition this broker follows from one leader."""
+    """One thread fetching every partition this broker follows from one leader.
 
-    def __init__(self, plane: DataPlane, leader: Broker) -> None:
-        self.plane = plane
+    It is given the replica manager whose partitions it moves and the data plane's settings it
+    uses (the ``DataPlane`` that owns it builds one per leader), never the data plane itself: the
+    plane imports this module, and this module does not import it back."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        leader: Broker,
+        *,
+        listener_name: str,
+        client_factory: ClientFactory,
+        timeout_s: float,
+        fetch_interval_s: float,
+        fetch_backoff_s: float,
+    ) -> None:
+        self.replica_manager = replica_manager
         self.leader = leader
+        self.fetch_interval_s = fetch_interval_s
+        self.fetch_backoff_s = fetch_backoff_s
         self.partitions: dict[TopicPartition, Partition] = {}
         self.stopped = threading.Event()
         #: Set when the partition set changes (or at close): cuts a backoff short.
         self.changed = threading.Event()
         self.thread = threading.Thread(
-            target=self._run, name=f"ReplicaFetcherThread-{plane.broker_id}-from-{leader.id}", daemon=True
+            target=self._run,
+            name=f"ReplicaFetcherThread-{replica_manager.broker_id}-from-{leader.id}",
+            daemon=True,
         )
-        endpoint = leader.endpoint(plane.listener_name)
-        self.client = (
-            None if endpoint is None else plane.client_factory(endpoint.host, endpoint.port, plane.timeout_s)
-        )
+        endpoint = leader.endpoint(listener_name)
+        self.client = None if endpoint is None else client_factory(endpoint.host, endpoint.port, timeout_s)
         self.fetches = 0
         self.needs_full = True  # the partition set changed: the next fetch lists every partition
         #: The last full request and its partitions, while nothing changed and no answer came.
@@ -74,7 +88,6 @@ class ReplicaFetcher:
         self.clock = FetcherClock()
 
     def _run(self) -> None:
-        plane = self.plane
         while not self.stopped.is_set():
             self.changed.clear()
             try:
@@ -84,9 +97,9 @@ class ReplicaFetcher:
             except Exception:
                 log.exception("fetch from broker %d failed", self.leader.id)
             else:
-                self.stopped.wait(plane.fetch_interval_s)
+                self.stopped.wait(self.fetch_interval_s)
                 continue
-            self.changed.wait(plane.fetch_backoff_s)
+            self.changed.wait(self.fetch_backoff_s)
 
     def mark_changed(self) -> None:
         """The partition set changed (under the replica manager's lock): list them all next time."""
@@ -97,7 +110,7 @@ class ReplicaFetcher:
         """One Fetch round trip; returns how many partitions advanced."""
         if self.client is None:
             return 0
-        rm = self.plane.replica_manager
+        rm = self.replica_manager
         with rm.lock:
             full = self.needs_full or self.session_id == 0
             parts: list[Partition] = []

@@ -12,8 +12,7 @@ so brokers and controllers in one process see each other's ephemerals::
 
 from __future__ import annotations
 
-from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
-from kafka_controller.dryrun.memory_zk_session import InMemorySession
+from kafka_controller.dryrun.memory_zk import InMemorySession, InMemoryZooKeeper
 from kafka_controller.ports import Clock, MetadataStore
 from kafka_controller.zk.backend import ZkBackend
 from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BATCH_OPS

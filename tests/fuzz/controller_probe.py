@@ -25,7 +25,7 @@ from kafka_controller.domain.audit_records import (
 )
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPartition
-from kafka_controller.dryrun.memory_zk_session import InMemorySession
+from kafka_controller.dryrun.memory_zk import InMemorySession
 from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.ports import TopicIdReplicaAssignment
 from kafka_controller.zk import paths as P

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from kafka_controller.domain.errors import ControllerMovedError, InvalidArgumentError, NoNodeError
-from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
-from kafka_controller.dryrun.memory_zk_session import InMemorySession
+from kafka_controller.dryrun.memory_zk import InMemorySession, InMemoryZooKeeper
 from kafka_controller.zk.backend import (
     BADVERSION,
     CHECK,
