@@ -1,7 +1,7 @@
 """The interface the state machines use to queue broker requests (docs/controller-behaviour.md §6).
 
 ``ControllerBrokerRequestBatch`` (``core.request_batch``) implements it for real; tests that port
-Kafka's EasyMock expectations use ``kafka_controller.dryrun.recording.RecordingRequestBatch``.
+Kafka's EasyMock expectations use ``kafka_controller.testing.doubles.RecordingRequestBatch``.
 """
 
 from __future__ import annotations

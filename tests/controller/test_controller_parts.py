@@ -25,8 +25,9 @@ from kafka_controller.domain.errors import (
 )
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import TopicPartition
-from kafka_controller.dryrun.recording import HoldingAuditSink, RecordingAuditSink
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.ports import NullAuditSink
+from kafka_controller.testing.doubles import HoldingAuditSink
 from tests.controller.cluster import Answer, Cluster, FakeClock, wait_until
 
 TP = TopicPartition("t", 0)

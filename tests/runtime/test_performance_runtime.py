@@ -153,7 +153,7 @@ def test_audit_records_of_an_event_are_held_from_the_store_until_it_ends() -> No
     ends: the writer's inserts take no CPU from the event."""
     from kafka_controller.controller.auditing import ControllerAuditSink
     from kafka_controller.domain.audit_records import PartitionTransition
-    from kafka_controller.dryrun.recording import HoldingAuditSink
+    from kafka_controller.testing.doubles import HoldingAuditSink
     from tests.runtime.fakes import ManualClock
 
     sink = HoldingAuditSink()

@@ -27,7 +27,8 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
-from kafka_controller.dryrun.recording import RecordingAuditSink, RecordingRequestBatch
+from kafka_controller.dryrun.recording import RecordingAuditSink
+from kafka_controller.testing.doubles import RecordingRequestBatch
 from tests.unit.offline_cluster import offline_cluster
 
 N = 40

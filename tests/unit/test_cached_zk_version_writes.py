@@ -19,8 +19,9 @@ from kafka_controller.domain.audit_records import OUTCOME_FAILED, PartitionTrans
 from kafka_controller.domain.config_keys import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import LeaderAndIsr, TopicPartition
-from kafka_controller.dryrun.recording import RecordingAuditSink, ScriptedPartitionStateStore
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.testing.core_harness import CoreHarness
+from kafka_controller.testing.doubles import ScriptedPartitionStateStore
 from kafka_controller.zk.paths import topic_partition_state_path
 
 BROKERS = [1, 2, 3, 4, 5]
@@ -183,7 +184,7 @@ def test_off_by_default_in_the_state_machines() -> None:
     from kafka_controller.core.context import ControllerContext
     from kafka_controller.core.partition_state_machine import PartitionStateMachine
     from kafka_controller.core.replica_state_machine import ReplicaStateMachine
-    from kafka_controller.dryrun.recording import RecordingRequestBatch
+    from kafka_controller.testing.doubles import RecordingRequestBatch
 
     ctx, store = ControllerContext(), ScriptedPartitionStateStore()
     assert not ReplicaStateMachine(1, ctx, store, RecordingRequestBatch()).write_on_cached_zk_version

@@ -23,8 +23,9 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.dryrun.recording import RecordingAuditSink, ScriptedPartitionStateStore
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
+from kafka_controller.testing.doubles import ScriptedPartitionStateStore
 
 CONTROLLER_EPOCH = 7
 BROKERS = (1, 2, 3, 4, 5)

@@ -43,8 +43,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.dryrun.recording import RecordingRequestBatch, ScriptedPartitionStateStore
 from kafka_controller.ports import UpdateLeaderAndIsrResult
+from kafka_controller.testing.doubles import RecordingRequestBatch, ScriptedPartitionStateStore
 
 NEW = PartitionState.NEW_PARTITION
 ONLINE = PartitionState.ONLINE_PARTITION

@@ -36,7 +36,8 @@ from kafka_controller.domain.values import (
     build_leader_isr_and_controller_epoch,
 )
 from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
-from kafka_controller.dryrun.recording import RecordingAuditSink, RecordingRequestBatch
+from kafka_controller.dryrun.recording import RecordingAuditSink
+from kafka_controller.testing.doubles import RecordingRequestBatch
 from kafka_controller.zk.codecs import decode_topic, encode_topic
 from tests.unit.offline_cluster import offline_cluster
 

@@ -24,8 +24,9 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.dryrun.recording import RecordingAuditSink, ScriptedPartitionStateStore
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
+from kafka_controller.testing.doubles import ScriptedPartitionStateStore
 
 _ONLINE = ReplicaState.ONLINE_REPLICA
 BROKERS = (1, 2, 3, 4)

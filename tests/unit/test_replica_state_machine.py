@@ -34,12 +34,9 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.dryrun.recording import (
-    RecordingAuditSink,
-    RecordingRequestBatch,
-    ScriptedPartitionStateStore,
-)
+from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.ports import AuditSink, PartitionStateRead, UpdateLeaderAndIsrResult
+from kafka_controller.testing.doubles import RecordingRequestBatch, ScriptedPartitionStateStore
 
 RS = ReplicaState
 NEW, ONLINE, OFFLINE = RS.NEW_REPLICA, RS.ONLINE_REPLICA, RS.OFFLINE_REPLICA

@@ -35,8 +35,8 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.dryrun.recording import RecordingRequestBatch
 from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult
+from kafka_controller.testing.doubles import RecordingRequestBatch
 from kafka_controller.testing.mock_state_machines import (
     MockPartitionStateMachine,
     MockReplicaStateMachine,
