@@ -18,7 +18,6 @@ elections would keep leadership off it).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -94,10 +93,6 @@ def demote_by_reorder(
     """Move leadership off ``broker_id`` through Kafka's protocol; ``(partitions it still leads,
     original orders of the reordered partitions)``. Partitions still led at the deadline are the
     caller's to judge, as with a controlled shutdown."""
-    # Imported on use: hooks.cluster (an Airflow hook) calls into this module; importing it at the
-    # top here would make the two modules import each other.
-    from kafka_controller.airflow.hooks.cluster import OperationTimeoutError
-
     store = hook.get_store()
     assignments = hook.assignments(store.get_all_topics())
     states = _states(hook, sorted(assignments))
@@ -117,10 +112,7 @@ def demote_by_reorder(
 
     remaining = still_led()
     if remaining:
-        with contextlib.suppress(OperationTimeoutError):
-            hook.wait_for(
-                lambda: not still_led(), max(0.0, deadline - hook.clock.monotonic()), "the demotion"
-            )
+        hook.wait_until(lambda: not still_led(), max(0.0, deadline - hook.clock.monotonic()), "the demotion")
         remaining = still_led()
     return [str(tp) for tp in remaining], originals
 
