@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_controller.airflow.connection_fields import KAFKA_SECURITY_EXTRAS, _extras, _flag, _int
-from kafka_controller.broker.kafka_admin import parse_bootstrap_servers
+from kafka_controller.broker.bootstrap import parse_bootstrap_servers
 from kafka_controller.controller.config import KafkaConfig
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.security.client_config import PLAINTEXT, ClientSecurity, from_fields

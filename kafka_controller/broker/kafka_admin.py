@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafka_controller.broker import apis as A
+from kafka_controller.broker.bootstrap import parse_bootstrap_servers
 from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError, brief
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
@@ -62,22 +63,6 @@ def client_id(operation_id: str | None) -> str:
             f"operation id must be 1-36 printable characters, got {brief(operation_id)}"
         )
     return CLIENT_ID + OPERATION_MARK + operation_id
-
-
-def parse_bootstrap_servers(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """``"h1:9092,h2:9092"`` (or a list) -> host:port strings; None or empty -> None (use ZooKeeper)."""
-    if value is None:
-        return None
-    items = value.split(",") if isinstance(value, str) else list(value)
-    out = []
-    for item in (str(i).strip() for i in items):
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise InvalidArgumentError(f"bootstrap server {brief(item)} is not host:port")
-        out.append(item)
-    return tuple(out) or None
 
 
 def brokers_from_zookeeper(store: MetadataStore, listener_name: str = "PLAINTEXT") -> tuple[str, ...]:
