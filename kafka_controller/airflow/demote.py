@@ -18,14 +18,45 @@ elections would keep leadership off it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from kafka_controller.domain.errors import KafkaControllerError
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from kafka_controller.ports import Clock, MetadataStore
 
-if TYPE_CHECKING:
-    from kafka_controller.airflow.hooks.cluster import KafkaClusterHook
+T = TypeVar("T")
+
+
+class DemoteHook(Protocol):
+    """What the demotion uses of ``hooks.cluster.KafkaClusterHook``: named here so that the hook
+    imports this module and this module never imports the hook back."""
+
+    clock: Clock
+
+    def get_store(self) -> MetadataStore: ...
+
+    def assignments(self, topics: Collection[str]) -> dict[TopicPartition, ReplicaAssignment]: ...
+
+    def alter_reassignments(
+        self, plan: Mapping[TopicPartition, Sequence[int] | None], operation_id: str | None = None
+    ) -> dict[TopicPartition, tuple[str, str | None]]: ...
+
+    def elect_leaders(
+        self,
+        election_type: str,
+        partitions: Collection[TopicPartition] | None,
+        operation_id: str | None = None,
+    ) -> dict[TopicPartition, tuple[str, int, str | None]]: ...
+
+    def wait_for(
+        self, probe: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.25
+    ) -> T: ...
+
+    def wait_until(
+        self, probe: Callable[[], object], timeout_s: float, what: str, interval_s: float = 0.25
+    ) -> bool: ...
+
 
 #: ``demote=`` values: this project's ControlledShutdown API, or the reorder + preferred election.
 DEMOTE_MODES = ("controlled_shutdown", "reorder")
@@ -52,9 +83,7 @@ def plan_demotion(
     return plan
 
 
-def _states(
-    hook: KafkaClusterHook, tps: list[TopicPartition]
-) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+def _states(hook: DemoteHook, tps: list[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
     return {
         tp: s
         for tp, s in hook.get_store().get_partition_states(tps).items()
@@ -63,7 +92,7 @@ def _states(
 
 
 def _reorder(
-    hook: KafkaClusterHook,
+    hook: DemoteHook,
     plan: Mapping[TopicPartition, tuple[int, ...]],
     timeout_s: float,
     operation_id: str | None,
@@ -88,7 +117,7 @@ def _reorder(
 
 
 def demote_by_reorder(
-    hook: KafkaClusterHook, broker_id: int, timeout_s: float, operation_id: str | None
+    hook: DemoteHook, broker_id: int, timeout_s: float, operation_id: str | None
 ) -> tuple[list[str], dict[TopicPartition, tuple[int, ...]]]:
     """Move leadership off ``broker_id`` through Kafka's protocol; ``(partitions it still leads,
     original orders of the reordered partitions)``. Partitions still led at the deadline are the
@@ -118,7 +147,7 @@ def demote_by_reorder(
 
 
 def restore_order(
-    hook: KafkaClusterHook,
+    hook: DemoteHook,
     originals: Mapping[TopicPartition, tuple[int, ...]],
     timeout_s: float,
     operation_id: str | None,

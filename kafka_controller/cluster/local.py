@@ -172,7 +172,9 @@ class LocalCluster:
             external_zookeeper=zookeeper,
             zookeeper=lambda: self.zk,
         )
-        self.waits = ClusterWaits(lambda: self.store, self.admin, self.processes, self.addresses)
+        self.waits = ClusterWaits(
+            lambda: self.store, self.admin, self.processes, self.broker_ids, self.addresses.known
+        )
 
     @property
     def store(self) -> ZkMetadataStore:

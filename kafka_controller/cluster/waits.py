@@ -8,7 +8,7 @@ raises ``ClusterError`` naming what was not reached and, when a broker crashed, 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from kafka_controller.admin.describe import ClusterView, read_cluster_view
@@ -18,7 +18,6 @@ from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, TopicPar
 
 if TYPE_CHECKING:
     from kafka_controller.broker.admin_client import AdminClient
-    from kafka_controller.cluster.local_addresses import ClusterAddresses
     from kafka_controller.zk.store import ZkMetadataStore
 
 T = TypeVar("T")
@@ -37,25 +36,27 @@ def time_left(deadline: float) -> float:
 class ClusterWaits:
     """``store`` and ``admin`` hand out the cluster's ZooKeeper store and admin client (both made
     when the cluster starts, so they are asked for at each use); ``processes`` is the cluster's own
-    broker id -> process table (shared), read for crashed brokers; ``addresses`` says which broker
-    ids are the cluster's."""
+    broker id -> process table (shared), read for crashed brokers; ``broker_ids`` are the cluster's
+    brokers, and ``known(broker_id)`` returns one of them or raises, naming the cluster's ids."""
 
     def __init__(
         self,
         store: Callable[[], ZkMetadataStore],
         admin: Callable[[], AdminClient],
         processes: Mapping[int, BrokerProcess],
-        addresses: ClusterAddresses,
+        broker_ids: Sequence[int],
+        known: Callable[[int], int],
     ) -> None:
         self._store = store
         self._admin = admin
         self._processes = processes
-        self._addresses = addresses
+        self._broker_ids = broker_ids
+        self._known = known
 
     def running_broker_ids(self) -> list[int]:
         """The cluster's brokers whose process runs, in broker id order."""
         running = {b for b, p in self._processes.items() if p.is_running()}
-        return [b for b in self._addresses.broker_ids if b in running]
+        return [b for b in self._broker_ids if b in running]
 
     # -- reads -----------------------------------------------------------------------------------------
     def controller(self) -> tuple[int | None, int | None]:
@@ -119,7 +120,7 @@ class ClusterWaits:
 
     def wait_registered(self, broker_ids: Iterable[int], timeout: float = 60.0) -> dict[int, int]:
         """Until every broker is registered; returns their broker epochs."""
-        wanted = [self._addresses.known(b) for b in broker_ids]
+        wanted = [self._known(b) for b in broker_ids]
 
         def probe() -> dict[int, int] | None:
             self._fail_if_exited(wanted)
