@@ -127,7 +127,7 @@ def _do(cluster: LocalCluster, request: Request, reported: set[int]) -> dict[str
     b = request.broker
     if b is None:
         raise ClusterError(f"{request.action} needs a broker id")
-    cluster._known(b)
+    cluster.addresses.known(b)
     proc = cluster.processes.get(b)
     running = proc is not None and proc.is_running()
     if request.action == "stop-broker":

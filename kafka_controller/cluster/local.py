@@ -207,9 +207,6 @@ class LocalCluster:
     def listener(self, broker_id: int) -> str:
         return self.addresses.listener(broker_id)
 
-    def _known(self, broker_id: int) -> int:
-        return self.addresses.known(broker_id)
-
     def controller(self) -> tuple[int | None, int | None]:
         return self.waits.controller()
 
