@@ -16,11 +16,12 @@ layer may use it.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator
 from itertools import filterfalse, repeat
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 __all__ = [
+    "Lookup",
     "dropped_members",
     "identity_hash",
     "kept_members",
@@ -34,6 +35,14 @@ _T = TypeVar("_T")
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 _Tuple = TypeVar("_Tuple", bound=tuple[Any, ...])
+_Key = TypeVar("_Key", contravariant=True)
+_Value = TypeVar("_Value", covariant=True)
+
+
+class Lookup(Protocol[_Key, _Value]):
+    """What ``values_at`` reads from: a mapping, or a sequence indexed by position."""
+
+    def __getitem__(self, key: _Key, /) -> _Value: ...
 
 
 def members(container: Container[Any], items: Iterable[Any]) -> list[bool]:
@@ -52,9 +61,9 @@ def dropped_members(container: Container[Any], items: Iterable[_T]) -> list[_T]:
     return list(filterfalse(container.__contains__, items))
 
 
-def values_at(mapping: Mapping[_K, _V], keys: Iterable[_K]) -> list[_V]:
-    """The value of each of ``keys`` in ``mapping``, in order (``KeyError`` for a missing one):
-    ``[mapping[k] for k in keys]``."""
+def values_at(mapping: Lookup[_K, _V], keys: Iterable[_K]) -> list[_V]:
+    """The value of each of ``keys`` in ``mapping`` (a mapping, or a sequence and positions), in
+    order, raising as ``mapping[k]`` does for a missing one: ``[mapping[k] for k in keys]``."""
     return list(map(mapping.__getitem__, keys))
 
 

@@ -6,7 +6,7 @@ row's) or ``{"s": first}`` (the sequence: ``first + i``, or none when ``first`` 
 Segments are what the writer queues, in slices of at most its batch size (they share the record's
 lists: no copy), and, as orjson, what it journals (``spool.Spool.append_parts``); ``segment_rows``
 makes the row tuples of a slice, identical to ``rows.partition_row``/``rows.replica_row`` of the
-single records, at C speed (``zip`` over the columns). So neither the caller's thread nor the queue
+single records, by ``zip`` over the columns. So neither the caller's thread nor the queue
 ever holds a failover's 300,000 row tuples: the writer thread makes them one slice at a time.
 """
 
@@ -32,6 +32,7 @@ from kafka_controller.domain.audit_records import (
     PartitionTransitions,
     ReplicaTransitions,
 )
+from kafka_controller.hotpath import values_at
 
 __all__ = [
     "Part",
@@ -109,8 +110,8 @@ def segment_rows(segment: Segment | list[Any], start: int = 0, stop: int | None 
         if type(column) is list:
             part = column if k == len(column) else column[start:stop]
             if i in isr:
-                try:  # a dict lookup in C per row; a decoded journal's ISRs are lists (unhashable)
-                    part = list(map(_ISR_TEXTS.__getitem__, part))
+                try:  # a decoded journal's ISRs are lists (unhashable)
+                    part = values_at(_ISR_TEXTS, part)
                 except TypeError:
                     part = [isr_text(x) for x in part]
             elif i in bools:

@@ -24,6 +24,7 @@ from kafka_controller.broker.wire import (
 )
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
 from kafka_controller.domain.values import Broker
+from kafka_controller.hotpath import values_at
 from kafka_controller.transport.codec import ApiCodec
 from kafka_controller.transport.codec_common import decode_broker, encode_broker
 
@@ -93,7 +94,7 @@ def _decode_fetch_request(b: Json) -> FetchRequest:
         set(map(type, c)) <= {int} for c in cols
     ):
         raise ValueError("fetch columns must be integer lists of equal length")
-    topics = tuple(map(names.__getitem__, cols[0]))
+    topics = tuple(values_at(names, cols[0]))
     return FetchRequest(
         int_(b["replica_id"]),
         topics,
@@ -137,7 +138,7 @@ def _decode_fetch_response(b: Json) -> FetchResponse:
         _int_column(b, "log_end_offset"),
         _int_column(b, "log_base_offset"),
         _int_column(b, "log_base_ms"),
-        tuple(map(names.__getitem__, _int_column(b, "topic"))),
+        tuple(values_at(names, _int_column(b, "topic"))),
         _int_column(b, "partition"),
         int_(b.get("session_id", 0)),
         int_(b.get("now_ms", 0)),

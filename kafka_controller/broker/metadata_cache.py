@@ -246,6 +246,6 @@ class MetadataCache:
 
 
 def _deletes(states: Sequence[_State]) -> bool:
-    """Whether any state deletes its partition (leader -2), at C speed."""
+    """Whether any state deletes its partition (leader -2)."""
     leaders = states.leaders if isinstance(states, StateColumns) else map(_leader, states)
     return LEADER_DURING_DELETE in leaders

@@ -12,8 +12,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from kafka_controller.domain.values import Broker, TopicPartition
-
-_new_tuple = tuple.__new__
+from kafka_controller.hotpath import new_tuple
 
 
 class Errors(StrEnum):
@@ -76,7 +75,7 @@ class StopReplicaPartitionState(NamedTuple):
 
 
 # Positional constructors for the hot paths (the request batch, the transport's decoder): the
-# objects ``cls(...)`` builds, by ``tuple.__new__`` over the fields in declaration order.
+# objects ``cls(...)`` builds, by ``hotpath.new_tuple`` over the fields in declaration order.
 def build_leader_and_isr_partition_state(
     topic: str,
     partition: int,
@@ -90,7 +89,7 @@ def build_leader_and_isr_partition_state(
     removing_replicas: tuple[int, ...],
     is_new: bool,
 ) -> LeaderAndIsrPartitionState:
-    return _new_tuple(
+    return new_tuple(
         LeaderAndIsrPartitionState,
         (
             topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas,
@@ -110,7 +109,7 @@ def build_update_metadata_partition_state(
     replicas: tuple[int, ...],
     offline_replicas: tuple[int, ...],
 ) -> UpdateMetadataPartitionState:
-    return _new_tuple(
+    return new_tuple(
         UpdateMetadataPartitionState,
         (
             topic,
@@ -129,7 +128,7 @@ def build_update_metadata_partition_state(
 def build_stop_replica_partition_state(
     partition: int, leader_epoch: int, delete_partition: bool
 ) -> StopReplicaPartitionState:
-    return _new_tuple(StopReplicaPartitionState, (partition, leader_epoch, delete_partition))
+    return new_tuple(StopReplicaPartitionState, (partition, leader_epoch, delete_partition))
 
 
 @dataclass(frozen=True, slots=True)

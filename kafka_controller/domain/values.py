@@ -9,15 +9,16 @@ The values built by the million in a failover (``TopicPartition``, ``PartitionAn
 like a frozen dataclass (being tuples, they also unpack and equal a plain tuple of the same
 values), and 2-5x cheaper to build, since a frozen dataclass's ``__init__`` assigns every field
 through ``object.__setattr__``. Their ``build_*`` functions are the positional constructors for
-hot paths: ``tuple.__new__`` over the fields in declaration order, the object ``cls(...)`` builds.
+hot paths: ``hotpath.new_tuple`` over the fields in declaration order, the object ``cls(...)`` builds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import NamedTuple
+
+from kafka_controller.hotpath import new_tuple, new_tuples
 
 NO_LEADER = -1
 NO_EPOCH = -1
@@ -31,8 +32,6 @@ UNKNOWN_BROKER_EPOCH = -1
 MATCH_ANY_VERSION = -1
 UNKNOWN_VERSION = -2
 
-_new_tuple = tuple.__new__
-
 
 class TopicPartition(NamedTuple):
     """A partition of a topic. A NamedTuple: cheap to hash and to build in bulk."""
@@ -45,9 +44,8 @@ class TopicPartition(NamedTuple):
 
 
 def topic_partitions(topics: Iterable[str], partitions: Iterable[int]) -> Iterator[TopicPartition]:
-    """``map(TopicPartition, topics, partitions)`` without a Python-level call per item (a
-    NamedTuple's ``__new__`` is Python code): decoders build 100,000 at a time."""
-    return map(_new_tuple, repeat(TopicPartition), zip(topics, partitions, strict=True))
+    """``map(TopicPartition, topics, partitions)``, lazily: decoders build 100,000 at a time."""
+    return new_tuples(TopicPartition, zip(topics, partitions, strict=True))
 
 
 class PartitionAndReplica(NamedTuple):
@@ -126,14 +124,14 @@ def build_leader_and_isr(
     leader: int, leader_epoch: int, isr: tuple[int, ...], zk_version: int
 ) -> LeaderAndIsr:
     """``LeaderAndIsr(leader, leader_epoch, isr, zk_version)``, for hot paths."""
-    return _new_tuple(LeaderAndIsr, (leader, leader_epoch, isr, zk_version))
+    return new_tuple(LeaderAndIsr, (leader, leader_epoch, isr, zk_version))
 
 
 def build_leader_isr_and_controller_epoch(
     leader_and_isr: LeaderAndIsr, controller_epoch: int
 ) -> LeaderIsrAndControllerEpoch:
     """``LeaderIsrAndControllerEpoch(leader_and_isr, controller_epoch)``, for hot paths."""
-    return _new_tuple(LeaderIsrAndControllerEpoch, (leader_and_isr, controller_epoch))
+    return new_tuple(LeaderIsrAndControllerEpoch, (leader_and_isr, controller_epoch))
 
 
 def seq_diff(a: Sequence[int], b: Iterable[int]) -> tuple[int, ...]:

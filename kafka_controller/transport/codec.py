@@ -35,6 +35,7 @@ from kafka_controller.domain.requests import (
     UpdateMetadataResponse,
 )
 from kafka_controller.domain.values import TopicPartition, topic_partitions
+from kafka_controller.hotpath import new_tuples
 from kafka_controller.transport.codec_common import (
     _encode_shared_states,
     _encode_states,
@@ -59,7 +60,6 @@ from kafka_controller.transport.errors import ProtocolError
 from kafka_controller.transport.state_columns import StateColumns
 
 _T = TypeVar("_T")
-_new_tuple = tuple.__new__
 _topic = itemgetter(0)  # of a TopicPartition
 _partition = itemgetter(1)
 
@@ -236,9 +236,8 @@ def decode_stop_replica_request(body: Json) -> StopReplicaRequest:
     topics = read_topics(body)
     parts = cols.ints("partition")
     tps = topic_partitions(cols.lookup("topic", topics), parts)
-    states = map(
-        _new_tuple,
-        repeat(StopReplicaPartitionState),
+    states = new_tuples(
+        StopReplicaPartitionState,
         zip(parts, cols.ints("leader_epoch"), cols.bools("delete_partition"), strict=True),
     )
     with gc_paused(cols.n):

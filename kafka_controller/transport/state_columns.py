@@ -14,13 +14,12 @@ replica manager walks a LeaderAndIsr's columns row by row (``raw``) without a
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import repeat
 from operator import itemgetter
 from typing import Any, Generic, TypeVar, overload
 
 from kafka_controller.domain.requests import UpdateMetadataPartitionState
+from kafka_controller.hotpath import new_tuple, new_tuples
 
-_new_tuple = tuple.__new__
 _State = TypeVar("_State", bound=tuple[Any, ...])
 
 
@@ -54,9 +53,9 @@ class StateColumns(Sequence[_State], Generic[_State]):
         return self._cols[3]
 
     def rows(self, start: int = 0, stop: int | None = None) -> Iterator[_State]:
-        """The states of ``[start, stop)``, built now (no Python call per state)."""
+        """The states of ``[start, stop)``, built as they are iterated."""
         cols = self._cols if start == 0 and stop is None else [c[start:stop] for c in self._cols]
-        return map(_new_tuple, repeat(self._kind), zip(*cols, strict=True))
+        return new_tuples(self._kind, zip(*cols, strict=True))
 
     def raw(self, fields: int | None = None) -> Iterator[tuple[Any, ...]]:
         """Each state's first ``fields`` fields (all by default) as a plain tuple, in field order
@@ -78,7 +77,7 @@ class StateColumns(Sequence[_State], Generic[_State]):
     def __getitem__(self, i: int | slice) -> _State | tuple[_State, ...]:
         if isinstance(i, slice):
             return tuple(self)[i]
-        return _new_tuple(self._kind, tuple(map(itemgetter(i), self._cols)))
+        return new_tuple(self._kind, tuple(map(itemgetter(i), self._cols)))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, StateColumns | tuple):

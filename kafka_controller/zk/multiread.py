@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kafka_controller.domain.errors import MetadataStoreError, brief
+from kafka_controller.hotpath import new_tuple
 from kafka_controller.zk.backend import CHECK, CREATE, DELETE, OK, RUNTIMEINCONSISTENCY, SET_DATA, Op, Stat
 
 GET_DATA = 4
@@ -132,7 +133,7 @@ class MultiRead:
     def deserialize(self, buf: bytes, offset: int) -> list[Any]:
         out: list[Any] = []
         header_from, int_from, stat_from = _header.unpack_from, _int.unpack_from, _stat.unpack_from
-        new_tuple, stat_type = tuple.__new__, Stat  # ``Stat._make`` minus its length check: 11 fields
+        build, stat_type = new_tuple, Stat  # ``Stat(*fields)``: the struct gives its 11 fields
         getting_data = self.op_type == GET_DATA
         while True:
             typ, done, _err = header_from(buf, offset)
@@ -149,7 +150,7 @@ class MultiRead:
                 if n >= 0:
                     data = buf[offset : offset + n]
                     offset += n
-                out.append((OK, data, new_tuple(stat_type, stat_from(buf, offset))))
+                out.append((OK, data, build(stat_type, stat_from(buf, offset))))
                 offset += _STAT_SIZE
             elif typ == GET_CHILDREN:
                 count = int_from(buf, offset)[0]

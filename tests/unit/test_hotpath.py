@@ -61,6 +61,12 @@ def test_values_at_is_the_value_of_each_key(mapping: dict[int, str], data: st.Da
     assert values_at(mapping, keys) == [mapping[k] for k in keys]
 
 
+@given(st.lists(st.text(max_size=3), min_size=1, max_size=8), st.data())
+def test_values_at_reads_a_sequence_by_position(names: list[str], data: st.DataObject) -> None:
+    positions = data.draw(st.lists(st.integers(min_value=0, max_value=len(names) - 1), max_size=20))
+    assert values_at(names, positions) == [names[i] for i in positions]
+
+
 @given(st.dictionaries(small_ints, st.text(max_size=3)), small_ints)
 def test_values_at_raises_key_error_for_a_missing_key(mapping: dict[int, str], key: int) -> None:
     if key in mapping:
