@@ -24,6 +24,7 @@ from typing import Any
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.domain.errors import brief
 from kafka_controller.domain.values import TopicPartition
+from kafka_controller.hotpath import values_at
 
 #: Version of the document's layout; readers refuse others.
 DESCRIPTION_VERSION = 1
@@ -228,7 +229,7 @@ def expand_description(doc: Mapping[str, Any]) -> dict[str, dict[str, list[Any]]
                 values = tables[lookup]
                 expanded[name] = [None if i is None else values[i] for i in col]
             else:
-                expanded[name] = list(map(tables[lookup].__getitem__, col))
+                expanded[name] = values_at(tables[lookup], col)
         out[table] = expanded
     return out
 

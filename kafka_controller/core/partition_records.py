@@ -29,6 +29,7 @@ from kafka_controller.domain.audit_records import (
 )
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kafka_controller.hotpath import members, values_at
 from kafka_controller.ports import AuditSink, NullAuditSink, accepts_bulk
 
 __all__ = [
@@ -288,8 +289,8 @@ def _record_elections(
     cached: Callable[[TopicPartition], LeaderIsrAndControllerEpoch | None],
 ) -> None:
     """``_record_election`` of each election, in order; for a bulk sink, each run of successes and
-    each run of failures as columns at C speed (a failover's 20,000 elections), not ten appends
-    and a call chain a partition."""
+    each run of failures as columns (a failover's 20,000 elections), not ten appends and a call
+    chain a partition."""
     if not bulk:
         for tp, outcome, current in zip(tps, outcomes, currents, strict=True):
             _record_election(records, bulk, tp, current, outcome, strategy, notes, cached)
@@ -354,7 +355,7 @@ def _extend_elected(
     # an election that noted no state before: its before columns are None
     befores = list(map(notes.before.get, tps))
     afters = leader_and_isr_columns(outcomes)
-    _extend_rows(last, tps, currents, befores, afters, map(notes.unclean.__contains__, tps))
+    _extend_rows(last, tps, currents, befores, afters, members(notes.unclean, tps))
 
 
 def _extend_rows(
@@ -366,12 +367,12 @@ def _extend_rows(
     unclean: Iterable[bool],
 ) -> None:
     """Rows of ``tps`` into ``last``'s columns: the leadership before each (None: none noted),
-    the (leaders, ISRs, leader epochs) after, at C speed."""
+    the (leaders, ISRs, leader epochs) after, a column at a time."""
     leaders, isrs, epochs = leader_and_isr_columns(befores)
     leaders_after, isrs_after, epochs_after = afters
     last.topic.extend(map(itemgetter(0), tps))
     last.partition.extend(map(itemgetter(1), tps))
-    last.from_state.extend(map(_KAFKA_NAME.__getitem__, currents))
+    last.from_state.extend(values_at(_KAFKA_NAME, currents))
     last.leader_before.extend(leaders)
     last.leader_after.extend(leaders_after)
     last.isr_before.extend(isrs)
@@ -385,7 +386,7 @@ def leader_and_isr_columns(
     lais: list[Any],  # LeaderAndIsr or None each
 ) -> tuple[list[int | None], list[tuple[int, ...] | None], list[int | None]]:
     """The leaders, ISRs and leader epochs of ``lais`` as three audit columns, None where a
-    ``LeaderAndIsr`` is None; at C speed when none is (the bulk records of a failover)."""
+    ``LeaderAndIsr`` is None; a column at a time when none is (the bulk records of a failover)."""
     if None in lais:
         return (
             [None if x is None else x.leader for x in lais],

@@ -39,6 +39,7 @@ from kafka_controller.domain.values import (
     LeaderIsrAndControllerEpoch,
     TopicPartition,
 )
+from kafka_controller.hotpath import members, values_at
 from kafka_controller.ports import AuditSink, PartitionStateStore
 
 __all__ = ["AbstractPartitionStateMachine", "PartitionStateMachine"]
@@ -79,9 +80,9 @@ class AbstractPartitionStateMachine(abc.ABC):
         live = LiveReplicaFilter(ctx)
         tps = ctx.all_partitions
         infos = list(map(ctx.partitions_leadership_info.get, tps))
-        if None not in infos and not live.has_offline_dirs:  # a failover: by leader, at C speed
-            online = map(live.broker_ids.__contains__, map(_FIRST, map(_FIRST, infos)))  # type: ignore[arg-type]
-            ctx.put_partition_states(list(zip(tps, map(_STATE_BY_ONLINE.__getitem__, online), strict=True)))
+        if None not in infos and not live.has_offline_dirs:  # a failover: by leader, all at once
+            online = members(live.broker_ids, map(_FIRST, map(_FIRST, infos)))  # type: ignore[arg-type]
+            ctx.put_partition_states(list(zip(tps, values_at(_STATE_BY_ONLINE, online), strict=True)))
             return
         states: list[tuple[TopicPartition, PartitionState]] = []
         for tp, info in zip(tps, infos, strict=True):
@@ -254,7 +255,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         debug = state_change_log.isEnabledFor(logging.DEBUG)
         elected = done = 0
         auditing = recorder.auditing
-        from_states = list(map(states.__getitem__, results)) if auditing else []
+        from_states = values_at(states, results) if auditing else []
         try:
             for tp, outcome in results.items():
                 from_state = states[tp]

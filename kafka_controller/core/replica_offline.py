@@ -221,7 +221,7 @@ def left_to_election(
         if online(lai.leader, tp) or tp.topic in to_delete:
             continue
         isr = lai.isr
-        if simple and ids.isdisjoint(isr):  # no live ISR member (RF 1's every partition): at C speed
+        if simple and ids.isdisjoint(isr):  # no live ISR member (RF 1's every partition)
             continue
         assignment = ctx.partition_replica_assignment(tp)
         if simple:

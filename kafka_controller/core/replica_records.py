@@ -34,6 +34,7 @@ from kafka_controller.domain.values import (
     PartitionAndReplica,
     TopicPartition,
 )
+from kafka_controller.hotpath import values_at
 from kafka_controller.ports import AuditSink, NullAuditSink, accepts_bulk
 
 __all__ = ["ReplicaTransitionRecorder"]
@@ -155,7 +156,7 @@ class ReplicaTransitionRecorder:
             list(map(itemgetter(0), partitions)),
             list(map(itemgetter(1), partitions)),
             [replica_id] * len(partitions),
-            list(map(_KAFKA_NAME.__getitem__, states)),
+            values_at(_KAFKA_NAME, states),
             leaders,
             isrs,
             epochs,
@@ -173,8 +174,8 @@ class ReplicaTransitionRecorder:
     def record_changed(self, run: list[_Changed] | None, target: ReplicaState) -> None:
         """``audit_record`` of each success in ``run`` (replica, its state, its leadership before
         and after, neither None), in order, in bulk, then empties ``run``: a failover's 60,000
-        OfflineReplica rows at RF 3 as a few column builds at C speed instead of a call chain and
-        ten appends a row. ``run`` comes from ``changed_run``."""
+        OfflineReplica rows at RF 3 as a few column builds instead of a call chain and ten appends
+        a row. ``run`` comes from ``changed_run``."""
         records = self._records
         if records is None or not run:
             return
@@ -187,7 +188,7 @@ class ReplicaTransitionRecorder:
         bulk.topic.extend(map(itemgetter(0), tps))
         bulk.partition.extend(map(itemgetter(1), tps))
         bulk.replica.extend(map(itemgetter(1), replicas))
-        bulk.from_state.extend(map(_KAFKA_NAME.__getitem__, map(itemgetter(1), run)))
+        bulk.from_state.extend(values_at(_KAFKA_NAME, map(itemgetter(1), run)))
         bulk.leader_before.extend(map(itemgetter(0), before))
         bulk.leader_after.extend(map(itemgetter(0), after))
         bulk.isr_before.extend(map(itemgetter(2), before))

@@ -23,6 +23,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
+from kafka_controller.hotpath import new_tuple
 
 __all__ = [
     "OfflineReplicas",
@@ -32,8 +33,6 @@ __all__ = [
     "queue_distinct_partitions",
     "update_metadata_states_like",
 ]
-
-_new_tuple = tuple.__new__  # ``domain.requests``' positional constructors, inlined in the loops
 
 
 class OfflineReplicas:
@@ -80,7 +79,7 @@ def leader_and_isr_state(
     topic, partition = tp
     (leader, leader_epoch, isr, zk_version), controller_epoch = leader_isr_and_controller_epoch
     # build_leader_and_isr_partition_state's tuple, without its call (180,000 per failover)
-    return _new_tuple(
+    return new_tuple(
         LeaderAndIsrPartitionState,
         (
             topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
@@ -148,7 +147,7 @@ def _states(
         a = per_topic.get(partition, EMPTY_ASSIGNMENT)
         (leader, leader_epoch, isr, zk_version), controller_epoch = leadership[tp]
         replicas = a.replicas
-        states[tp] = _new_tuple(
+        states[tp] = new_tuple(
             LeaderAndIsrPartitionState,
             (
                 topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
@@ -156,7 +155,7 @@ def _states(
             ),
         )  # fmt: skip
         if of_replicas is not None:
-            metadata[tp] = _new_tuple(
+            metadata[tp] = new_tuple(
                 UpdateMetadataPartitionState,
                 (
                     topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
@@ -186,8 +185,8 @@ def update_metadata_states_like(
             queued[tp] = build_update_metadata_partition_state(
                 topic, partition, controller_epoch, LEADER_DURING_DELETE, 0, isr, 0, replicas, offline
             )
-        else:  # the state's first eight fields and the offline replicas, at C speed
-            queued[tp] = _new_tuple(UpdateMetadataPartitionState, state[:8] + (offline,))  # noqa: RUF005 (2x faster)
+        else:  # the state's first eight fields and the offline replicas
+            queued[tp] = new_tuple(UpdateMetadataPartitionState, state[:8] + (offline,))  # noqa: RUF005 (2x faster)
 
 
 def queue_distinct_partitions(
@@ -198,7 +197,7 @@ def queue_distinct_partitions(
     """``ControllerBrokerRequestBatch.add_leader_and_isr_requests``' LeaderAndIsr part when no
     partition has two entries (the ISR removal's 60,000 and the election's 20,000 of a failover):
     each state built once, with no memo, then each broker's map in ``requests`` filled in one
-    pass at C speed, in entry order, as the entry loop fills it. Returns the states built (their
+    pass, in entry order, as the entry loop fills it. Returns the states built (their
     UpdateMetadata states are the caller's), or None, with nothing queued, when a partition
     repeats."""
     states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
