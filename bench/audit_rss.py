@@ -30,6 +30,7 @@ from controller_inmemory import BROKERS, Cluster, drain
 
 from kafka_controller.audit.writer import AuditWriter
 from kafka_controller.controller.event_manager import CONTROLLER_EVENT_THREAD_NAME
+from kafka_controller.ports import BulkAuditSink
 from kafka_controller.thread_cpu import stat_cpu_seconds
 
 
@@ -41,10 +42,8 @@ def _thread_cpu(name: str) -> float | None:
     return None
 
 
-class KeepingSink:
+class KeepingSink(BulkAuditSink):
     """Keeps what it is handed, as it is (bulk records too): the cost of building the records alone."""
-
-    accepts_bulk_records = True
 
     def __init__(self) -> None:
         self.items: list[Any] = []

@@ -1,4 +1,5 @@
-"""Bulk audit records (``ReplicaTransitions``, ``PartitionTransitions``) on their way to the database.
+"""Bulk audit records (``ReplicaTransitionColumns``, ``PartitionTransitionColumns``) on their way to
+the database.
 
 A bulk record becomes a *segment*: ``(table, rows, columns)``, one entry per loaded column in
 ``schema.LOADED_TABLES`` order, each either a list (one value per row), ``{"c": value}`` (every
@@ -29,8 +30,8 @@ from kafka_controller.audit.rows import (
 from kafka_controller.domain.audit_records import (
     AuditItem,
     AuditRecord,
-    PartitionTransitions,
-    ReplicaTransitions,
+    PartitionTransitionColumns,
+    ReplicaTransitionColumns,
 )
 from kafka_controller.hotpath import values_at
 
@@ -66,7 +67,7 @@ class _IsrTexts(dict[Any, str | None]):
 _ISR_TEXTS = _IsrTexts()
 
 
-def bulk_segment(r: ReplicaTransitions | PartitionTransitions) -> Segment | str:
+def bulk_segment(r: ReplicaTransitionColumns | PartitionTransitionColumns) -> Segment | str:
     """``r`` as a segment, or why it cannot be one (columns of unequal length, a bad outcome)."""
     n = len(r.topic)
     head: list[Any] = [
@@ -78,11 +79,11 @@ def bulk_segment(r: ReplicaTransitions | PartitionTransitions) -> Segment | str:
         r.topic,
         r.partition,
     ]
-    error = r.error if isinstance(r, PartitionTransitions) and r.error is not None else {"c": None}
+    error = r.error if isinstance(r, PartitionTransitionColumns) and r.error is not None else {"c": None}
     tail: list[Any] = [{"c": r.outcome}, error, {"c": r.timestamp_ms}, {"c": 1 if r.dry_run else 0}]
     common = [r.leader_before, r.leader_after, r.isr_before, r.isr_after]
     common += [r.leader_epoch_before, r.leader_epoch_after]
-    if isinstance(r, ReplicaTransitions):
+    if isinstance(r, ReplicaTransitionColumns):
         table = REPLICA_TRANSITIONS
         columns = [*head, r.replica, r.from_state, {"c": r.to_state}, *common, *tail]
     else:
@@ -161,7 +162,7 @@ def _converted(unit: Unit) -> Converted:
     return Converted({segment[0]: rows}, len(rows))
 
 
-def _describe(r: ReplicaTransitions | PartitionTransitions) -> str:
+def _describe(r: ReplicaTransitionColumns | PartitionTransitionColumns) -> str:
     """A rejected bulk record, briefly (its rows may be many)."""
     return (
         f"{type(r).__name__}(to_state={r.to_state!r}, outcome={r.outcome!r}, rows={len(r.topic)}, "
@@ -175,7 +176,7 @@ def queue_units(
     """What ``AuditWriter.record`` queues (with each unit's row count), the parts of a compact
     journal frame (none when ``records`` has no bulk record: the frame is then the converted batch,
     as ever) and the number of rows. Single records are converted here; bulk ones only sliced."""
-    if not any(isinstance(r, ReplicaTransitions | PartitionTransitions) for r in records):
+    if not any(isinstance(r, ReplicaTransitionColumns | PartitionTransitionColumns) for r in records):
         return [(to_batch([records]), len(records))], [], len(records)
     units: list[tuple[Unit, int]] = []
     parts: list[Part] = []
@@ -191,7 +192,7 @@ def queue_units(
             singles.clear()
 
     for r in records:
-        if not isinstance(r, ReplicaTransitions | PartitionTransitions):
+        if not isinstance(r, ReplicaTransitionColumns | PartitionTransitionColumns):
             singles.append(r)
             total += 1
             continue

@@ -7,7 +7,7 @@ those in place, in bulk (one clock read per ``record`` call), with a per-control
 number that increases strictly across everything this controller records — transitions and
 ``ControllerEventRecord``s alike — so the audit store can order rows without trusting clocks.
 
-Bulk records (``ReplicaTransitions``, ``PartitionTransitions``) are stamped once each, their
+Bulk records (``ReplicaTransitionColumns``, ``PartitionTransitionColumns``) are stamped once each, their
 first row taking the next sequence number and the rest following, exactly as if their rows came
 one by one; a wrapped sink that does not accept bulk records gets them expanded into single ones.
 
@@ -39,12 +39,11 @@ from contextlib import contextmanager
 from kafka_controller.domain.audit_records import (
     AuditItem,
     ControllerEventRecord,
-    PartitionTransitions,
-    ReplicaTransitions,
-    expand_records,
+    PartitionTransitionColumns,
+    ReplicaTransitionColumns,
     record_rows,
 )
-from kafka_controller.ports import AuditSink, Clock, NullAuditSink, accepts_bulk
+from kafka_controller.ports import AuditSink, BulkAuditSink, Clock, NullAuditSink, record_items
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +58,9 @@ _OUTAGE_FIELDS = frozenset(
 )
 
 
-class ControllerAuditSink:
-    """An ``AuditSink`` that stamps records with the controller's context and forwards them."""
-
-    accepts_bulk_records = True
+class ControllerAuditSink(BulkAuditSink):
+    """An audit sink that stamps records with the controller's context and forwards them (bulk
+    records as they are to a ``BulkAuditSink``, expanded to any other)."""
 
     def __init__(
         self,
@@ -84,7 +82,6 @@ class ControllerAuditSink:
         self._in_event = False
         self._held_rows = 0  # rows of the event in progress the sink holds (a bulk record has many)
         self._held_since = 0  # when the oldest held record was recorded
-        self._sink_takes_bulk = accepts_bulk(sink)
         hold, release = getattr(sink, "hold", None), getattr(sink, "release", None)
         self._hold = (hold, release) if callable(hold) and callable(release) else None
         self.max_hold_ms = max_hold_ms
@@ -144,7 +141,7 @@ class ControllerAuditSink:
                 r.sequence = seq
                 if isinstance(r, ControllerEventRecord):
                     continue
-                if isinstance(r, ReplicaTransitions | PartitionTransitions):
+                if isinstance(r, ReplicaTransitionColumns | PartitionTransitionColumns):
                     seq += len(r) - 1  # its rows take the numbers after its first
                 r.controller_id = cid
                 r.controller_epoch = epoch
@@ -168,7 +165,7 @@ class ControllerAuditSink:
 
     def _forward(self, records: Sequence[AuditItem]) -> None:
         try:
-            self._sink.record(records if self._sink_takes_bulk else expand_records(records))
+            record_items(self._sink, records)
         except Exception:  # the port says sinks never raise; a broken one must not stop the controller
             log.exception("audit sink %r failed; %d records dropped", self._sink, record_rows(records))
 

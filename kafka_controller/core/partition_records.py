@@ -2,9 +2,9 @@
 
 One object owns what a ``handle_state_changes`` call records, and the one choice of shape: one
 ``PartitionTransition`` per partition, built positionally (one per partition of a failover, so the
-field order is checked once, at import), or, for a sink that accepts bulk records
-(``accepts_bulk``), successes and failed elections gathered as columns (``PartitionTransitions``,
-the failures with a column of their messages). The machine and its elector say what happened;
+field order is checked once, at import), or, for a ``BulkAuditSink``, successes and
+failed elections gathered as columns (``PartitionTransitionColumns``, the failures with a column
+of their messages). The machine and its elector say what happened;
 neither holds a record list, a flag for the shape, or the notes an election's rows need.
 """
 
@@ -24,13 +24,13 @@ from kafka_controller.domain.audit_records import (
     OUTCOME_INVALID,
     OUTCOME_OK,
     PartitionTransition,
-    PartitionTransitions,
+    PartitionTransitionColumns,
     require_leading_fields,
 )
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from kafka_controller.hotpath import members, values_at
-from kafka_controller.ports import AuditSink, NullAuditSink, accepts_bulk
+from kafka_controller.ports import AuditSink, BulkAuditSink, NullAuditSink, record_items
 
 __all__ = [
     "ElectionNotes",
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: One state-machine call's records, in recording order.
-PartitionRecords = list[PartitionTransition | PartitionTransitions]
+PartitionRecords = list[PartitionTransition | PartitionTransitionColumns]
 #: An election's outcome: the written ``LeaderAndIsr``, or why the partition got none.
 ElectionOutcome = LeaderAndIsr | Exception
 
@@ -70,7 +70,7 @@ class PartitionTransitionRecorder:
         self.controller_context = context
         #: The sink, None when auditing is off (nothing is built then).
         self.audit: AuditSink | None = None if audit is None or isinstance(audit, NullAuditSink) else audit
-        self._bulk = accepts_bulk(self.audit)
+        self._bulk = isinstance(self.audit, BulkAuditSink)
         self._records: PartitionRecords | None = None
         #: The election notes of the call in progress, None when auditing is off: the elector
         #: notes each ``before`` and unclean election here as it reads and decides.
@@ -184,7 +184,7 @@ class PartitionTransitionRecorder:
                     if (tp.topic, tp.partition) not in seen:
                         current = states.get(tp, _NON_EXISTENT)
                         self.record(tp, current, target, OUTCOME_FAILED, error=text)
-            self.audit.record(records)
+            record_items(self.audit, records)
         finally:
             self._records = self.notes = None
 
@@ -234,7 +234,7 @@ def _record_success(
     strategy: str | None = None,
     unclean: bool = False,
 ) -> None:
-    """Record one successful transition: into the trailing ``PartitionTransitions`` of the same
+    """Record one successful transition: into the trailing ``PartitionTransitionColumns`` of the same
     target and strategy when ``bulk`` (a new one after anything else), else as a single record."""
     if not bulk:
         record = partition_transition(tp, current, target, OUTCOME_OK, before, after, strategy, unclean)
@@ -359,7 +359,7 @@ def _extend_elected(
 
 
 def _extend_rows(
-    last: PartitionTransitions,
+    last: PartitionTransitionColumns,
     tps: list[TopicPartition],
     currents: list[PartitionState],
     befores: list[LeaderAndIsr | None],
@@ -404,7 +404,7 @@ def recorded_partitions(records: PartitionRecords) -> set[tuple[str, int]]:
     """(topic, partition) of every row in ``records``."""
     seen: set[tuple[str, int]] = set()
     for r in records:
-        if isinstance(r, PartitionTransitions):
+        if isinstance(r, PartitionTransitionColumns):
             seen.update(zip(r.topic, r.partition, strict=True))
         else:
             seen.add((r.topic, r.partition))
@@ -435,17 +435,17 @@ require_leading_fields(PartitionTransition, _RECORD_FIELDS, "partition_records.p
 
 def _trailing(
     records: PartitionRecords, to_state: str, strategy: str | None, outcome: str = OUTCOME_OK
-) -> PartitionTransitions:
-    """The trailing ``PartitionTransitions`` of ``to_state``, ``strategy`` and ``outcome`` in
+) -> PartitionTransitionColumns:
+    """The trailing ``PartitionTransitionColumns`` of ``to_state``, ``strategy`` and ``outcome`` in
     ``records``; a new one appended when the last record is anything else (the order of rows is
     the order of calls)."""
     last = records[-1] if records else None
     if (
-        type(last) is not PartitionTransitions
+        type(last) is not PartitionTransitionColumns
         or last.to_state != to_state
         or last.election_strategy != strategy
         or last.outcome != outcome
     ):
-        last = PartitionTransitions(to_state, outcome, strategy)
+        last = PartitionTransitionColumns(to_state, outcome, strategy)
         records.append(last)
     return last

@@ -1,9 +1,9 @@
 """``ReplicaTransitionRecorder``: the logging and audit rows of the replica state machine's calls.
 
 One object owns what a call records: its bounded failure lines, and its audit rows, one
-``ReplicaTransition`` per replica or, for a sink that accepts them (``accepts_bulk``), successful
-transitions gathered as columns in ``ReplicaTransitions`` (one object per run of successes between
-failures, in recording order). The machine and its steps (the ISR removal, the OfflineReplica
+``ReplicaTransition`` per replica or, for a ``BulkAuditSink``, successful transitions gathered
+as columns in ``ReplicaTransitionColumns`` (one object per run of successes between failures, in
+recording order). The machine and its steps (the ISR removal, the OfflineReplica
 step) tell it what happened; none of them holds a record list or knows which shape it takes."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kafka_controller.domain.audit_records import (
     OUTCOME_OK,
     AuditItem,
     ReplicaTransition,
-    ReplicaTransitions,
+    ReplicaTransitionColumns,
     require_leading_fields,
 )
 from kafka_controller.domain.errors import (
@@ -35,7 +35,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.hotpath import values_at
-from kafka_controller.ports import AuditSink, NullAuditSink, accepts_bulk
+from kafka_controller.ports import AuditSink, BulkAuditSink, NullAuditSink, record_items
 
 __all__ = ["ReplicaTransitionRecorder"]
 
@@ -74,7 +74,7 @@ class ReplicaTransitionRecorder:
         self.controller_context = context
         self.audit: AuditSink = audit if audit is not None else NullAuditSink()
         self.auditing = not isinstance(self.audit, NullAuditSink)
-        self._bulk = accepts_bulk(self.audit)  # the sink accepts ``ReplicaTransitions``
+        self._bulk = isinstance(self.audit, BulkAuditSink)
         # The audit records of the call in progress; None when auditing is off (zero cost).
         self._records: list[AuditItem] | None = None
         #: Per-replica debug lines in the call in progress.
@@ -97,7 +97,7 @@ class ReplicaTransitionRecorder:
         records, self._records = self._records, None
         self._pending = (None, target)
         if records:
-            self.audit.record(records)
+            record_items(self.audit, records)
         self._failure_lines.summarize(
             _STATE_CHANGE_LOG, logging.ERROR, f"replicas failed to move to {target}"
         )
@@ -239,7 +239,7 @@ class ReplicaTransitionRecorder:
         for r in self._records:
             if isinstance(r, ReplicaTransition):
                 done.add((r.topic, r.partition, r.replica))
-            elif isinstance(r, ReplicaTransitions):
+            elif isinstance(r, ReplicaTransitionColumns):
                 done.update(zip(r.topic, r.partition, r.replica, strict=True))
         states = self.controller_context.replica_states
         for replica in dict.fromkeys(replicas):
@@ -258,7 +258,7 @@ class ReplicaTransitionRecorder:
         error: Exception | str | None = None,
     ) -> None:
         """One record; built positionally (field order of ``ReplicaTransition``) since a failover
-        builds one per replica. A success goes into the trailing ``ReplicaTransitions`` of the
+        builds one per replica. A success goes into the trailing ``ReplicaTransitionColumns`` of the
         same target when the sink accepts bulk records (a new one after anything else)."""
         records = self._records
         if records is None:
@@ -302,12 +302,13 @@ class ReplicaTransitionRecorder:
         )
 
 
-def _trailing(records: list[AuditItem], to_state: str, unchanged: bool) -> ReplicaTransitions:
-    """The trailing ``ReplicaTransitions`` of ``to_state`` in ``records``; when the last record is
+def _trailing(records: list[AuditItem], to_state: str, unchanged: bool) -> ReplicaTransitionColumns:
+    """The trailing ``ReplicaTransitionColumns`` of ``to_state`` in ``records``; when the last record is
     anything else, a new one appended (rows keep the order of calls), sharing its after columns
-    with its before ones when its first rows are ``unchanged`` (``ReplicaTransitions.unchanged``)."""
+    with its before ones when its first rows are ``unchanged`` (``ReplicaTransitionColumns.unchanged``)."""
     last = records[-1] if records else None
-    if type(last) is not ReplicaTransitions or last.to_state != to_state:
-        last = ReplicaTransitions.unchanged(to_state) if unchanged else ReplicaTransitions(to_state)
+    if type(last) is not ReplicaTransitionColumns or last.to_state != to_state:
+        columns = ReplicaTransitionColumns
+        last = columns.unchanged(to_state) if unchanged else columns(to_state)
         records.append(last)
     return last

@@ -1,7 +1,7 @@
 """What the controller tells the audit sink: one record per attempted state transition.
 
 Bulk, successful transitions of one state-machine call may come as one columnar record instead
-(``ReplicaTransitions``, ``PartitionTransitions``): the same rows, a fraction of the objects.
+(``ReplicaTransitionColumns``, ``PartitionTransitionColumns``): the same rows, a fraction of the objects.
 
 The state machines fill what they know (partition, states, leader/ISR/epoch before and after,
 strategy, outcome); the runtime stamps the rest (controller id and epoch, the event, the operation
@@ -96,7 +96,7 @@ AuditRecord = PartitionTransition | ReplicaTransition | ControllerEventRecord
 
 
 @dataclass(slots=True)
-class ReplicaTransitions:
+class ReplicaTransitionColumns:
     """Successful replica transitions to one state, in order, as columns: a failover's ~300,000 in
     a few objects instead of one ``ReplicaTransition`` (~200 bytes) each.
 
@@ -104,7 +104,7 @@ class ReplicaTransitions:
     are stamped once: ``sequence`` is the first row's, row ``i`` has ``sequence + i``); what
     varies is one list per field, all of one length. Expanded into rows only by the audit
     writer, in bounded chunks, or into ``ReplicaTransition``s by ``expand`` for sinks that want
-    records. Built by the state machines only for sinks that accept it (``ports.accepts_bulk``).
+    records. Built by the state machines only for sinks that take it (``ports.BulkAuditSink``).
     """
 
     to_state: str
@@ -132,7 +132,7 @@ class ReplicaTransitions:
         return len(self.topic)
 
     @classmethod
-    def unchanged(cls, to_state: str) -> ReplicaTransitions:
+    def unchanged(cls, to_state: str) -> ReplicaTransitionColumns:
         """An empty record for rows whose leader, ISR and leader epoch are the same after as
         before (a failover's 240,000 OnlineReplica rows at RF 3): its after columns are its
         before columns, one list each (~6 MB less), filled by ``add_unchanged``. ``add`` still
@@ -272,9 +272,9 @@ class ReplicaTransitions:
 
 
 @dataclass(slots=True)
-class PartitionTransitions:
+class PartitionTransitionColumns:
     """Partition transitions to one state under one strategy with one outcome, as columns (see
-    ``ReplicaTransitions``); ``error``: each row's message (failed elections), or None for none."""
+    ``ReplicaTransitionColumns``); ``error``: each row's message (failed elections), or None for none."""
 
     to_state: str
     outcome: str = OUTCOME_OK
@@ -372,21 +372,21 @@ class PartitionTransitions:
         ]
 
 
-BulkTransitions = ReplicaTransitions | PartitionTransitions
+BulkTransitions = ReplicaTransitionColumns | PartitionTransitionColumns
 #: What an audit sink is handed: single records, and bulk ones where the sink accepts them.
 AuditItem = AuditRecord | BulkTransitions
 
 
 def record_rows(items: Iterable[AuditItem]) -> int:
     """How many rows (transitions and events) ``items`` hold: a bulk record counts each of its rows."""
-    return sum(len(r) if isinstance(r, ReplicaTransitions | PartitionTransitions) else 1 for r in items)
+    return sum(len(r) if isinstance(r, BulkTransitions) else 1 for r in items)
 
 
 def expand_records(items: Iterable[AuditItem]) -> list[AuditRecord]:
     """``items`` with every bulk record replaced by its rows as single records, in order."""
     out: list[AuditRecord] = []
     for r in items:
-        if isinstance(r, ReplicaTransitions | PartitionTransitions):
+        if isinstance(r, BulkTransitions):
             out.extend(r.expand())
         else:
             out.append(r)

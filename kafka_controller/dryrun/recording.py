@@ -9,17 +9,16 @@ import threading
 from collections.abc import Sequence
 
 from kafka_controller.domain.audit_records import AuditItem, AuditRecord, expand_records
+from kafka_controller.ports import BulkAuditSink
 
 
-class RecordingAuditSink:
+class RecordingAuditSink(BulkAuditSink):
     """Keeps every audit record, in order; bulk records as their rows, one single record each (as
     the state machines build them for a sink that takes no bulk records).
 
     Bulk records are expanded when ``records`` is read, not when recorded: the controller's event
     thread then pays for auditing what the audit writer would cost it, not for a test's objects
     (``bench/controller_inmemory.py --audit`` times the event thread with this sink)."""
-
-    accepts_bulk_records = True
 
     def __init__(self) -> None:
         self._records: list[AuditRecord] = []

@@ -2,8 +2,8 @@
 
 The core reaches ZooKeeper only through ``PartitionStateStore`` (the part of the metadata store the
 state machines need), brokers only through ``BrokerChannel``, the audit store only through
-``AuditSink``, and time only through ``Clock``. Errors crossing a port are the project's own
-(``kafka_controller.domain.errors``): ``ControllerMovedError`` means fenced (resign),
+``AuditSink`` (or ``BulkAuditSink``), and time only through ``Clock``. Errors crossing a port are
+the project's own (``kafka_controller.domain.errors``): ``ControllerMovedError`` means fenced (resign),
 ``StoreUnavailableError`` means try again later, any other ``MetadataStoreError`` is per znode.
 
 One module per protocol group: ``partition_state`` (what the state machines use), ``metadata_store``
@@ -11,7 +11,7 @@ One module per protocol group: ``partition_state`` (what the state machines use)
 ``deletion``. Every name is re-exported here: import from ``kafka_controller.ports``.
 """
 
-from kafka_controller.ports.audit import AuditSink, NullAuditSink, accepts_bulk
+from kafka_controller.ports.audit import AuditSink, BulkAuditSink, NullAuditSink, record_items
 from kafka_controller.ports.broker_channel import BrokerChannel, ResponseCallback
 from kafka_controller.ports.clock import Clock, SystemClock
 from kafka_controller.ports.deletion import DeletionClient
@@ -34,6 +34,7 @@ from kafka_controller.ports.partition_state import (
 __all__ = [
     "AuditSink",
     "BrokerChannel",
+    "BulkAuditSink",
     "Clock",
     "DeletionClient",
     "FeatureZNode",
@@ -50,5 +51,5 @@ __all__ = [
     "WatchHandler",
     "ZNodeEvent",
     "ZNodeEventType",
-    "accepts_bulk",
+    "record_items",
 ]

@@ -31,7 +31,7 @@ from kafka_controller.domain.values import (
     TopicPartition,
 )
 from kafka_controller.dryrun.recording import RecordingAuditSink
-from kafka_controller.ports import PartitionStateRead, UpdateLeaderAndIsrResult
+from kafka_controller.ports import BulkAuditSink, PartitionStateRead, UpdateLeaderAndIsrResult
 
 Call = tuple[Any, ...]
 
@@ -194,13 +194,11 @@ class ScriptedPartitionStateStore:
         return result
 
 
-class HoldingAuditSink:
+class HoldingAuditSink(BulkAuditSink):
     """An audit sink that holds as the ``AuditWriter`` does (``hold`` and ``release``): ``records``
     is everything recorded (the writer's journal, kept by a ``RecordingAuditSink``), ``writable``
     how many of them the writer may write to the store now, and ``calls`` the hold and release
     calls, in order."""
-
-    accepts_bulk_records = True
 
     def __init__(self) -> None:
         self._journal = RecordingAuditSink()

@@ -11,7 +11,7 @@ from kafka_controller.airflow.connections import AuditConnection
 from kafka_controller.airflow.hooks.audit import AuditStoreHook
 from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.schema import partition_transitions, replica_transitions
-from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransitions
+from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransitionColumns
 
 pytestmark = pytest.mark.airflow
 
@@ -21,7 +21,7 @@ def test_bulk_and_single_records_are_all_stored_as_planned(tmp_path: Path) -> No
     upgrade_database(url)
     hook = AuditStoreHook()
     hook.__dict__["connection"] = AuditConnection("test", url, url)  # no Airflow connection needed
-    bulk = ReplicaTransitions("OfflineReplica", sequence=2, controller_id=-1)
+    bulk = ReplicaTransitionColumns("OfflineReplica", sequence=2, controller_id=-1)
     for p in range(5):
         bulk.add("t", p, 3, "OnlineReplica", 3, 1, (3, 1), (1,), 4, 5)
     single = PartitionTransition("t", 0, "OnlinePartition", "OnlinePartition", sequence=1)

@@ -28,15 +28,16 @@ from kafka_controller.controller.auditing import ControllerAuditSink
 from kafka_controller.domain.audit_records import (
     AuditItem,
     AuditRecord,
-    PartitionTransitions,
+    PartitionTransitionColumns,
     ReplicaTransition,
-    ReplicaTransitions,
+    ReplicaTransitionColumns,
     expand_records,
     record_rows,
 )
 from kafka_controller.domain.states import PartitionState
 from kafka_controller.domain.values import TopicPartition
 from kafka_controller.dryrun.recording import RecordingAuditSink
+from kafka_controller.ports import BulkAuditSink
 from kafka_controller.testing.clock import ManualClock
 from kafka_controller.testing.core_harness import CoreHarness
 from tests.audit.factories import controller_event, partition_transition, replica_transition
@@ -54,8 +55,8 @@ class SinglesSink:
         self.items.extend(records)
 
 
-class RawBulkSink(SinglesSink):
-    accepts_bulk_records = True
+class RawBulkSink(SinglesSink, BulkAuditSink):
+    """A sink that takes bulk records: it keeps them as they come."""
 
 
 def run_scenario(sink: Any) -> None:
@@ -89,9 +90,9 @@ def scenario_items(sink: SinglesSink) -> list[AuditItem]:
 def test_state_machines_build_bulk_records_whose_rows_are_the_single_records() -> None:
     singles = scenario_items(SinglesSink())
     bulk = scenario_items(RawBulkSink())
-    assert not any(isinstance(r, ReplicaTransitions | PartitionTransitions) for r in singles)
-    assert sum(isinstance(r, ReplicaTransitions) for r in bulk) >= 3
-    assert sum(isinstance(r, PartitionTransitions) for r in bulk) >= 2
+    assert not any(isinstance(r, ReplicaTransitionColumns | PartitionTransitionColumns) for r in singles)
+    assert sum(isinstance(r, ReplicaTransitionColumns) for r in bulk) >= 3
+    assert sum(isinstance(r, PartitionTransitionColumns) for r in bulk) >= 2
     assert record_rows(bulk) == len(singles) > len(bulk) * 4
     assert expand_records(bulk) == singles
     seqs = [r.sequence for r in singles]
@@ -107,8 +108,8 @@ def test_the_recording_sink_and_a_non_bulk_sink_behind_the_controller_sink_see_s
 
 
 def test_rows_without_a_leadership_change_share_their_after_columns_until_one_differs() -> None:
-    shared = ReplicaTransitions.unchanged("OnlineReplica")
-    plain = ReplicaTransitions("OnlineReplica")
+    shared = ReplicaTransitionColumns.unchanged("OnlineReplica")
+    plain = ReplicaTransitionColumns("OnlineReplica")
     for p in range(3):
         shared.add_unchanged("t", p, 1, "OnlineReplica", 1, (1, 2), 4)
         plain.add("t", p, 1, "OnlineReplica", 1, 1, (1, 2), (1, 2), 4, 4)
@@ -125,7 +126,7 @@ def test_rows_without_a_leadership_change_share_their_after_columns_until_one_di
 
 
 def test_the_state_machines_share_the_after_columns_of_unchanged_rows_only() -> None:
-    bulk = [r for r in scenario_items(RawBulkSink()) if isinstance(r, ReplicaTransitions)]
+    bulk = [r for r in scenario_items(RawBulkSink()) if isinstance(r, ReplicaTransitionColumns)]
     online = [r for r in bulk if r.to_state == "OnlineReplica"]
     offline = [r for r in bulk if r.to_state == "OfflineReplica"]
     assert online and all(r.shares_after_columns for r in online)
@@ -143,7 +144,7 @@ def test_held_records_count_rows_and_bulk_records_are_stamped_once() -> None:
     clock = ManualClock()
     sink = HoldingBulkSink()
     audit = ControllerAuditSink(sink, 7, clock, lambda: 3)
-    bulk = ReplicaTransitions("OnlineReplica")
+    bulk = ReplicaTransitionColumns("OnlineReplica")
     for p in range(5):
         bulk.add("t", p, 1, "OnlineReplica", 1, 1, (1, 2), (1, 2), 0, 0)
     audit.begin_event("Startup", "op")
@@ -161,16 +162,16 @@ def test_held_records_count_rows_and_bulk_records_are_stamped_once() -> None:
     assert [r.sequence for r in stamped.expand()] == [2, 3, 4, 5, 6]
 
 
-def _bulk_of(records: list[Any]) -> ReplicaTransitions | PartitionTransitions:
+def _bulk_of(records: list[Any]) -> ReplicaTransitionColumns | PartitionTransitionColumns:
     """The bulk record of consecutive single records (same target, outcome, stamps and strategy)."""
     r0 = records[0]
     if isinstance(r0, ReplicaTransition):
-        b: Any = ReplicaTransitions(r0.to_state)
+        b: Any = ReplicaTransitionColumns(r0.to_state)
         for r in records:
             b.add(r.topic, r.partition, r.replica, r.from_state, r.leader_before, r.leader_after,
                   r.isr_before, r.isr_after, r.leader_epoch_before, r.leader_epoch_after)  # fmt: skip
     else:
-        b = PartitionTransitions(r0.to_state, r0.outcome, r0.election_strategy)
+        b = PartitionTransitionColumns(r0.to_state, r0.outcome, r0.election_strategy)
         for r in records:
             b.add(r.topic, r.partition, r.from_state, r.leader_before, r.leader_after, r.isr_before,
                   r.isr_after, r.leader_epoch_before, r.leader_epoch_after, r.unclean)  # fmt: skip
@@ -382,12 +383,14 @@ def test_a_bulk_record_larger_than_a_batch_is_queued_in_slices(tmp_path: Path) -
 KILLED_CHILD = """
 import os, signal, sys
 from kafka_controller.audit.writer import AuditWriter
-from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransitions
+from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransitionColumns
 
 url, spool = sys.argv[1], sys.argv[2]
 writer = AuditWriter(url, spool_dir=spool, flush_interval=60)
 assert writer.flush(30), "the schema could not be created"
-bulk = ReplicaTransitions("OnlineReplica", controller_id=1, controller_epoch=3, sequence=2, timestamp_ms=7)
+bulk = ReplicaTransitionColumns(
+    "OnlineReplica", controller_id=1, controller_epoch=3, sequence=2, timestamp_ms=7
+)
 for i in range(30_000):
     bulk.add(f"t{i // 50}", i % 50, i % 3, "OnlineReplica", 1, 1, (1, 2), (1, 2), 4, 4)
 single = PartitionTransition("t", 0, "OnlinePartition", "OnlinePartition", sequence=1, controller_id=1)
@@ -448,7 +451,7 @@ def test_an_aborted_replica_call_fails_only_the_replicas_without_a_record() -> N
         *[(1, p, "ok") for p in range(4)],
         *[(2, p, "failed") for p in range(2)],
     ]
-    assert isinstance(sink.items[0], ReplicaTransitions) and len(sink.items) == 3
+    assert isinstance(sink.items[0], ReplicaTransitionColumns) and len(sink.items) == 3
 
 
 def test_both_backends_store_bulk_rows_as_the_single_records_rows(audit_url: str, tmp_path: Path) -> None:

@@ -9,16 +9,16 @@ from typing import Any
 
 from kafka_controller.audit.migrate import upgrade_database
 from kafka_controller.audit.writer import AuditWriter
-from kafka_controller.domain.audit_records import ReplicaTransitions
+from kafka_controller.domain.audit_records import ReplicaTransitionColumns
 from tests.audit.factories import replica_transition
 
 WAIT = 60.0
 ROWS = 12_000
 
 
-def _bulk(n: int) -> ReplicaTransitions:
+def _bulk(n: int) -> ReplicaTransitionColumns:
     r0 = replica_transition(0)
-    bulk = ReplicaTransitions(r0.to_state)
+    bulk = ReplicaTransitionColumns(r0.to_state)
     for i in range(n):
         r = replica_transition(i)
         bulk.add(r.topic, r.partition, r.replica, r.from_state, r.leader_before, r.leader_after,

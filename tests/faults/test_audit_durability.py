@@ -47,7 +47,7 @@ CHILD_IN_EVENT = textwrap.dedent(
     import os, signal, sys
     from kafka_controller.audit.writer import AuditWriter
     from kafka_controller.controller.auditing import ControllerAuditSink
-    from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransitions
+    from kafka_controller.domain.audit_records import PartitionTransition, ReplicaTransitionColumns
     from kafka_controller.ports import SystemClock
 
     url, spool, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -59,7 +59,7 @@ CHILD_IN_EVENT = textwrap.dedent(
         audit.record([PartitionTransition(
             "t", i % 7, "OnlinePartition", "OnlinePartition", leader_after=1, leader_epoch_after=i,
         )])
-    bulk = ReplicaTransitions("OfflineReplica")
+    bulk = ReplicaTransitionColumns("OfflineReplica")
     for i in range(rows):
         bulk.add("t", i % 7, i, "OnlineReplica", 1, 1, (1, 2), (1,), i, i + 1)
     audit.record([bulk])

@@ -15,8 +15,8 @@ from kafka_controller.core.strategies import OfflinePartitionLeaderElectionStrat
 from kafka_controller.domain.audit_records import (
     AuditItem,
     AuditRecord,
-    PartitionTransitions,
-    ReplicaTransitions,
+    PartitionTransitionColumns,
+    ReplicaTransitionColumns,
 )
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import (
@@ -42,7 +42,7 @@ class SingleRecordSink:
         self.records: list[AuditRecord] = []
 
     def record(self, records: Sequence[AuditItem]) -> None:
-        assert not any(isinstance(r, ReplicaTransitions | PartitionTransitions) for r in records)
+        assert not any(isinstance(r, ReplicaTransitionColumns | PartitionTransitionColumns) for r in records)
         self.records.extend(records)  # type: ignore[arg-type]
 
 
@@ -89,8 +89,8 @@ def _no_per_row_add(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: object, **__: object) -> None:
         raise AssertionError("a bulk record was filled one row at a time")
 
-    monkeypatch.setattr(ReplicaTransitions, "add", refuse)
-    monkeypatch.setattr(PartitionTransitions, "add", refuse)
+    monkeypatch.setattr(ReplicaTransitionColumns, "add", refuse)
+    monkeypatch.setattr(PartitionTransitionColumns, "add", refuse)
 
 
 def test_offline_replicas_go_to_a_bulk_sink_as_columns_with_the_single_records_rows(

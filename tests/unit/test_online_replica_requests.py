@@ -6,6 +6,7 @@ states, and the same UpdateMetadata, on random layouts."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
+from kafka_controller.domain.audit_records import AuditRecord
 from kafka_controller.domain.states import ReplicaState
 from kafka_controller.domain.values import (
     Broker,
@@ -134,10 +136,14 @@ def _kafka_online_requests(ctx: ControllerContext, replicas: list[PartitionAndRe
     return _sent(channel)
 
 
-class _RowSink(RecordingAuditSink):
-    """Takes no bulk records: the state machine then records each replica on its own."""
+class _RowSink:
+    """Not a ``BulkAuditSink``: the state machine then records each replica on its own."""
 
-    accepts_bulk_records = False
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def record(self, records: Sequence[AuditRecord]) -> None:
+        self.records.extend(records)
 
 
 def _online_replica_run(ctx: ControllerContext, replicas: list[PartitionAndReplica], audit: Any) -> Any:
@@ -162,7 +168,7 @@ def test_online_replica_requests_states_and_records_as_kafkas(seed: int) -> None
     replicas += replicas[:2]  # a replica twice
     expected = _kafka_online_requests(ctx, replicas)
     before = dict(ctx.replica_states)
-    sinks = [RecordingAuditSink(), _RowSink()]
+    sinks = (RecordingAuditSink(), _RowSink())
     runs = []
     for audit in (None, *sinks):
         ctx.replica_states.clear()
