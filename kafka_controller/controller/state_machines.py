@@ -55,14 +55,29 @@ class StateMachineFactory:
 
         audit = s.audit if s.audit.enabled else None
         s.broker_request_batch = batch()
-        s.replica_state_machine = rsm = ReplicaStateMachine(cid, ctx, store, batch(), audit=audit)
+        rsm_batch = batch()
+        # Every departure from Kafka's call sequence on (core.*): cached-state writes, offline
+        # leaders left to the election, writes started early.
         s.partition_state_machine = psm = PartitionStateMachine(
-            cid, ctx, store, batch(), broker_config=self._log_config_defaults(), audit=audit
+            cid,
+            ctx,
+            store,
+            batch(),
+            broker_config=self._log_config_defaults(),
+            audit=audit,
+            write_on_cached_zk_version=True,
         )
-        # Cached-state writes, offline leaders left to the election, writes started early (core.*).
-        psm.write_on_cached_zk_version = rsm.write_on_cached_zk_version = True
-        rsm.leave_offline_leaders_to_election = rsm.prewrite_isr_removal = True
-        rsm.on_left_to_election = psm.start_election_prewrite
+        s.replica_state_machine = rsm = ReplicaStateMachine(
+            cid,
+            ctx,
+            store,
+            rsm_batch,
+            audit=audit,
+            write_on_cached_zk_version=True,
+            leave_offline_leaders_to_election=True,
+            prewrite_isr_removal=True,
+            on_left_to_election=psm.start_election_prewrite,
+        )
         s.topic_deletion_manager = TopicDeletionManager(
             cid, ctx, rsm, psm, self._deletion_client, delete_topic_enable=s.config.delete_topic_enable
         )

@@ -6,7 +6,7 @@ Rounds of one batched read, the pure election functions of ``core.election`` (Ka
 round again. ``PartitionStateMachine`` calls it through a ``PartitionLeaderElector``, which is
 given the context, store, batch, broker config and recorder it uses.
 
-Departure from Kafka's call sequence, off unless ``write_on_cached_zk_version`` is set (as in
+Departure from Kafka's call sequence, off unless ``write_on_cached_zk_version`` is on (as in
 ``core.replica_isr``, whose docs give the argument): a first round elects from the leadership
 cached in the context and writes conditionally on its zk version, without reading. Only its
 successful writes are kept: a write succeeds only on the version the cache holds, whose leader and
@@ -105,6 +105,8 @@ class PartitionLeaderElector:
         batch: RequestBatch,
         broker_config: Mapping[str, str],
         recorder: PartitionTransitionRecorder,
+        *,
+        write_on_cached_zk_version: bool = False,
     ) -> None:
         """``broker_config``: Kafka's ``config.originals()``, the defaults topic configs are merged
         over when deciding on unclean election; ``recorder``: where failures are logged and each
@@ -116,7 +118,7 @@ class PartitionLeaderElector:
         self._broker_config: dict[str, str] = dict(broker_config)
         self._recorder = recorder
         #: Elect a first round from the cached states, without Kafka's re-read (see the module docs).
-        self.write_on_cached_zk_version = False
+        self.write_on_cached_zk_version = write_on_cached_zk_version
         #: The startup's early election write, until an election round or ``abandon`` takes it.
         self.early_election: EarlyWrite | None = None
 

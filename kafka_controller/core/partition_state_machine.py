@@ -128,6 +128,8 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
 
     ``broker_config`` is Kafka's ``config.originals()``: broker settings as strings, the defaults
     that topic configs are merged over when deciding on unclean election.
+    ``write_on_cached_zk_version``: a departure from Kafka's call sequence, off by default
+    (``core.partition_election``'s docs).
     """
 
     def __init__(
@@ -139,6 +141,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         *,
         broker_config: Mapping[str, str] | None = None,
         audit: AuditSink | None = None,
+        write_on_cached_zk_version: bool = False,
     ) -> None:
         super().__init__(context)
         self.controller_id = controller_id
@@ -146,17 +149,20 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         self._batch = batch
         self._recorder = recorder = PartitionTransitionRecorder(controller_id, context, audit)
         self._elector = PartitionLeaderElector(
-            controller_id, context, store, batch, broker_config or {}, recorder
+            controller_id,
+            context,
+            store,
+            batch,
+            broker_config or {},
+            recorder,
+            write_on_cached_zk_version=write_on_cached_zk_version,
         )
 
     @property
     def write_on_cached_zk_version(self) -> bool:
-        """Elect a first round from the cached states (``core.partition_election``'s docs)."""
+        """Elect a first round from the cached states (``core.partition_election``'s docs): a
+        switch of the constructor, off by default (Kafka's read first)."""
         return self._elector.write_on_cached_zk_version
-
-    @write_on_cached_zk_version.setter
-    def write_on_cached_zk_version(self, on: bool) -> None:
-        self._elector.write_on_cached_zk_version = on
 
     def start_election_prewrite(self, partitions: Collection[TopicPartition]) -> None:
         """Start now the offline election's write of the partitions the startup leaves to it."""

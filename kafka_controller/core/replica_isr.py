@@ -4,8 +4,8 @@
 Per replica id, one batched read and one batched conditional write per round; only partitions whose
 write hit BADVERSION go round again.
 
-Departure from Kafka's call sequence, off unless ``write_on_cached_zk_version`` is set (the
-``KafkaController`` sets it; the ported tests, which script Kafka's exact reads, leave it off): a
+Departure from Kafka's call sequence, off unless ``write_on_cached_zk_version`` is on (the
+``KafkaController`` turns it on; the ported tests, which script Kafka's exact reads, leave it off): a
 first round writes from the leadership cached in the context, conditionally on its zk version,
 without reading. A conditional write succeeds only if the znode is still at the version the cache
 holds, and the cache only ever holds what was read from, or written to, the znode at that version
@@ -65,6 +65,8 @@ class IsrRemoval:
         store: PartitionStateStore,
         recorder: ReplicaTransitionRecorder,
         audit: AuditSink | None,
+        *,
+        write_on_cached_zk_version: bool = False,
     ) -> None:
         """``audit``: where a started first round nobody took records its writes (None: nowhere)."""
         self.controller_context = context
@@ -72,7 +74,7 @@ class IsrRemoval:
         self._recorder = recorder
         self._audit = audit
         #: Write the first round from the cached states, without Kafka's re-read (see the module docs).
-        self.write_on_cached_zk_version = False
+        self.write_on_cached_zk_version = write_on_cached_zk_version
         #: The first round started ahead of its turn (replica id, write) until the OfflineReplica
         #: step takes it.
         self.prewrite: tuple[int, EarlyWrite] | None = None

@@ -7,7 +7,7 @@ state machine starts. A partition the dead broker led is then written twice: by 
 (no leader, ISR without it, next leader epoch, with its LeaderAndIsr and UpdateMetadata), then by
 the offline election (new leader, next leader epoch, requests again).
 
-With ``leave_offline_leaders_to_election`` set (``KafkaController`` sets it), startup leaves to the
+With ``leave_offline_leaders_to_election`` on (``KafkaController`` turns it on), startup leaves to the
 election each partition that
 * is led by an offline replica, or by none;
 * belongs to a topic not queued for deletion;
@@ -64,18 +64,22 @@ class OfflineReplicaStep:
         batch: RequestBatch,
         isr_removal: IsrRemoval,
         recorder: ReplicaTransitionRecorder,
+        *,
+        leave_offline_leaders_to_election: bool = False,
+        prewrite_isr_removal: bool = False,
+        on_left_to_election: Callable[[frozenset[TopicPartition]], None] | None = None,
     ) -> None:
         self.controller_context = context
         self._batch = batch
         self._isr_removal = isr_removal
         self._recorder = recorder
         #: Leave the partitions the offline election will write to it at startup (module docs).
-        self.leave_offline_leaders_to_election = False
+        self.leave_offline_leaders_to_election = leave_offline_leaders_to_election
         #: Start startup's ISR-removal write while its online replicas move (``core.replica_isr``).
-        self.prewrite_isr_removal = False
+        self.prewrite_isr_removal = prewrite_isr_removal
         #: Told the partitions left to the election before the online replicas move, to start its
-        #: write (``PartitionStateMachine.start_election_prewrite``; ``KafkaController`` sets it).
-        self.on_left_to_election: Callable[[frozenset[TopicPartition]], None] | None = None
+        #: write (``PartitionStateMachine.start_election_prewrite``, as ``KafkaController`` wires it).
+        self.on_left_to_election = on_left_to_election
         #: The startup's partitions left to the election while its offline replicas move (the
         #: OnlineReplica step skips their requests too).
         self.leaving: frozenset[TopicPartition] = frozenset()

@@ -156,52 +156,54 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         batch: RequestBatch,
         *,
         audit: AuditSink | None = None,
+        write_on_cached_zk_version: bool = False,
+        leave_offline_leaders_to_election: bool = False,
+        prewrite_isr_removal: bool = False,
+        on_left_to_election: Callable[[frozenset[TopicPartition]], None] | None = None,
     ) -> None:
+        """The switches of Kafka departures, all off by default (Kafka's call sequence), are
+        kept by the steps they change, whose docs say what each does: ``write_on_cached_zk_version``
+        (``core.replica_isr``), ``leave_offline_leaders_to_election`` and ``prewrite_isr_removal``
+        (``core.replica_offline``, ``core.early_write``); ``on_left_to_election`` is told the
+        partitions the startup leaves to the election (``PartitionStateMachine.start_election_prewrite``).
+        """
         super().__init__(context)
         self.controller_id = controller_id
         self._batch = batch
         self._recorder = ReplicaTransitionRecorder(controller_id, context, audit)
         recorder = self._recorder
         self._isr_removal = IsrRemoval(
-            context, store, recorder, recorder.audit if recorder.auditing else None
+            context,
+            store,
+            recorder,
+            recorder.audit if recorder.auditing else None,
+            write_on_cached_zk_version=write_on_cached_zk_version,
         )
-        self._offline = OfflineReplicaStep(context, batch, self._isr_removal, recorder)
+        self._offline = OfflineReplicaStep(
+            context,
+            batch,
+            self._isr_removal,
+            recorder,
+            leave_offline_leaders_to_election=leave_offline_leaders_to_election,
+            prewrite_isr_removal=prewrite_isr_removal,
+            on_left_to_election=on_left_to_election,
+        )
         # OnlineReplica's LeaderAndIsr entries of the call in progress, as (replica id, partitions)
         # per replica id group, queued on the batch in one call (``_queue_online_requests``).
         self._online_requests: list[tuple[int, list[TopicPartition]]] = []
 
-    # The controller's switches of Kafka departures, kept by the steps they change (their docs).
+    # The switches given to the constructor, as the steps keep them.
     @property
     def write_on_cached_zk_version(self) -> bool:
         return self._isr_removal.write_on_cached_zk_version
-
-    @write_on_cached_zk_version.setter
-    def write_on_cached_zk_version(self, on: bool) -> None:
-        self._isr_removal.write_on_cached_zk_version = on
 
     @property
     def leave_offline_leaders_to_election(self) -> bool:
         return self._offline.leave_offline_leaders_to_election
 
-    @leave_offline_leaders_to_election.setter
-    def leave_offline_leaders_to_election(self, on: bool) -> None:
-        self._offline.leave_offline_leaders_to_election = on
-
     @property
     def prewrite_isr_removal(self) -> bool:
         return self._offline.prewrite_isr_removal
-
-    @prewrite_isr_removal.setter
-    def prewrite_isr_removal(self, on: bool) -> None:
-        self._offline.prewrite_isr_removal = on
-
-    @property
-    def on_left_to_election(self) -> Callable[[frozenset[TopicPartition]], None] | None:
-        return self._offline.on_left_to_election
-
-    @on_left_to_election.setter
-    def on_left_to_election(self, callback: Callable[[frozenset[TopicPartition]], None] | None) -> None:
-        self._offline.on_left_to_election = callback
 
     def _prepare_startup(self, offline: list[PartitionAndReplica]) -> None:
         self._offline.prepare_startup(offline)

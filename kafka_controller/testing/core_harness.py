@@ -99,13 +99,44 @@ class CoreHarness(HarnessReassignment):
             return ControllerBrokerRequestBatch(controller_id, ctx, self.channel, self.events.append, ibp=ibp)
 
         self.batch, self.psm_batch, self.rsm_batch = new_batch(), new_batch(), new_batch()
-        self.psm = PartitionStateMachine(
-            controller_id, ctx, self.store, self.psm_batch, broker_config=broker_config, audit=self.audit
-        )
-        self.rsm = ReplicaStateMachine(controller_id, ctx, self.store, self.rsm_batch, audit=self.audit)
-        self.psm.write_on_cached_zk_version = self.rsm.write_on_cached_zk_version = write_on_cached_zk_version
+        self._broker_config = broker_config
+        self._write_on_cached_zk_version = write_on_cached_zk_version
+        self.psm: PartitionStateMachine
+        self.rsm: ReplicaStateMachine
+        self.build_state_machines()
         self._broker_epochs = itertools.count(1)
         ctx.set_live_brokers({self._broker(b): next(self._broker_epochs) for b in _ids(broker_ids)})
+
+    def build_state_machines(
+        self, *, leave_offline_leaders_to_election: bool = False, write_early: bool = False
+    ) -> None:
+        """New state machines over the same context, store, batches and audit sink, as a new
+        controller builds them: ``write_on_cached_zk_version`` as the harness was given it, and the
+        startup's departures (``core.replica_offline``) off unless asked for. ``write_early``
+        starts the startup's ISR-removal and election writes early, wired as ``KafkaController``
+        wires them."""
+        ctx, store = self.context, self.store
+        cached = self._write_on_cached_zk_version
+        self.psm = PartitionStateMachine(
+            self.controller_id,
+            ctx,
+            store,
+            self.psm_batch,
+            broker_config=self._broker_config,
+            audit=self.audit,
+            write_on_cached_zk_version=cached,
+        )
+        self.rsm = ReplicaStateMachine(
+            self.controller_id,
+            ctx,
+            store,
+            self.rsm_batch,
+            audit=self.audit,
+            write_on_cached_zk_version=cached,
+            leave_offline_leaders_to_election=leave_offline_leaders_to_election,
+            prewrite_isr_removal=write_early,
+            on_left_to_election=self.psm.start_election_prewrite if write_early else None,
+        )
 
     @staticmethod
     def _broker(broker_id: int) -> Broker:

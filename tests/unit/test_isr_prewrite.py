@@ -58,10 +58,10 @@ def _run(seed: int, prewrite: bool) -> tuple[CoreHarness, int, list[tuple[str, i
     return h, start, writes[0]
 
 
-def _write_early(h: CoreHarness, on: bool = True) -> None:
-    """As ``KafkaController`` wires its state machines."""
-    h.rsm.prewrite_isr_removal = on
-    h.rsm.on_left_to_election = h.psm.start_election_prewrite if on else None
+def _write_early(h: CoreHarness, on: bool = True, *, leave: bool = True) -> None:
+    """A new controller's state machines, wired as ``KafkaController`` wires them (``leave``: the
+    offline leaders left to the election)."""
+    h.build_state_machines(leave_offline_leaders_to_election=leave, write_early=on)
 
 
 def _a_new_controller(h: CoreHarness, dead: int) -> None:
@@ -70,7 +70,6 @@ def _a_new_controller(h: CoreHarness, dead: int) -> None:
     ctx.remove_live_brokers([dead])
     ctx.replica_states.clear()
     ctx.partition_states.clear()
-    h.rsm.leave_offline_leaders_to_election = True
     _write_early(h)
 
 
@@ -147,7 +146,7 @@ def test_a_controller_moved_error_of_the_early_write_surfaces_where_kafkas_would
     ctx.remove_live_brokers([3])
     ctx.replica_states.clear()
     ctx.partition_states.clear()
-    _write_early(h)
+    _write_early(h, leave=False)
     with pytest.raises(ControllerMovedError):
         h.rsm.startup()
     assert h.rsm._isr_removal.prewrite is None

@@ -84,7 +84,7 @@ def _startup(
         ctx.replicas_on_offline_dirs[failed_dir] = set(rnd.sample(tps, rnd.randint(1, len(tps))))
     ctx.replica_states.clear()
     ctx.partition_states.clear()
-    h.rsm.leave_offline_leaders_to_election = leave
+    h.build_state_machines(leave_offline_leaders_to_election=leave)  # the new controller's
     if before_startup is not None:
         before_startup(h)
     start = len(h.channel.sent)
@@ -156,7 +156,7 @@ def test_a_partition_led_by_a_dead_broker_is_written_once_and_told_only_its_new_
     h.context.remove_live_brokers([1])
     h.context.replica_states.clear()
     h.context.partition_states.clear()
-    h.rsm.leave_offline_leaders_to_election = True
+    h.build_state_machines(leave_offline_leaders_to_election=True)
     start = len(h.channel.sent)
     h.rsm.startup()
     h.psm.startup()
@@ -194,7 +194,7 @@ def test_a_left_partition_the_election_cannot_lead_goes_through_kafkas_isr_remov
     h.context.remove_live_brokers([1])
     h.context.replica_states.clear()
     h.context.partition_states.clear()
-    h.rsm.leave_offline_leaders_to_election = True
+    h.build_state_machines(leave_offline_leaders_to_election=True)
     h.rsm.startup()
     assert h.store.get_partition_states([a])[a].leader_and_isr.leader == 1  # type: ignore[union-attr]
     h.psm.startup()
