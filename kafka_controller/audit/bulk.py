@@ -112,7 +112,7 @@ def segment_rows(segment: Segment | list[Any], start: int = 0, stop: int | None 
             part = column if k == len(column) else column[start:stop]
             if i in isr:
                 try:  # a decoded journal's ISRs are lists (unhashable)
-                    part = values_at(_ISR_TEXTS, part)
+                    part = list(values_at(_ISR_TEXTS, part))
                 except TypeError:
                     part = [isr_text(x) for x in part]
             elif i in bools:

@@ -229,7 +229,7 @@ def expand_description(doc: Mapping[str, Any]) -> dict[str, dict[str, list[Any]]
                 values = tables[lookup]
                 expanded[name] = [None if i is None else values[i] for i in col]
             else:
-                expanded[name] = values_at(tables[lookup], col)
+                expanded[name] = list(values_at(tables[lookup], col))
         out[table] = expanded
     return out
 

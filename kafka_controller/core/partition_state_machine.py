@@ -261,7 +261,7 @@ class PartitionStateMachine(AbstractPartitionStateMachine):
         debug = state_change_log.isEnabledFor(logging.DEBUG)
         elected = done = 0
         auditing = recorder.auditing
-        from_states = values_at(states, results) if auditing else []
+        from_states = list(values_at(states, results)) if auditing else []
         try:
             for tp, outcome in results.items():
                 from_state = states[tp]

@@ -156,7 +156,7 @@ class ReplicaTransitionRecorder:
             list(map(itemgetter(0), partitions)),
             list(map(itemgetter(1), partitions)),
             [replica_id] * len(partitions),
-            values_at(_KAFKA_NAME, states),
+            list(values_at(_KAFKA_NAME, states)),
             leaders,
             isrs,
             epochs,

@@ -72,7 +72,7 @@ def initial_replica_states(ctx: ControllerContext) -> tuple[_Replicas, _Replicas
     if offline_dirs:
         is_online = [r in live and tp not in offline_dirs.get(r, ()) for tp, r in replicas]
     else:
-        is_online = members(live, map(_REPLICA_ID, replicas))
+        is_online = list(members(live, map(_REPLICA_ID, replicas)))
     # Each replica's state, set in the same order as one at a time
     ctx.replica_states.update(zip(replicas, values_at(_INITIAL_STATE, is_online), strict=True))
     online = list(compress(replicas, is_online))
@@ -359,7 +359,7 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         # partitions the startup leaves to the election get its requests instead (core.replica_offline)
         leaving = self._offline.leaving
         told = dropped_members(leaving, tps) if leaving else tps
-        self._online_requests.append((replica_id, kept_members(leadership, told)))
+        self._online_requests.append((replica_id, list(kept_members(leadership, told))))
         if previous.count(_ONLINE) != len(previous):  # a failover's replicas are Online already
             ctx.replica_states.update(zip(replicas, repeat(_ONLINE)))
         self._recorder.record_unchanged(replica_id, tps, cast("list[ReplicaState]", previous), _ONLINE)

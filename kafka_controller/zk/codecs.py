@@ -263,7 +263,7 @@ def decode_topic(
         shared: dict[tuple[int, ...], ReplicaAssignment] = dict.fromkeys(partitions.values())  # type: ignore[assignment]
         for replicas in shared:
             shared[replicas] = ReplicaAssignment(replicas)
-        assignments = values_at(shared, partitions.values())
+        assignments = list(values_at(shared, partitions.values()))
     else:
         assignments = []
         shared = {}
