@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from kafka_controller.domain.values import (
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    ReplicaAssignment,
+    TopicPartition,
+)
 
 #: One ``add_leader_and_isr_requests`` entry: recipients, partition, its leadership and assignment.
 LeaderAndIsrEntry = tuple[Iterable[int], TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment]
@@ -54,6 +59,19 @@ class RequestBatch(Protocol):
         leadership and assignment looked up by the batch, once per partition for the real one)."""
         ...
 
+    def add_leader_and_isr_requests_by_replica(
+        self,
+        replicas: Sequence[PartitionAndReplica],
+        leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+        skip: Collection[TopicPartition],
+        is_new: bool,
+    ) -> None:
+        """``add_leader_and_isr_requests_by_broker(told_by_replica_id(replicas, leadership, skip),
+        leadership, full_assignment, is_new)``: an OnlineReplica call's entries, grouped as Kafka's
+        ``handleStateChanges`` groups replicas (the real batch builds them partition by partition)."""
+        ...
+
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
     ) -> None: ...
@@ -70,3 +88,21 @@ class RequestBatch(Protocol):
     ) -> None: ...
 
     def send_requests_to_brokers(self, controller_epoch: int) -> None: ...
+
+
+def told_by_replica_id(
+    replicas: Iterable[PartitionAndReplica],
+    leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    skip: Collection[TopicPartition],
+) -> list[tuple[int, list[TopicPartition]]]:
+    """``replicas`` grouped by replica id, in order of first appearance (Kafka's ``groupBy`` in
+    ``handleStateChanges``), each group the partitions of its replicas, in order, that have a
+    leadership in ``leadership`` and are not in ``skip``: who an OnlineReplica move tells what."""
+    groups: dict[int, list[TopicPartition]] = {}
+    for tp, replica_id in replicas:
+        group = groups.get(replica_id)
+        if group is None:
+            group = groups[replica_id] = []
+        if tp in leadership and tp not in skip:
+            group.append(tp)
+    return list(groups.items())

@@ -80,6 +80,18 @@ def initial_replica_states(ctx: ControllerContext) -> tuple[_Replicas, _Replicas
     return online, offline
 
 
+def _by_replica_id(replicas: Sequence[PartitionAndReplica]) -> dict[int, list[PartitionAndReplica]]:
+    """``replicas`` grouped by replica id, in order of first appearance (Kafka's ``groupBy``)."""
+    groups: dict[int, list[PartitionAndReplica]] = {}
+    for replica in replicas:
+        group = groups.get(replica.replica)
+        if group is None:
+            groups[replica.replica] = [replica]
+        else:
+            group.append(replica)
+    return groups
+
+
 class AbstractReplicaStateMachine(abc.ABC):
     """What the controller and the topic-deletion manager need from a replica state machine."""
 
@@ -230,20 +242,17 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         recorder.begin()
         try:
             self._batch.new_batch()
-            groups: dict[int, list[PartitionAndReplica]] = {}
-            for replica in replicas:
-                group = groups.get(replica.replica)
-                if group is None:
-                    groups[replica.replica] = [replica]
-                else:
-                    group.append(replica)
             # startup's online replicas (240,000 at RF 3): their states need no look-up, all Online
             fresh = replicas is self._initialized_online and target is _ONLINE
-            try:
-                for replica_id, group in groups.items():
-                    self._do_handle_state_changes(replica_id, group, target, fresh)
-            finally:
-                self._queue_online_requests()
+            if fresh and not recorder.per_row:
+                self._startup_online_in_bulk(replicas)
+            else:
+                groups = _by_replica_id(replicas)
+                try:
+                    for replica_id, group in groups.items():
+                        self._do_handle_state_changes(replica_id, group, target, fresh)
+                finally:
+                    self._queue_online_requests()
             self._batch.send_requests_to_brokers(self.controller_context.epoch)
         except ControllerMovedError as e:
             _LOG.error("Controller moved to another broker when moving some replicas to %s state", target)
@@ -342,6 +351,26 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
             self._batch.add_leader_and_isr_requests_by_broker(
                 groups, ctx.partitions_leadership_info, ctx.partition_full_replica_assignment, False
             )
+
+    def _startup_online_in_bulk(self, replicas: Sequence[PartitionAndReplica]) -> None:
+        """``_to_online_in_bulk`` of each replica id's group of startup's online replicas, each
+        OnlineReplica since ``initialize_replica_state`` a moment ago (nothing to look up, check or
+        set), its requests queued for all groups in one batch call: the batch builds them
+        partition by partition, without grouping the replicas (240,000 at RF 3) unless their
+        records are kept. The records come first, as in the groups' loop, which queues after it."""
+        recorder = self._recorder
+        if recorder.auditing:
+            for replica_id, group in _by_replica_id(replicas).items():
+                tps = list(map(itemgetter(0), group))
+                recorder.record_unchanged(replica_id, tps, [_ONLINE] * len(tps), _ONLINE)
+        ctx = self.controller_context
+        self._batch.add_leader_and_isr_requests_by_replica(
+            replicas,
+            ctx.partitions_leadership_info,
+            ctx.partition_full_replica_assignment,
+            self._offline.leaving,
+            False,
+        )
 
     def _to_online_in_bulk(
         self, replica_id: int, replicas: list[PartitionAndReplica], previous: Sequence[ReplicaState | None]

@@ -8,6 +8,7 @@ leadership tuples rather than reading their fields one by one.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from itertools import chain
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
@@ -20,6 +21,7 @@ from kafka_controller.domain.values import (
     EMPTY_ASSIGNMENT,
     LEADER_DURING_DELETE,
     LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
@@ -30,6 +32,7 @@ __all__ = [
     "fill_broker_maps",
     "leader_and_isr_and_metadata_states",
     "leader_and_isr_state",
+    "online_replica_states",
     "queue_distinct_partitions",
     "update_metadata_states_like",
 ]
@@ -163,6 +166,91 @@ def _states(
                 ),
             )  # fmt: skip
     return states, metadata
+
+
+def online_replica_states(
+    ctx: ControllerContext,
+    replicas: Iterable[PartitionAndReplica],
+    skip: Collection[TopicPartition],
+    of_replicas: Callable[[tuple[int, ...]], tuple[int, ...]],
+    is_new: bool,
+) -> tuple[
+    list[tuple[int, dict[TopicPartition, LeaderAndIsrPartitionState]]],
+    list[tuple[TopicPartition, UpdateMetadataPartitionState]],
+]:
+    """The queues ``add_leader_and_isr_requests_by_broker`` fills (LeaderAndIsr from ``ctx``'s
+    leadership and assignments, no topic queued for deletion, no log dir offline) for ``replicas``
+    grouped by replica id, each group's partitions those led in ``ctx`` and not in ``skip``, built
+    partition by partition instead of replica by replica: each partition is looked up, tested and
+    built once, however many of its replicas there are (a failover's OnlineReplica move: 240,000
+    replicas of 100,000 partitions at RF 3, each group of which was filtered, merged and looked
+    up again replica by replica).
+
+    Returns each replica id's LeaderAndIsr map, in order of the id's first appearance, with its
+    partitions in the order of its replicas (ids without a partition and negative ids left out),
+    and the UpdateMetadata states in the grouped calls' order: the first group's partitions, then
+    the second group's not in the first, and so on. That is, a partition comes with the group of
+    lowest rank (order of first appearance) among its replicas, at the place of its replica there.
+
+    The replicas of one partition usually come together (the assignments' order): a run of them is
+    built once; a partition met again in a later run is built again, equal, and the maps keep its
+    first place, as ``dict.fromkeys`` of the groups and the per-group maps do."""
+    leadership = ctx.partitions_leadership_info
+    assignments = ctx.partition_assignments
+    skip = skip or ()  # nothing skipped: no hash per partition
+    rank_of: dict[int, int] = {}  # replica id -> rank (order of first appearance)
+    maps: list[tuple[int, dict[TopicPartition, LeaderAndIsrPartitionState]]] = []
+    metadata_by_rank: list[list[tuple[TopicPartition, UpdateMetadataPartitionState]]] = []
+    last_tp: TopicPartition | None = None
+    state: LeaderAndIsrPartitionState | None = None  # the run's partition's, None if not told
+    metadata: tuple[TopicPartition, UpdateMetadataPartitionState] | None = None
+    lowest = 0  # the lowest rank among the run's replicas
+    last_topic: str | None = None
+    per_topic: Mapping[int, ReplicaAssignment] = {}
+    for replica in replicas:
+        tp, replica_id = replica
+        # identity: the context's shared partitions; an equal partition that is not the same
+        # object starts a new run, which only builds its equal states again (see above)
+        if tp is not last_tp:
+            if metadata is not None:
+                metadata_by_rank[lowest].append(metadata)
+            last_tp, state, metadata, lowest = tp, None, None, len(rank_of)
+            info = leadership.get(tp)
+            if info is not None and tp not in skip:
+                topic, partition = tp
+                if topic != last_topic:
+                    last_topic = topic
+                    per_topic = assignments.get(topic) or {}
+                a = per_topic.get(partition, EMPTY_ASSIGNMENT)
+                (leader, leader_epoch, isr, zk_version), controller_epoch = info
+                replicas_of = a.replicas
+                state = _new_tuple(
+                    LeaderAndIsrPartitionState,
+                    (
+                        topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
+                        replicas_of, a.adding_replicas, a.removing_replicas, is_new,
+                    ),
+                )  # fmt: skip
+                metadata = tp, _new_tuple(
+                    UpdateMetadataPartitionState,
+                    (
+                        topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
+                        replicas_of, of_replicas(replicas_of),
+                    ),
+                )  # fmt: skip
+        rank = rank_of.get(replica_id)
+        if rank is None:
+            rank = rank_of[replica_id] = len(maps)
+            maps.append((replica_id, {}))
+            metadata_by_rank.append([])
+        if state is not None:
+            maps[rank][1][tp] = state
+            if rank < lowest:
+                lowest = rank
+    if metadata is not None:
+        metadata_by_rank[lowest].append(metadata)
+    by_broker = [(replica_id, m) for replica_id, m in maps if m and replica_id >= 0]
+    return by_broker, list(chain.from_iterable(metadata_by_rank))
 
 
 def update_metadata_states_like(

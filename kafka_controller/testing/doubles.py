@@ -21,12 +21,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_controller.core.batch_api import LeaderAndIsrEntry
+from kafka_controller.core.batch_api import LeaderAndIsrEntry, told_by_replica_id
 from kafka_controller.domain.audit_records import AuditItem, AuditRecord
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
@@ -89,6 +90,18 @@ class RecordingRequestBatch:
                 self.add_leader_and_isr_request_for_brokers(
                     (broker_id,), tp, leadership[tp], full_assignment(tp), is_new
                 )
+
+    def add_leader_and_isr_requests_by_replica(
+        self,
+        replicas: Sequence[PartitionAndReplica],
+        leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+        skip: Collection[TopicPartition],
+        is_new: bool,
+    ) -> None:
+        """Recorded as the per-entry calls it stands for."""
+        groups = told_by_replica_id(replicas, leadership, skip)
+        self.add_leader_and_isr_requests_by_broker(groups, leadership, full_assignment, is_new)
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kafka_controller.core.batch_api import told_by_replica_id
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
@@ -112,6 +113,58 @@ def test_queued_by_broker_as_one_entry_at_a_time(seed: int) -> None:
     bulk.send_requests_to_brokers(CONTROLLER_EPOCH)
     one.send_requests_to_brokers(CONTROLLER_EPOCH)
     assert _sent(bulk_channel) == _sent(one_channel)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_queued_by_replica_as_grouped_by_broker(seed: int) -> None:
+    """The partition-by-partition build of a whole OnlineReplica call queues what grouping the
+    replicas and queueing the groups does: replicas in the assignments' order (a failover's),
+    shuffled, or with a partition's replicas apart, some partitions skipped, a replica twice, a
+    negative replica id; and, through the grouped path, with a log dir offline, a topic queued for
+    deletion or a broker with partitions queued already."""
+    rng = random.Random(seed)
+    ctx = _random_context(rng)
+    if seed % 4:
+        ctx.replicas_on_offline_dirs.clear()
+    if seed % 3:
+        ctx.topics_to_be_deleted.clear()
+    replicas = [PartitionAndReplica(tp, r) for tp, a in ctx.iter_assignments() for r in a.replicas]
+    if seed % 5 == 1:
+        rng.shuffle(replicas)
+    elif seed % 5 == 2:
+        replicas = replicas[1::2] + replicas[::2]
+    replicas += replicas[:2]  # a replica twice
+    if seed % 7 == 3:
+        replicas.insert(1, PartitionAndReplica(replicas[0].topic_partition, -1))
+    led = list(ctx.partitions_leadership_info)
+    skip = frozenset(rng.sample(led, rng.randint(0, len(led)))) if seed % 2 else frozenset()
+    is_new = rng.random() < 0.5
+    leadership, full = ctx.partitions_leadership_info, ctx.partition_full_replica_assignment
+    bulk, bulk_channel = _batch(ctx)
+    grouped, grouped_channel = _batch(ctx)
+    if seed % 6 == 5:
+        for batch in (bulk, grouped):
+            batch.add_leader_and_isr_request_for_brokers([2], led[0], leadership[led[0]], full(led[0]), True)
+
+    bulk.add_leader_and_isr_requests_by_replica(replicas, leadership, full, skip, is_new)
+    groups = told_by_replica_id(replicas, leadership, skip)
+    grouped.add_leader_and_isr_requests_by_broker(groups, leadership, full, is_new)
+
+    assert _queued(bulk) == _queued(grouped)
+    assert _queued(bulk)[1] or not any(tps for _, tps in groups)
+    bulk.send_requests_to_brokers(CONTROLLER_EPOCH)
+    grouped.send_requests_to_brokers(CONTROLLER_EPOCH)
+    assert _sent(bulk_channel) == _sent(grouped_channel)
+
+
+def test_told_by_replica_id_groups_as_kafkas_group_by() -> None:
+    a, b, c = TopicPartition("a", 0), TopicPartition("b", 0), TopicPartition("c", 0)
+    info = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1,), 0), 1)
+    replicas = [PartitionAndReplica(tp, r) for tp, r in ((a, 2), (b, 1), (c, 2), (a, 1), (c, 3))]
+
+    groups = told_by_replica_id(replicas, {a: info, b: info}, frozenset({b}))
+
+    assert groups == [(2, [a]), (1, [a]), (3, [])]
 
 
 def _kafka_online_requests(ctx: ControllerContext, replicas: list[PartitionAndReplica]) -> list[Any]:
