@@ -209,16 +209,18 @@ class ControllerBrokerRequestBatch:
         UpdateMetadata state comes out the same for each of its entries: it is built once per
         distinct partition, after the LeaderAndIsr states, and each distinct replica list's
         offline subset once. When no partition repeats (the ISR removal's and the election's
-        entries), there is nothing to share: no memo, each broker's map filled in one pass
+        entries), there is nothing to share: no memo, each broker's map filled in one pass, the
+        UpdateMetadata states built in the same pass as the LeaderAndIsr ones
         (``queue_distinct_partitions``).
         """
         entries = entries if isinstance(entries, list) else list(entries)
-        states = queue_distinct_partitions(self._lai, entries, is_new)
-        if states is None:  # a partition repeats
+        unled = queue_distinct_partitions(self._context, self._lai, self._um_partitions, entries, is_new)
+        if unled is None:  # a partition repeats
             self._queue_leader_and_isr_states(entries, is_new, None)
-        elif states:
+        elif entries:
             self._um_to_all_live = True
-            self._queue_update_metadata_states(states)
+            for tp in unled:
+                log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
 
     def add_leader_and_isr_requests_by_broker(
         self,

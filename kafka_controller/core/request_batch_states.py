@@ -224,14 +224,14 @@ def online_replica_states(
                 a = per_topic.get(partition, EMPTY_ASSIGNMENT)
                 (leader, leader_epoch, isr, zk_version), controller_epoch = info
                 replicas_of = a.replicas
-                state = _new_tuple(
+                state = new_tuple(
                     LeaderAndIsrPartitionState,
                     (
                         topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
                         replicas_of, a.adding_replicas, a.removing_replicas, is_new,
                     ),
                 )  # fmt: skip
-                metadata = tp, _new_tuple(
+                metadata = tp, new_tuple(
                     UpdateMetadataPartitionState,
                     (
                         topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
@@ -278,31 +278,74 @@ def update_metadata_states_like(
 
 
 def queue_distinct_partitions(
+    ctx: ControllerContext,
     requests: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]],
+    queued: dict[TopicPartition, UpdateMetadataPartitionState],
     entries: Sequence[LeaderAndIsrEntry],
     is_new: bool,
-) -> dict[TopicPartition, LeaderAndIsrPartitionState] | None:
-    """``ControllerBrokerRequestBatch.add_leader_and_isr_requests``' LeaderAndIsr part when no
-    partition has two entries (the ISR removal's 60,000 and the election's 20,000 of a failover):
-    each state built once, with no memo, then each broker's map in ``requests`` filled in one
-    pass, in entry order, as the entry loop fills it. Returns the states built (their
-    UpdateMetadata states are the caller's), or None, with nothing queued, when a partition
-    repeats."""
+) -> list[TopicPartition] | None:
+    """``ControllerBrokerRequestBatch.add_leader_and_isr_requests`` when no partition has two
+    entries (the ISR removal's 60,000 and the election's 20,000 of a failover): each LeaderAndIsr
+    state built once, with no memo, then each broker's map in ``requests`` filled in one pass, in
+    entry order, as the entry loop fills it; in the same pass, each partition's
+    UpdateMetadata state queued in ``queued``, from ``ctx``'s leadership and assignment as the
+    batch builds it (``_queue_update_metadata_states``). Returns the partitions with no
+    leadership in ``ctx`` (no UpdateMetadata state); or None when a partition repeats, with no
+    LeaderAndIsr state queued and the UpdateMetadata states of the entries before it queued, which
+    the entry loop then queues again, equal and in the same places.
+
+    The entries' leadership is usually the one just cached in ``ctx``: its fields, unpacked for
+    the LeaderAndIsr state, are then the UpdateMetadata state's too."""
+    leadership = ctx.partitions_leadership_info
+    assignments = ctx.partition_assignments
+    deleting = ctx.topics_to_be_deleted
+    offline_replicas = OfflineReplicas(ctx)
+    of_replicas = offline_replicas.of_replicas
     states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
-    for _, tp, info, assignment in entries:
+    by_broker: dict[int, list[TopicPartition]] = {}
+    unled: list[TopicPartition] = []
+    # Partitions come topic by topic: the topic's assignments and deletion flag looked up once.
+    last_topic: str | None = None
+    per_topic: Mapping[int, ReplicaAssignment] = {}
+    topic_deleted = False
+    for broker_ids, tp, info, assignment in entries:
         if tp in states:
             return None
-        states[tp] = leader_and_isr_state(tp, info, assignment, is_new)
-    by_broker: dict[int, list[TopicPartition]] = {}
-    for broker_ids, tp, _, _ in entries:
+        topic, partition = tp
+        (leader, leader_epoch, isr, zk_version), controller_epoch = info
+        states[tp] = new_tuple(
+            LeaderAndIsrPartitionState,
+            (
+                topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
+                assignment.replicas, assignment.adding_replicas, assignment.removing_replicas, is_new,
+            ),
+        )  # fmt: skip
         for broker_id in broker_ids:
             tps = by_broker.get(broker_id)
             if tps is None:
                 by_broker[broker_id] = [tp]
             else:
                 tps.append(tp)
+        current = leadership.get(tp)
+        if current is None:
+            unled.append(tp)
+            continue
+        if topic != last_topic:
+            last_topic = topic
+            per_topic = assignments.get(topic) or {}
+            topic_deleted = topic in deleting
+        replicas = per_topic.get(partition, EMPTY_ASSIGNMENT).replicas
+        offline = offline_replicas(tp, replicas) if of_replicas is None else of_replicas(replicas)
+        if current is not info:
+            (leader, leader_epoch, isr, zk_version), controller_epoch = current
+        if topic_deleted:  # LeaderAndIsr.duringDelete(isr): leader -2, epoch 0, version 0, ISR kept
+            leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0
+        queued[tp] = new_tuple(
+            UpdateMetadataPartitionState,
+            (topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas, offline),
+        )
     fill_broker_maps(requests, by_broker.items(), states, is_new)
-    return states
+    return unled
 
 
 def fill_broker_maps(

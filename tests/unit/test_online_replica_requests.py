@@ -1,7 +1,8 @@
 """OnlineReplica's LeaderAndIsr entries queued per broker in bulk make the requests
 Kafka's one-replica-at-a-time ``addLeaderAndIsrRequestForBrokers(Seq(replicaId), ...)`` calls make:
 the same brokers in the same order, each with the same partitions in the same order and equal
-states, and the same UpdateMetadata, on random layouts."""
+states, and the same UpdateMetadata, on random layouts; so do the other bulk forms (a whole
+OnlineReplica call's replicas, entries of distinct partitions)."""
 
 from __future__ import annotations
 
@@ -155,6 +156,51 @@ def test_queued_by_replica_as_grouped_by_broker(seed: int) -> None:
     bulk.send_requests_to_brokers(CONTROLLER_EPOCH)
     grouped.send_requests_to_brokers(CONTROLLER_EPOCH)
     assert _sent(bulk_channel) == _sent(grouped_channel)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_distinct_partitions_queued_in_bulk_as_one_entry_at_a_time(seed: int) -> None:
+    """``add_leader_and_isr_requests`` of entries of distinct partitions (the ISR removal's, the
+    election's: LeaderAndIsr and UpdateMetadata states built in one pass) queues what one entry at
+    a time does, in the same order: entries whose leadership is the context's or another, some
+    partitions without a leadership, UpdateMetadata queued before, a topic queued for deletion, a
+    log dir offline; and, with a partition repeated late, what the entry loop it falls back to does."""
+    rng = random.Random(seed)
+    ctx = _random_context(rng)
+    if seed % 3:
+        ctx.topics_to_be_deleted.clear()
+    leadership, full = ctx.partitions_leadership_info, ctx.partition_full_replica_assignment
+    tps = [tp for tp, _ in ctx.iter_assignments()]
+    rng.shuffle(tps)
+    other = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 9, (2, 3), 4), 5)
+    entries = [
+        (
+            tuple(rng.sample((-1, *BROKERS), rng.randint(0, 3))),
+            tp,
+            leadership[tp] if tp in leadership and rng.random() < 0.8 else other,
+            full(tp),
+        )
+        for tp in tps
+    ]
+    if seed % 4 == 3:
+        entries.append(entries[len(entries) // 2])
+    is_new = rng.random() < 0.5
+    bulk, bulk_channel = _batch(ctx)
+    one, one_channel = _batch(ctx)
+    for batch in (bulk, one):
+        for tp in tps[:2]:
+            if tp in leadership:
+                batch.add_update_metadata_request_for_brokers([1], [tp])
+
+    bulk.add_leader_and_isr_requests(entries, is_new)
+    for broker_ids, tp, info, assignment in entries:
+        one.add_leader_and_isr_request_for_brokers(broker_ids, tp, info, assignment, is_new)
+
+    assert _queued(bulk) == _queued(one)
+    assert _queued(bulk)[0] or not any(b >= 0 for e in entries for b in e[0])
+    bulk.send_requests_to_brokers(CONTROLLER_EPOCH)
+    one.send_requests_to_brokers(CONTROLLER_EPOCH)
+    assert _sent(bulk_channel) == _sent(one_channel)
 
 
 def test_told_by_replica_id_groups_as_kafkas_group_by() -> None:
