@@ -91,15 +91,28 @@ class OfflineReplicaStep:
         self.leaving, self._left = frozenset(), ()
         if self.leave_offline_leaders_to_election:
             self.leaving = left_to_election(self.controller_context, offline)
-            self._left = [r for r in offline if r.topic_partition in self.leaving] if self.leaving else ()
-            if self.leaving and self.on_left_to_election is not None:
-                self.on_left_to_election(self.leaving)
-        if self.prewrite_isr_removal and offline:
-            # One dead broker (one replica id): its ISR removal is one round, which starts now.
-            leaving = self.leaving
-            removed = [r.topic_partition for r in offline if r.topic_partition not in leaving]
-            if removed and len({r.replica for r in offline}) == 1:
-                self._isr_removal.start_isr_prewrite(offline[0].replica, removed)
+        leaving = self.leaving
+        prewrite = self.prewrite_isr_removal and bool(offline)
+        # one pass over the offline replicas (60,000 at RF 3): those left to the election, the
+        # partitions of the others (the ISR removal's) and whether they are one broker's
+        left: list[PartitionAndReplica] = []
+        removed: list[TopicPartition] = []
+        replica_ids: set[int] = set()
+        if leaving or prewrite:
+            for replica in offline:
+                tp, replica_id = replica
+                replica_ids.add(replica_id)
+                if tp in leaving:
+                    left.append(replica)
+                else:
+                    removed.append(tp)
+        if leaving:
+            self._left = left
+            if self.on_left_to_election is not None:
+                self.on_left_to_election(leaving)
+        # One dead broker (one replica id): its ISR removal is one round, which starts now.
+        if prewrite and removed and len(replica_ids) == 1:
+            self._isr_removal.start_isr_prewrite(offline[0].replica, removed)
 
     def end_startup(self) -> None:
         """Startup's offline replicas moved (or startup failed first): nothing is left to the
@@ -222,7 +235,8 @@ def left_to_election(
         if info is None:
             continue
         lai = info.leader_and_isr
-        if online(lai.leader, tp) or tp.topic in to_delete:
+        # ``online(lai.leader, tp)``, without a call where liveness alone decides it
+        if (lai.leader in ids if simple else online(lai.leader, tp)) or tp.topic in to_delete:
             continue
         isr = lai.isr
         if simple and ids.isdisjoint(isr):  # no live ISR member (RF 1's every partition)
