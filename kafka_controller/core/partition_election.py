@@ -401,22 +401,27 @@ class PartitionLeaderElector:
         if early is None:
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
         written = early.states
-        if any(to_update.get(tp) != lai for tp, lai in written.items()):
+        # every partition written early is decided alike (compared at C speed)
+        if not written.items() <= to_update.items():
             early.cache_written(self.controller_context, self._recorder.audit)
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
-        rest = {tp: lai for tp, lai in to_update.items() if tp not in written}
+        everything = len(written) == len(to_update)  # the usual case: the early write is the round's
+        rest = {} if everything else {tp: lai for tp, lai in to_update.items() if tp not in written}
         done = early.result()
         other = self._store.update_leader_and_isr(rest, epoch, epoch_zk_version) if rest else None
         # one answer, in the order of ``to_update``: the order a single write answers in, which the
         # election's requests and audit records follow
         finished, more = done.finished, other.finished if other is not None else {}
-        merged = {
-            tp: finished[tp] if tp in finished else more[tp]
-            for tp in to_update
-            if tp in finished or tp in more
-        }
+        if other is None and list(finished) == list(to_update):
+            merged = dict(finished)  # answered in that order already
+        else:
+            merged = {
+                tp: finished[tp] if tp in finished else more[tp]
+                for tp in to_update
+                if tp in finished or tp in more
+            }
         retry = set(done.to_retry).union(other.to_retry if other is not None else ())
-        return UpdateLeaderAndIsrResult(merged, [tp for tp in to_update if tp in retry])
+        return UpdateLeaderAndIsrResult(merged, [tp for tp in to_update if tp in retry] if retry else [])
 
 
 def _unclean_enabled(topic: str, config: Mapping[str, str]) -> bool:
