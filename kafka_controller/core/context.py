@@ -449,8 +449,8 @@ class ControllerContext:
         same states and offline count, without a method call per partition.
 
         Without topics whose deletion started and without a partition given twice, the count moves
-        by the targets' Offline count minus the replaced states' one, and the whole update runs at
-        C speed; otherwise partition by partition."""
+        by the targets' Offline count minus the replaced states' one, and the whole update is one
+        dict update; otherwise partition by partition."""
         pairs = items if isinstance(items, list) else list(items)
         states = self.partition_states
         deletion_started = self.topics_with_deletion_started

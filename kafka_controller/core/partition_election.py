@@ -401,7 +401,7 @@ class PartitionLeaderElector:
         if early is None:
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)
         written = early.states
-        # every partition written early is decided alike (compared at C speed)
+        # every partition written early is decided alike (one comparison of the two mappings)
         if not written.items() <= to_update.items():
             early.cache_written(self.controller_context, self._recorder.audit)
             return self._store.update_leader_and_isr(to_update, epoch, epoch_zk_version)

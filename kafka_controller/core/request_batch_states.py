@@ -25,7 +25,7 @@ from kafka_controller.domain.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafka_controller.hotpath import new_tuple
+from kafka_controller.hotpath import new_tuple, values_at
 
 __all__ = [
     "OfflineReplicas",
@@ -354,18 +354,17 @@ def fill_broker_maps(
     states: Mapping[TopicPartition, LeaderAndIsrPartitionState],
     is_new: bool,
 ) -> None:
-    """Each broker's LeaderAndIsr map in ``requests`` gets its partitions' ``states``, in order, at
-    C speed where nothing is queued for the broker yet or ``is_new``; ``is_new`` is sticky: a
+    """Each broker's LeaderAndIsr map in ``requests`` gets its partitions' ``states``, in order, in
+    one update where nothing is queued for the broker yet or ``is_new``; ``is_new`` is sticky: a
     partition already queued as new stays new. A negative broker id (no broker) is skipped."""
-    state_of = states.__getitem__
     for broker_id, tps in groups:
         if broker_id < 0:
             continue
         per_broker = requests.get(broker_id)
         if per_broker is None:
-            requests[broker_id] = dict(zip(tps, map(state_of, tps), strict=True))
+            requests[broker_id] = dict(zip(tps, values_at(states, tps), strict=True))
         elif is_new:
-            per_broker.update(zip(tps, map(state_of, tps), strict=True))
+            per_broker.update(zip(tps, values_at(states, tps), strict=True))
         else:
             for tp in tps:
                 previous = per_broker.get(tp)

@@ -357,7 +357,7 @@ class FastMulti:
         return out
 
     def _set_versions(self, buf: bytes, offset: int) -> list[Any] | None:
-        """The reply of a multi that all succeeded, read in bulk (C speed): a check's result is a
+        """The reply of a multi that all succeeded, read in bulk: a check's result is a
         bare header, a setData's a header and a stat of which only the version is kept. None (so
         the general parse runs) when the reply is laid out otherwise: the first result unlike the
         expected one is a failure (type -1) at a position the bulk read aligns with, so a failed
