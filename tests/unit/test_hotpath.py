@@ -1,8 +1,10 @@
-"""Each bulk form of ``kafka_controller.hotpath`` gives exactly its straightforward form's result."""
+"""Each bulk form of ``kafka_controller.hotpath`` gives exactly its straightforward form's result, and
+the bulk idioms it names are spelled nowhere else in the package."""
 
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,3 +160,22 @@ def test_identity_hash_is_objects_hash_and_keeps_enum_sets_working(member: Enum)
     assert {m: m.name for m in cls}[member] == member.name
     others = frozenset(m for m in cls if m is not member)
     assert member not in others
+
+
+#: The spellings that ``hotpath`` names; outside it the Kafka logic uses the names. A dict's own
+#: ``__getitem__`` handed over as a lookup function (``request_batch_states.OfflineReplicas``) is an
+#: object passed along, not a bulk idiom, and stays allowed.
+IDIOMS = ("tuple.__new__", ".__contains__,", ".__contains__)", "C speed")
+
+
+def test_the_bulk_idioms_live_only_in_hotpath() -> None:
+    package = Path(__file__).resolve().parents[2] / "kafka_controller"
+    found = [
+        f"{path.relative_to(package.parent)}:{number}: {idiom}"
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "hotpath.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        for idiom in IDIOMS
+        if idiom in line
+    ]
+    assert not found, "use kafka_controller.hotpath's names instead: " + "; ".join(found)
