@@ -56,7 +56,7 @@ from kafka_controller.audit.repeat_log import DEFAULT_INTERVAL_S, RepeatedLog
 from kafka_controller.audit.rows import CONTROLLER_EVENTS, Batch, Converted, batch_size, event_row
 from kafka_controller.audit.spool import JOURNAL_FILE, Spool
 from kafka_controller.audit.store_file import FileChange, StoreFile
-from kafka_controller.audit.writer_recovery import AuditWriterStats, SpoolRecovery
+from kafka_controller.audit.writer_recovery import AuditWriterStats, RejectedRows, SpoolRecovery, move_journal
 from kafka_controller.domain.audit_records import AuditItem, ControllerEventRecord
 from kafka_controller.domain.errors import InvalidArgumentError
 from kafka_controller.heap import release_free_heap
@@ -69,16 +69,16 @@ log = logging.getLogger(__name__)
 TRIM_AFTER_ROWS = 100_000  #: queue empty after this many rows: free C heap back to the OS (``heap``)
 
 
-# A BulkAuditSink by registration, not as a second base (a class has one project base at most:
-# tests/unit/test_class_composition.py).
-@BulkAuditSink.register
-class AuditWriter(SpoolRecovery):
+class AuditWriter(BulkAuditSink):
     """Batched, durable audit writer for a SQLAlchemy URL (``sqlite:///file`` or ``postgresql+psycopg://``).
 
     ``sqlite_synchronous="FULL"`` (the default) makes a flushed row survive power loss, as the
     fsync'd spool does; ``"NORMAL"`` is faster (see ``bench/audit.py``) but only survives a crash
     of the process. Raises ``InvalidArgumentError`` for a bad URL, option or spool directory;
     after that it never raises and never blocks the caller.
+
+    The writer thread's way back from an outage is a ``SpoolRecovery`` and the rows it sets aside
+    a ``RejectedRows`` (``writer_recovery``), both built here from what they use.
     """
 
     def __init__(
@@ -116,7 +116,7 @@ class AuditWriter(SpoolRecovery):
             raise
         try:
             self._journal = Spool(spool_dir, name=JOURNAL_FILE, durable=False) if journal else None
-            recovered = self._recover_journal()
+            recovered = move_journal(self._journal, self._spool)
         except BaseException:
             self._spool.close()
             self._engine.dispose()
@@ -126,12 +126,21 @@ class AuditWriter(SpoolRecovery):
         self._errors = RepeatedLog(log, self._clock, error_log_interval)
         self._batch_size = batch_size
         self._flush_interval = flush_interval
-        self._backoff_min, self._backoff_max = retry_backoff
-        self._backoff = self._backoff_min
-        self._next_retry = 0.0
 
         self._lock = threading.Lock()
         self._progress = threading.Condition(self._lock)
+        self._rejects = RejectedRows(self._spool.directory, self._errors, self._lock)
+        self._recovery = SpoolRecovery(
+            self.url,
+            engine=self._engine,
+            spool=self._spool,
+            store_file=self._store_file,
+            write=self._write,
+            errors=self._errors,
+            clock=self._clock,
+            progress=self._progress,
+            retry_backoff=retry_backoff,
+        )
         self._wake = threading.Event()
         self._queue: deque[tuple[Unit, int]] = deque()
         # (records accepted up to and including a record() call, its first record's timestamp):
@@ -140,15 +149,12 @@ class AuditWriter(SpoolRecovery):
         self._held: deque[tuple[Batch, int]] = deque()  # converted but not yet settled (spool failed)
         self._pending = self._accepted = self._settled = 0
         self._hold_from: int | None = None  # while held, rows accepted up to here may go (``hold``)
-        self._written = self._replayed = self._duplicates = 0
+        self._written = self._duplicates = 0
         self._spooled = recovered
-        self._rejected = self._dropped = 0
+        self._dropped = 0
         self._untrimmed = 0  # rows written since the C heap was last trimmed
         self._closing = False
         self._abandoned = False
-        self._schema_ready = False
-        self._db_up = True
-        self._last_error: str | None = None
 
         self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
         self._thread.start()
@@ -272,39 +278,41 @@ class AuditWriter(SpoolRecovery):
 
     def stats(self) -> AuditWriterStats:
         lag = self.lag_ms()
+        recovery = self._recovery
         with self._lock:
             return AuditWriterStats(
                 accepted=self._accepted,
                 written=self._written,
                 spooled=self._spooled,
-                replayed=self._replayed,
-                duplicates=self._duplicates,
-                rejected=self._rejected,
+                replayed=recovery.replayed,
+                duplicates=self._duplicates + recovery.duplicates,
+                rejected=self._rejects.count,
                 dropped=self._dropped,
                 pending=self._accepted - self._settled,
                 spool_rows=self._spool.rows,
                 spool_bytes=self._spool.size,
-                database_available=self._db_up and self._schema_ready,
-                last_error=self._last_error,
+                database_available=recovery.db_up and recovery.schema_ready,
+                last_error=recovery.last_error,
                 lag_ms=lag,
             )
 
     # -- the writer thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
+        recovery = self._recovery
         while True:
             try:
                 if self._cycle():
                     return
             except Exception:  # a bug must not kill the thread: log, back off, go on
                 self._errors.log("cycle", logging.ERROR, "audit writer cycle failed", exc_info=True)
-                self._mark_down("internal error (see log)")
+                recovery.mark_down("internal error (see log)")
             with self._lock:
                 idle = not self._queue
             self._loader.maintain(idle=idle)
             timeout = self._flush_interval
-            if self._spool or self._held or not self._schema_ready:
-                timeout = min(timeout, max(0.0, self._next_retry - self._clock.monotonic()))
+            if self._spool or self._held or not recovery.schema_ready:
+                timeout = min(timeout, max(0.0, recovery.next_retry - self._clock.monotonic()))
             self._wake.wait(timeout)
             self._wake.clear()
 
@@ -312,11 +320,11 @@ class AuditWriter(SpoolRecovery):
         """One pass: retry if due, settle held then queued batches. True when closed and done."""
         if self._abandoned:
             return True
-        if self._schema_ready:
+        recovery = self._recovery
+        if recovery.schema_ready:
             self._store_moved()  # a deleted or replaced file is noticed even while no row comes
-        due = self._clock.monotonic() >= self._next_retry
-        if due and (not self._schema_ready or self._spool or not self._db_up):
-            self._recover()
+        if recovery.due() and (not recovery.schema_ready or self._spool or not recovery.db_up):
+            recovery.recover()
         while self._held:
             batch, n = self._held[0]
             if not self._settle(batch):
@@ -344,13 +352,13 @@ class AuditWriter(SpoolRecovery):
                 if self._untrimmed >= TRIM_AFTER_ROWS:
                     self._untrimmed = 0
                     release_free_heap()
-                if closing and self._spool and self._clock.monotonic() >= self._next_retry:
-                    self._recover()
+                if closing and self._spool and recovery.due():
+                    recovery.recover()
                 return closing
             self._untrimmed += n
             converted = convert_units(chunks)
             if converted.rejected:
-                self._reject(
+                self._rejects.reject(
                     [{"record": repr(r), "reason": why} for r, why in converted.rejected],
                     len(converted.rejected),
                 )
@@ -360,9 +368,23 @@ class AuditWriter(SpoolRecovery):
                 return False
             self._mark_settled(n)
 
+    def _mark_settled(self, n: int) -> None:
+        """``n`` more records are in the database, the spool or ``rejected.jsonl``: wake whoever
+        waits, and truncate the journal once everything accepted is settled."""
+        with self._progress:
+            self._settled += n
+            if self._settled >= self._accepted and self._journal is not None and self._journal:
+                try:
+                    self._journal.clear()  # everything in it is in the database or the spool
+                except OSError as e:
+                    what = "audit journal %s cannot be truncated: %s"
+                    self._errors.log("journal", logging.ERROR, what, self._journal.path, e)
+            self._progress.notify_all()
+
     def _settle(self, batch: Batch) -> bool:
         """Put one batch in the database or the spool; False if neither took it (retry later)."""
-        if self._schema_ready and not self._spool and self._db_up:
+        recovery = self._recovery
+        if recovery.schema_ready and not self._spool and recovery.db_up:
             batch, inserted = self._write(batch, may_conflict=False)
             if inserted is not None:
                 with self._lock:
@@ -374,8 +396,7 @@ class AuditWriter(SpoolRecovery):
         try:
             self._spool.append(batch)
         except (OSError, TypeError, ValueError) as e:
-            with self._lock:
-                self._last_error = f"spool: {e}"
+            recovery.note_error(f"spool: {e}")
             if isinstance(e, OSError):
                 # Held in memory and retried each cycle. The database's own retry is not pushed
                 # back: a database that comes back is drained whatever the spool's disk does.
@@ -389,9 +410,9 @@ class AuditWriter(SpoolRecovery):
                 )
                 return False
             log.error("audit spool %s cannot take a batch: %s", self._spool.path, e)
-            good, bad = self._split(batch)  # unencodable values: set them aside, spool the rest
+            good, bad = self._rejects.split(batch)  # unencodable values: set them aside, spool the rest
             if not bad:  # nothing to blame on a single row: keep the whole batch aside, never lose it
-                self._reject([{"batch": batch, "reason": f"cannot spool: {e}"}], batch_size(batch))
+                self._rejects.reject([{"batch": batch, "reason": f"cannot spool: {e}"}], batch_size(batch))
                 return True
             return self._settle(good) if good else True
         with self._lock:
@@ -413,7 +434,7 @@ class AuditWriter(SpoolRecovery):
             error = e
         else:
             return (batch, None) if self._store_moved() else (batch, inserted)
-        good, bad = self._split(batch)
+        good, bad = self._rejects.split(batch)
         if bad:
             if not good:
                 return good, 0
@@ -423,7 +444,7 @@ class AuditWriter(SpoolRecovery):
                 error = e
             else:
                 return (good, None) if self._store_moved() else (good, inserted)
-        self._database_failed(error)
+        self._recovery.database_failed(error)
         return good, None
 
     def _store_moved(self) -> bool:
@@ -454,9 +475,7 @@ class AuditWriter(SpoolRecovery):
             STORE_REPLACED, -1, 0, self._clock.time_ms(), 0.0, f"{path} {what}; {kept}"
         )
         self._held.append(({CONTROLLER_EVENTS: [event_row(marker)]}, 0))
-        self._schema_ready = False
-        self._mark_down(f"audit database {path} {change.value} while open")
-        self._next_retry = self._clock.monotonic()  # recreate now, not after a backoff
+        self._recovery.recreate_now(f"audit database {path} {change.value} while open")
         return True
 
 

@@ -1,11 +1,11 @@
-"""The ``AuditWriter``'s way back from an outage, its bookkeeping, and its counters.
+"""The ``AuditWriter``'s way back from an outage, the rows it sets aside, and its counters.
 
 ``SpoolRecovery`` is the part of the writer thread that runs while the spool holds rows: (re)create
 or upgrade the schema, replay the spool oldest first in chunks (the unique keys make a replay
-idempotent), set aside rows the database can never accept, and move what a dead writer journaled
-into the spool; and what every batch settles (the journal truncated once all is settled, the
-database marked up or down with its backoff). A mixin over the writer's own state (see
-``writer.AuditWriter``).
+idempotent), and keep the database's state (up or down, the last error, the backoff before the
+next try). ``RejectedRows`` sets aside rows the database can never accept; ``move_journal`` moves
+what a dead writer journaled into the spool. The writer builds each in its constructor and hands
+it what it uses (see ``writer.AuditWriter``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -49,62 +51,116 @@ class AuditWriterStats:
     lag_ms: int = 0  #: age of the oldest record not yet settled (``AuditWriter.lag_ms``)
 
 
-class SpoolRecovery:
-    """Mixin: the writer thread's recovery steps (state and the other steps are ``AuditWriter``'s)."""
+#: ``AuditWriter._write``: commit a batch; the rows it tried and how many were new (None: unavailable).
+WriteBatch = Callable[..., tuple[Batch, int | None]]
 
-    url: str
-    _engine: Any
-    _spool: Spool
-    _journal: Spool | None
-    _lock: threading.Lock
-    _schema_ready: bool
-    _replayed: int
-    _duplicates: int
-    _rejected: int
-    _progress: threading.Condition
-    _clock: Clock
-    _db_up: bool
-    _last_error: str | None
-    _next_retry: float
-    _backoff: float
-    _backoff_min: float
-    _backoff_max: float
-    _settled: int
-    _accepted: int
-    _errors: RepeatedLog
-    _store_file: StoreFile
 
-    def _write(self, batch: Batch, *, may_conflict: bool) -> tuple[Batch, int | None]:
-        raise NotImplementedError
+class RejectedRows:
+    """Rows the database can never accept (a malformed record), kept in ``rejected.jsonl`` in the
+    spool directory so that one bad record cannot block the rest, and counted.
 
-    def _mark_settled(self, n: int) -> None:
-        with self._progress:
-            self._settled += n
-            if self._settled >= self._accepted and self._journal is not None and self._journal:
-                try:
-                    self._journal.clear()  # everything in it is in the database or the spool
-                except OSError as e:
-                    what = "audit journal %s cannot be truncated: %s"
-                    self._errors.log("journal", logging.ERROR, what, self._journal.path, e)
-            self._progress.notify_all()
+    ``lock`` is the writer's: ``count`` changes under it, and ``AuditWriter.stats`` reads it there."""
 
-    def _mark_down(self, error: str | None) -> None:
-        """The database is unavailable: the next retry after a doubled backoff."""
+    def __init__(self, directory: Path, errors: RepeatedLog, lock: threading.Lock) -> None:
+        self.path = directory / REJECTED_FILE
+        self.count = 0
+        self._errors = errors
+        self._lock = lock
+
+    def split(self, batch: Batch) -> tuple[Batch, list[tuple[str, Row, str]]]:
+        """The rows the database can take, and the others (set aside in ``rejected.jsonl``)."""
+        good, bad = split_valid(batch)
+        if bad:
+            self.reject([{"table": t, "row": list(r), "reason": why} for t, r, why in bad], len(bad))
+        return good, bad
+
+    def reject(self, entries: list[dict[str, Any]], n: int) -> None:
+        """Set ``entries`` (``n`` records) aside, each with its reason logged."""
+        for entry in entries:
+            log.error("audit: rejecting a record: %s", entry["reason"])
+        try:
+            with open(self.path, "ab") as f:
+                f.writelines(orjson.dumps(e, default=repr) + b"\n" for e in entries)
+                f.flush()
+        except OSError as e:
+            self._errors.log("rejected", logging.ERROR, "audit: cannot write %s: %s", self.path, e)
         with self._lock:
-            self._db_up = False
+            self.count += n
+
+
+class SpoolRecovery:
+    """The writer thread's way back to the database, and the database's state while it is away.
+
+    It holds whether the schema is ready, whether the database is up, the last error the writer
+    met, and when to try again (a backoff doubling from ``retry_backoff[0]`` up to
+    ``retry_backoff[1]``); ``recover`` creates or upgrades the schema and replays the spool
+    through ``write`` (the writer's commit, which also notices a replaced SQLite file).
+    ``progress`` is the writer's condition over its lock: the counters change under it, and
+    ``mark_up`` wakes ``AuditWriter.wait_replayed``. Only the writer thread calls it."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        engine: Any,
+        spool: Spool,
+        store_file: StoreFile,
+        write: WriteBatch,
+        errors: RepeatedLog,
+        clock: Clock,
+        progress: threading.Condition,
+        retry_backoff: tuple[float, float],
+    ) -> None:
+        self.url = url
+        self._engine = engine
+        self._spool = spool
+        self._store_file = store_file
+        self._write = write
+        self._errors = errors
+        self._clock = clock
+        self._progress = progress
+        self._backoff_min, self._backoff_max = retry_backoff
+        self._backoff = self._backoff_min
+        self.next_retry = 0.0  #: monotonic time of the next try while down
+        self.schema_ready = False
+        self.db_up = True
+        self.last_error: str | None = None
+        self.replayed = 0  #: spooled rows replayed into the database and cleared from the spool
+        self.duplicates = 0  #: replayed rows the database already had
+
+    def due(self) -> bool:
+        """Whether the backoff since the last failure is over."""
+        return self._clock.monotonic() >= self.next_retry
+
+    def note_error(self, error: str) -> None:
+        """The last error ``stats`` reports, for one the database's state does not change with."""
+        with self._progress:
+            self.last_error = error
+
+    def mark_down(self, error: str | None) -> None:
+        """The database is unavailable: the next retry after a doubled backoff."""
+        with self._progress:
+            self.db_up = False
             if error is not None:
-                self._last_error = error
-        self._next_retry = self._clock.monotonic() + self._backoff
+                self.last_error = error
+        self.next_retry = self._clock.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, self._backoff_max)
 
-    def _mark_up(self) -> None:
+    def mark_up(self) -> None:
         with self._progress:
-            self._db_up = True
+            self.db_up = True
             self._progress.notify_all()
         self._backoff = self._backoff_min
-        self._next_retry = 0.0
+        self.next_retry = 0.0
 
-    def _database_failed(self, error: BaseException) -> None:
+    def recreate_now(self, error: str) -> None:
+        """The store the schema was made in is gone (a replaced SQLite file): down, and the schema
+        created again at the next cycle rather than after a backoff."""
+        self.schema_ready = False
+        self.mark_down(error)
+        self.next_retry = self._clock.monotonic()
+
+    def database_failed(self, error: BaseException) -> None:
         """The database refused a write or a schema upgrade: say so (once per interval while it
         lasts, naming a read-only SQLite file as such) and retry after a backoff."""
         text = one_line(error)
@@ -127,28 +183,21 @@ class SpoolRecovery:
                 self._spool.path,
                 text,
             )
-        self._mark_down(text)
+        self.mark_down(text)
 
-    def _split(self, batch: Batch) -> tuple[Batch, list[tuple[str, Row, str]]]:
-        """The rows the database can take, and the others (set aside in ``rejected.jsonl``)."""
-        good, bad = split_valid(batch)
-        if bad:
-            self._reject([{"table": t, "row": list(r), "reason": why} for t, r, why in bad], len(bad))
-        return good, bad
-
-    def _recover(self) -> None:
+    def recover(self) -> None:
         """Create or upgrade the schema if needed, then replay the spool; back off on failure."""
-        if not self._schema_ready:
+        if not self.schema_ready:
             try:
                 upgrade_database(self._engine)
             except Exception as e:
-                self._database_failed(e)
+                self.database_failed(e)
                 return
             self._store_file.remember()  # the file the engine's connections now have open
-            self._schema_ready = True
+            self.schema_ready = True
         if not self._spool:
             self._errors.resolved("database", "audit database %s is back", self.url)
-            self._mark_up()
+            self.mark_up()
             return
         chunk: Batch = {}
         for batch in self._spool.read():
@@ -162,48 +211,35 @@ class SpoolRecovery:
             return
         replayed = self._spool.rows
         self._spool.clear()
-        with self._lock:
-            self._replayed += replayed
+        with self._progress:
+            self.replayed += replayed
         if not self._errors.resolved(
             "database", "audit database %s is back: replayed %d spooled rows", self.url, replayed
         ):
             log.info("audit database %s: replayed %d spooled rows", self.url, replayed)
-        self._mark_up()
+        self.mark_up()
 
     def _replay_chunk(self, chunk: Batch) -> bool:
         loaded, inserted = self._write(chunk, may_conflict=True)
         if inserted is None:
             return False
-        with self._lock:
-            self._duplicates += batch_size(loaded) - inserted
+        with self._progress:
+            self.duplicates += batch_size(loaded) - inserted
         return True
 
-    def _reject(self, entries: list[dict[str, Any]], n: int) -> None:
-        path = self._spool.directory / REJECTED_FILE
-        for entry in entries:
-            log.error("audit: rejecting a record: %s", entry["reason"])
-        try:
-            with open(path, "ab") as f:
-                f.writelines(orjson.dumps(e, default=repr) + b"\n" for e in entries)
-                f.flush()
-        except OSError as e:
-            self._errors.log("rejected", logging.ERROR, "audit: cannot write %s: %s", path, e)
-        with self._lock:
-            self._rejected += n
 
-    def _recover_journal(self) -> int:
-        """Move what a dead writer journaled but never settled into the spool (replayed with the
-        unique keys, so rows it did commit are not doubled); the number of rows moved."""
-        journal = self._journal
-        if journal is None or not journal:
-            return 0
-        moved = 0
-        for batch in journal.read():
-            self._spool.append(batch)
-            moved += batch_size(batch)
-        journal.clear()
-        log.warning("audit: %d journaled rows of an earlier writer moved to the spool for replay", moved)
-        return moved
+def move_journal(journal: Spool | None, spool: Spool) -> int:
+    """Move what a dead writer journaled but never settled into the spool (replayed with the
+    unique keys, so rows it did commit are not doubled); the number of rows moved."""
+    if journal is None or not journal:
+        return 0
+    moved = 0
+    for batch in journal.read():
+        spool.append(batch)
+        moved += batch_size(batch)
+    journal.clear()
+    log.warning("audit: %d journaled rows of an earlier writer moved to the spool for replay", moved)
+    return moved
 
 
 def _read_only(path: os.PathLike[str], error: str) -> bool:

@@ -32,9 +32,8 @@ class BulkAuditSink(abc.ABC):
     """An ``AuditSink`` whose ``record`` also takes bulk records (``ReplicaTransitionColumns``,
     ``PartitionTransitionColumns``: many rows in one object), among single ones, in order.
 
-    A sink says it takes them by deriving from this class (or, when its one base is taken,
-    with ``@BulkAuditSink.register``), and callers ask with ``isinstance`` (``record_items``
-    does): the state machines then gather a failover's successes as columns instead of building
+    A sink says it takes them by deriving from this class, and callers ask with ``isinstance``
+    (``record_items`` does): the state machines then gather a failover's successes as columns instead of building
     a record object per row. Its rows are the rows of the single records the bulk ones expand to
     (``domain.audit_records.expand_records``)."""
 
