@@ -82,7 +82,7 @@ def socket_settings(kafka: KafkaConfig) -> SocketSettings:
     )
 
 
-class BrokerServer(SessionExpiry):
+class BrokerServer:
     """One broker; ``startup()`` then, later, ``shutdown()`` (both from the same thread).
 
     ``zookeeper`` is a connect string, or a ``MetadataStore`` the server then owns (it closes it on
@@ -122,7 +122,7 @@ class BrokerServer(SessionExpiry):
         self.shutdown_requested = threading.Event()
         self._halted = threading.Event()  # set once everything is being stopped
         self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._session_expired = False
+        self._session_expiry: SessionExpiry | None = None  # built once the store is open
         self._started = False
         self._stopped = False
         self.broker_state = M.NOT_RUNNING  # Kafka's BrokerState gauge
@@ -171,7 +171,17 @@ class BrokerServer(SessionExpiry):
             sasl_factory(props, self.credentials, lambda payload: kafka_answer[0](payload))
         )
         self._cleanup.append(("zookeeper session", store.close))  # closing it deregisters the broker
-        store.add_session_listener(self._on_session_event)
+        self._session_expiry = expiry = SessionExpiry(
+            self.broker_id,
+            store,
+            broker_info=lambda: self.broker_info,
+            reregistered=self._reregistered,
+            enqueue=self._tasks.put,
+            halted=self._halted,
+            clock=clock,
+            data_dir=self.data_dir,
+        )
+        store.add_session_listener(expiry.on_session_event)
         retry = zk_wait.UntilConnected(store, self.shutdown_requested, clock)  # Kafka's, on CONNECTIONLOSS
         new_id = new_cluster_id()  # as Kafka's brokers do
         self.cluster_id = retry(lambda: store.create_or_get_cluster_id(new_id), "Reading /cluster/id")
@@ -331,6 +341,11 @@ class BrokerServer(SessionExpiry):
         retry(self.config_changes.start, "Watching /config/changes")
         self._cleanup.append(("config change listener", self.config_changes.stop))
 
+    def _reregistered(self, epoch: int) -> None:
+        """After a session expiry (``SessionExpiry``): the new, larger broker epoch (KIP-380)."""
+        old, self.broker_epoch = self.broker_epoch, epoch
+        log.info("Re-registered broker %d (session expired): epoch %d -> %d", self.broker_id, old, epoch)
+
     def _open_audit(self, url: str) -> AuditSink:
         # Imported on use: SQLAlchemy is optional (the 'audit' extra).
         from kafka_controller.audit.operations import OperationLog
@@ -451,8 +466,8 @@ class BrokerServer(SessionExpiry):
     def _stop_all(self) -> None:
         self._stopped = True
         self._halted.set()
-        if self.store is not None:
-            self.store.remove_session_listener(self._on_session_event)
+        if self.store is not None and self._session_expiry is not None:
+            self.store.remove_session_listener(self._session_expiry.on_session_event)
         for name, undo in reversed(self._cleanup):
             try:
                 undo()
