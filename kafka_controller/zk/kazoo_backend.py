@@ -15,20 +15,21 @@ listener).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kazoo.client import KazooState, KeeperState
-from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
-from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError
+from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.ports import Clock, MetadataStore
 from kafka_controller.zk.backend import (
     EPHEMERAL,
     EPHEMERAL_SEQUENTIAL,
     PERSISTENT_SEQUENTIAL,
+    ChildrenRead,
+    DataRead,
+    DataVersions,
     MultiOutcome,
     Op,
     RawSessionListener,
@@ -39,14 +40,7 @@ from kafka_controller.zk.backend import (
 from kafka_controller.zk.batching import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_BATCH_OPS
 from kafka_controller.zk.kazoo_client import InterruptibleKazooClient
 from kafka_controller.zk.kazoo_reads import KazooReads, stat_of, translate
-from kafka_controller.zk.multiread import (
-    GET_DATA,
-    FastMulti,
-    MultiRead,
-    check_paths,
-    first_failure,
-    serialize_acls,
-)
+from kafka_controller.zk.multiread import FastMulti, check_paths, first_failure, serialize_acls
 from kafka_controller.zk.poll_handler import PollingHandler
 from kafka_controller.zk.security import ZkClientConfig
 from kafka_controller.zk.store import ZkMetadataStore
@@ -56,31 +50,29 @@ log = logging.getLogger(__name__)
 ClientFactory = Callable[..., Any]
 
 
-class KazooBackend(KazooReads):
-    """A started ``KazooClient`` on the configured chroot (created first when missing)."""
+class KazooBackend:
+    """A started ``KazooClient`` on the configured chroot (created first when missing).
+
+    Its reads, and the request window its writes share with them, are a ``KazooReads`` it builds
+    over the client (``kazoo_reads``); each read hands the whole batch on in one call."""
 
     def __init__(self, config: ZkClientConfig, *, client_factory: ClientFactory | None = None) -> None:
         self.config = config
         self._factory: ClientFactory = client_factory or InterruptibleKazooClient
         self._chroot = config.chroot
-        self._multi_read = config.multi_read is not False
-        #: each pipelined request's round trip in ms (the broker's ZooKeeperRequestLatencyMs)
-        self.on_request_latency_ms: Callable[[float], None] | None = None
-        self._wrappers: dict[RawWatch, Callable[[Any], None]] = {}
-        self._wrappers_lock = threading.Lock()
         self._listeners: list[RawSessionListener] = []
         self._acl_cache: dict[tuple[tuple[int, str, str], ...], bytes] = {}
-        self._timeout = config.request_timeout_s
         if self._chroot and config.create_paths:
             self._ensure_chroot()
         kwargs = config.kazoo_kwargs()
         if client_factory is None:  # our handler only for kazoo's own client; factories choose theirs
             kwargs["handler"] = PollingHandler()
         self.client = self._factory(**kwargs)
+        self._reads = KazooReads(self.client, config)
         self.client.add_listener(self._on_state)
         self._start(self.client)
         if config.multi_read is None:
-            self._probe_multi_read()
+            self._reads.probe_multi_read()
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -92,22 +84,6 @@ class KazooBackend(KazooReads):
                 f"cannot connect to ZooKeeper at {self.config.hosts} within "
                 f"{self.config.connection_timeout_ms / 1000:g} s ({type(e).__name__})"
             ) from None
-
-    def _probe_multi_read(self) -> None:
-        """Find out once whether the server knows opcode 22. A server that does not answers
-        UNIMPLEMENTED and drops the connection, so wait (bounded) for the reconnection."""
-        try:
-            list(self._pipeline([MultiRead(GET_DATA, ["/zookeeper"], "")], "multi-read probe"))
-        except MetadataStoreError as e:
-            if e.code not in ("UNIMPLEMENTED", "MARSHALLINGERROR"):
-                raise
-            log.warning("ZooKeeper at %s has no multi-read: using pipelined reads", self.config.hosts)
-            self._multi_read = False
-            retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=0.5, deadline=self._timeout)
-            try:
-                retry(self.client.exists, "/")
-            except Exception as err:
-                raise translate(err, "/") from None
 
     def _ensure_chroot(self) -> None:
         """Create the chroot path with a client on the server's root, as Kafka's broker does."""
@@ -142,6 +118,20 @@ class KazooBackend(KazooReads):
     def connected(self) -> bool:
         return bool(self.client.state == KazooState.CONNECTED)
 
+    @property
+    def uses_multi_read(self) -> bool:
+        """Whether reads go out as multi-reads (False against a server without them)."""
+        return self._reads.uses_multi_read
+
+    @property
+    def on_request_latency_ms(self) -> Callable[[float], None] | None:
+        """Told each pipelined request's round trip in ms (the broker's ZooKeeperRequestLatencyMs)."""
+        return self._reads.on_request_latency_ms
+
+    @on_request_latency_ms.setter
+    def on_request_latency_ms(self, sink: Callable[[float], None] | None) -> None:
+        self._reads.on_request_latency_ms = sink
+
     def add_session_listener(self, listener: RawSessionListener) -> None:
         self._listeners.append(listener)
 
@@ -159,7 +149,24 @@ class KazooBackend(KazooReads):
             except Exception:
                 log.exception("session listener raised")
 
-    # -- ACLs and watches ---------------------------------------------------------------------------
+    # -- reads: ``KazooReads``, a batch per call --------------------------------------------------
+
+    def get_data_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[DataRead]:
+        return self._reads.get_data_many(paths, watch)
+
+    def get_children_many(self, paths: Sequence[str], watch: RawWatch | None = None) -> list[ChildrenRead]:
+        return self._reads.get_children_many(paths, watch)
+
+    def iter_data_many(self, paths: Sequence[str]) -> Iterator[list[DataRead]]:
+        return self._reads.iter_data_many(paths)
+
+    def iter_data_versions_many(self, paths: Sequence[str]) -> Iterator[DataVersions]:
+        return self._reads.iter_data_versions_many(paths)
+
+    def iter_data_versions_streamed(self, paths: Iterable[str]) -> Iterator[DataVersions]:
+        return self._reads.iter_data_versions_streamed(paths)
+
+    # -- ACLs and writes ----------------------------------------------------------------------------
 
     def _kazoo_acls(self, path: str) -> list[Any]:
         return [ACL(p, Id(s, i)) for p, s, i in self.config.acl_triples(path)]
@@ -176,23 +183,23 @@ class KazooBackend(KazooReads):
 
     def iter_multi(self, multis: Iterable[Sequence[Op]]) -> Iterator[MultiOutcome]:
         """Each multi's paths are checked as it is taken (``FastMulti``): a bad one ends the call there."""
-        self._check()
+        self._reads.check()
         chroot, acl = self._chroot, self._acl_bytes
-        for reply in self._pipeline((FastMulti(ops, chroot, acl) for ops in multis), "multi"):
+        for reply in self._reads.pipeline((FastMulti(ops, chroot, acl) for ops in multis), "multi"):
             failure = first_failure(reply)
             yield MultiOutcome(reply) if failure is None else MultiOutcome(None, *failure)
 
     def exists(self, path: str, watch: RawWatch | None = None) -> Stat | None:
-        self._check()
+        self._reads.check()
         check_paths([path])
         try:
-            stat = self.client.exists(path, watch=self._wrap(watch))
+            stat = self.client.exists(path, watch=self._reads.wrap(watch))
         except Exception as e:
             raise translate(e, path) from None
         return None if stat is None else stat_of(stat)
 
     def create(self, path: str, data: bytes | None, mode: int = 0) -> tuple[str, Stat]:
-        self._check()
+        self._reads.check()
         check_paths([path])
         try:
             created, stat = self.client.create(
@@ -208,7 +215,7 @@ class KazooBackend(KazooReads):
         return created, stat_of(stat)
 
     def set_data(self, path: str, data: bytes | None, version: int = -1) -> Stat:
-        self._check()
+        self._reads.check()
         check_paths([path])
         try:
             return stat_of(self.client.set(path, data if data is not None else b"", version))
@@ -216,7 +223,7 @@ class KazooBackend(KazooReads):
             raise translate(e, path) from None
 
     def delete(self, path: str, version: int = -1) -> None:
-        self._check()
+        self._reads.check()
         check_paths([path])
         try:
             self.client.delete(path, version)

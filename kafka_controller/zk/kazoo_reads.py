@@ -1,4 +1,5 @@
-"""The kazoo adapter's request plumbing and reads: ``KazooReads``, which ``KazooBackend`` extends.
+"""The kazoo adapter's request plumbing and reads: ``KazooReads``, which ``KazooBackend`` builds
+over its client and hands its reads and writes to.
 
 Reads go out as ``MultiRead`` requests (``multiread.py``), several in flight, so a failover's
 100,000 reads take tens of round trips, not 100,000. A watched read of many znodes is multi-reads
@@ -27,6 +28,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
     ZookeeperError,
 )
+from kazoo.retry import KazooRetry
 
 from kafka_controller.domain.errors import MetadataStoreError, StoreUnavailableError
 from kafka_controller.zk.backend import (
@@ -86,22 +88,43 @@ def _checked(chunks: Iterator[list[str]]) -> Iterator[list[str]]:
 
 
 class KazooReads:
-    """Requests and reads over ``client``; ``KazooBackend`` sets the attributes and adds the rest."""
+    """Requests and reads over a started ``client`` on ``config``'s chroot: the pipelined request
+    window (``pipeline``, which ``KazooBackend``'s writes share), the watchers kazoo is handed
+    (``wrap``), whether the server takes multi-reads, and the ``ZkBackend`` reads."""
 
-    client: Any
-    config: ZkClientConfig
-    on_request_latency_ms: Callable[[float], None] | None
-    _chroot: str
-    _multi_read: bool
-    _timeout: float
-    _wrappers: dict[RawWatch, Callable[[Any], None]]
-    _wrappers_lock: threading.Lock
+    def __init__(self, client: Any, config: ZkClientConfig) -> None:
+        self.client = client
+        self.config = config
+        #: each pipelined request's round trip in ms (the broker's ZooKeeperRequestLatencyMs)
+        self.on_request_latency_ms: Callable[[float], None] | None = None
+        self._chroot = config.chroot
+        self._multi_read = config.multi_read is not False
+        self._timeout = config.request_timeout_s
+        self._wrappers: dict[RawWatch, Callable[[Any], None]] = {}
+        self._wrappers_lock = threading.Lock()
 
-    def _check(self) -> None:
+    def probe_multi_read(self) -> None:
+        """Find out once whether the server knows opcode 22. A server that does not answers
+        UNIMPLEMENTED and drops the connection, so wait (bounded) for the reconnection."""
+        try:
+            list(self.pipeline([MultiRead(GET_DATA, ["/zookeeper"], "")], "multi-read probe"))
+        except MetadataStoreError as e:
+            if e.code not in ("UNIMPLEMENTED", "MARSHALLINGERROR"):
+                raise
+            log.warning("ZooKeeper at %s has no multi-read: using pipelined reads", self.config.hosts)
+            self._multi_read = False
+            retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=0.5, deadline=self._timeout)
+            try:
+                retry(self.client.exists, "/")
+            except Exception as err:
+                raise translate(err, "/") from None
+
+    def check(self) -> None:
+        """Fail fast while the session is not connected (see ``kazoo_backend``)."""
         if self.client.state != KazooState.CONNECTED:
             raise StoreUnavailableError(f"ZooKeeper session is {str(self.client.state).lower()}")
 
-    def _wrap(self, watch: RawWatch | None) -> Callable[[Any], None] | None:
+    def wrap(self, watch: RawWatch | None) -> Callable[[Any], None] | None:
         """One stable kazoo watcher per raw watch, so kazoo's watcher sets de-duplicate."""
         if watch is None:
             return None
@@ -128,7 +151,7 @@ class KazooReads:
         except Exception as e:
             raise translate(e, what) from None
 
-    def _pipeline(self, requests: Iterable[Any], what: str) -> Iterator[Any]:
+    def pipeline(self, requests: Iterable[Any], what: str) -> Iterator[Any]:
         """``requests`` kept ``max_in_flight`` deep, replies in order as they settle, each round
         trip to ``on_request_latency_ms`` when set (a metric)."""
         wait = functools.partial(self._wait, what=what)
@@ -147,7 +170,7 @@ class KazooReads:
         return self._read_chunks(GET_DATA, paths, None, columns=True)
 
     def iter_data_versions_streamed(self, paths: Iterable[str]) -> Iterator[DataVersions]:
-        self._check()
+        self.check()
         return self._unwatched_chunks(GET_DATA, _checked(chunked(paths, self.config.read_chunk)), True)
 
     def _read_many(self, op_type: int, paths: Sequence[str], watch: RawWatch | None) -> list[Any]:
@@ -158,11 +181,11 @@ class KazooReads:
     ) -> Iterator[Any]:
         """Replies in order, a multi-read's at a time (watched reads: kazoo's, as one chunk);
         with ``columns`` (unwatched getData only), each chunk as ``DataVersions``."""
-        self._check()
+        self.check()
         check_paths(paths)
         if not paths:
             return
-        wrapper = self._wrap(watch)
+        wrapper = self.wrap(watch)
         if self._multi_read and wrapper is not None and len(paths) >= WATCHED_MULTI_READ_MIN_PATHS:
             try:
                 yield self._read_watched(op_type, paths, wrapper)
@@ -199,7 +222,7 @@ class KazooReads:
 
             replied = False
             try:
-                for reply in self._pipeline(requests(), "multi-read"):
+                for reply in self.pipeline(requests(), "multi-read"):
                     replied = True
                     sent.popleft()
                     yield reply
@@ -224,7 +247,7 @@ class KazooReads:
         reads = [WatchedMultiRead(op_type, paths[i : i + n], self._chroot) for i in range(0, len(paths), n)]
         out: list[Any] = []
         arms: list[SetWatches] = []
-        for request, reply in zip(reads, self._pipeline(reads, "multi-read"), strict=True):
+        for request, reply in zip(reads, self.pipeline(reads, "multi-read"), strict=True):
             found = []
             for path, read in zip(request.paths, reply, strict=True):
                 code = read[0]
@@ -236,7 +259,7 @@ class KazooReads:
                 register = functools.partial(self._register_watcher, op_type, found, wrapper)
                 arms.append(SetWatches(request.zxid, op_type, found, self._chroot, register))
             out.extend(reply)
-        for _ in self._pipeline(arms, "set-watches"):
+        for _ in self.pipeline(arms, "set-watches"):
             pass
         return out
 
