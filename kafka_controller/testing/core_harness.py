@@ -25,7 +25,7 @@ Simplified on purpose:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from kafka_controller.core import strategies
 from kafka_controller.core.context import ControllerContext
@@ -53,7 +53,12 @@ from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.dryrun.recording import RecordingAuditSink
 from kafka_controller.dryrun.recording_channel import RecordingBrokerChannel
 from kafka_controller.ports import AuditSink
-from kafka_controller.testing.core_harness_reassignment import HarnessReassignment, _ids
+from kafka_controller.testing.core_harness_reassignment import (
+    HarnessReassignment,
+    HarnessSender,
+    _ids,
+    known_partition,
+)
 
 __all__ = ["CoreHarness", "ElectionOutcomes"]
 
@@ -69,9 +74,10 @@ _SHUTDOWN = strategies.ControlledShutdownPartitionLeaderElectionStrategy()
 _REASSIGN = strategies.ReassignPartitionLeaderElectionStrategy()
 
 
-class CoreHarness(HarnessReassignment):
+class CoreHarness:
     """A controller without a runtime: call a flow, then inspect ``store``, ``context``,
-    ``channel.sent`` and ``audit.records``."""
+    ``channel.sent`` and ``audit.records``. Reassignments are a ``HarnessReassignment`` and the
+    controller's own sends a ``HarnessSender`` (``core_harness_reassignment``), built here."""
 
     def __init__(
         self,
@@ -99,10 +105,12 @@ class CoreHarness(HarnessReassignment):
             return ControllerBrokerRequestBatch(controller_id, ctx, self.channel, self.events.append, ibp=ibp)
 
         self.batch, self.psm_batch, self.rsm_batch = new_batch(), new_batch(), new_batch()
+        self._sender = HarnessSender(ctx, self.batch)
         self._broker_config = broker_config
         self._write_on_cached_zk_version = write_on_cached_zk_version
         self.psm: PartitionStateMachine
         self.rsm: ReplicaStateMachine
+        self._reassignment: HarnessReassignment
         self.build_state_machines()
         self._broker_epochs = itertools.count(1)
         ctx.set_live_brokers({self._broker(b): next(self._broker_epochs) for b in _ids(broker_ids)})
@@ -137,6 +145,7 @@ class CoreHarness(HarnessReassignment):
             prewrite_isr_removal=write_early,
             on_left_to_election=self.psm.start_election_prewrite if write_early else None,
         )
+        self._reassignment = HarnessReassignment(ctx, store, self.psm, self.rsm, self._sender)
 
     @staticmethod
     def _broker(broker_id: int) -> Broker:
@@ -250,7 +259,7 @@ class CoreHarness(HarnessReassignment):
             for tp in followed:
                 self.batch.add_stop_replica_request_for_brokers((broker_id,), tp, False)
 
-        self._send(stop_followed)
+        self._sender.send(stop_followed)
         self.rsm.handle_state_changes([_PR(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA)
         return ctx.partition_leaders_on_broker(broker_id)
 
@@ -284,7 +293,7 @@ class CoreHarness(HarnessReassignment):
         ctx = self.context
         tps = list(dict.fromkeys(partitions))
         for tp in tps:
-            self._known_partition(tp)
+            known_partition(self.context, tp)
         info, queued = ctx.partitions_leadership_info, ctx.topics_to_be_deleted
         return [(tp, info[tp]) for tp in tps if tp in info and tp.topic not in queued]
 
@@ -297,7 +306,7 @@ class CoreHarness(HarnessReassignment):
         UpdateMetadata, and completes a reassignment whose targets are now all in the ISR.
         """
         ctx = self.context
-        self._known_partition(tp)
+        known_partition(self.context, tp)
         info = ctx.partition_leadership_info(tp)
         if info is None or info.leader_and_isr.leader == NO_LEADER:
             raise InvalidArgumentError(f"partition {tp} has no leader to change its ISR")
@@ -317,10 +326,26 @@ class CoreHarness(HarnessReassignment):
             self.maybe_complete_reassignment(tp)
         return written
 
-    # ------------------------------------------------------------------------------ validation
-    def _known_partition(self, tp: TopicPartition) -> None:
-        if not isinstance(tp, TopicPartition) or not self.context.partition_replica_assignment(tp):
-            raise InvalidArgumentError(f"unknown partition {tp}")
+    # ------------------------------------------------------------------------------ reassignment
+    def reassign(
+        self, tp: TopicPartition, target: Sequence[int], *, from_zk: bool = False
+    ) -> ReplicaAssignment:
+        """``HarnessReassignment.reassign``: KIP-455, validated; the new assignment."""
+        return self._reassignment.reassign(tp, target, from_zk=from_zk)
+
+    def maybe_complete_reassignment(self, tp: TopicPartition) -> None:
+        self._reassignment.maybe_complete_reassignment(tp)
+
+    def is_reassignment_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
+        return self._reassignment.is_reassignment_complete(tp, assignment)
+
+    def on_partition_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
+        self._reassignment.on_partition_reassignment(tp, reassignment)
+
+    # ------------------------------------------------------------------------------ sending
+    def send_update_metadata(self, broker_ids: Sequence[int], partitions: Collection[TopicPartition]) -> None:
+        """Kafka's ``sendUpdateMetadataRequest`` on the controller's own batch."""
+        self._sender.send_update_metadata(broker_ids, partitions)
 
 
 def _isr_problem(

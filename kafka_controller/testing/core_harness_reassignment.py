@@ -1,6 +1,7 @@
 """``CoreHarness``'s KIP-455 reassignment flow (docs/controller-behaviour.md §8.8: U/A/B phases for
-one partition) and its
-sends, written out step by step as the controller runs them (see ``core_harness``)."""
+one partition) and its sends, written out step by step as the controller runs them (see
+``core_harness``): ``HarnessReassignment`` and ``HarnessSender``, which the harness builds and
+hands what they use."""
 
 from __future__ import annotations
 
@@ -27,27 +28,60 @@ from kafka_controller.domain.values import (
 )
 from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 
-__all__ = ["HarnessReassignment"]
+__all__ = ["HarnessReassignment", "HarnessSender", "known_partition"]
 
 _ONLINE = PartitionState.ONLINE_PARTITION
 _PR = PartitionAndReplica
 _REASSIGN = strategies.ReassignPartitionLeaderElectionStrategy()
 
 
+def known_partition(context: ControllerContext, tp: TopicPartition) -> None:
+    """Refuse, before anything happens, a partition the controller does not know."""
+    if not isinstance(tp, TopicPartition) or not context.partition_replica_assignment(tp):
+        raise InvalidArgumentError(f"unknown partition {tp}")
+
+
+class HarnessSender:
+    """The controller's own request batch, sent as ``KafkaController`` sends it: new batch, queue,
+    send, and a failed send clears the batch."""
+
+    def __init__(self, context: ControllerContext, batch: ControllerBrokerRequestBatch) -> None:
+        self.context = context
+        self.batch = batch
+
+    def send_update_metadata(self, broker_ids: Sequence[int], partitions: Collection[TopicPartition]) -> None:
+        """Kafka's ``sendUpdateMetadataRequest`` on the controller's own batch."""
+        self.send(lambda: self.batch.add_update_metadata_request_for_brokers(broker_ids, partitions))
+
+    def send(self, queue: Callable[[], object]) -> None:
+        """new batch, queue, send; a failed send clears the batch and re-raises (handleIllegalState)."""
+        self.batch.new_batch()
+        try:
+            queue()
+            self.batch.send_requests_to_brokers(self.context.epoch)
+        except Exception:
+            self.batch.clear()
+            raise
+
+
 class HarnessReassignment:
-    """Mixin of ``CoreHarness``, which sets these attributes."""
+    """KIP-455 for one partition at a time over the harness's context, store and state machines
+    (built anew with them: ``CoreHarness.build_state_machines``), its sends through ``sender``."""
 
-    controller_id: int
-    store: InMemoryMetadataStore
-    context: ControllerContext
-    psm: PartitionStateMachine
-    rsm: ReplicaStateMachine
-    batch: ControllerBrokerRequestBatch
+    def __init__(
+        self,
+        context: ControllerContext,
+        store: InMemoryMetadataStore,
+        psm: PartitionStateMachine,
+        rsm: ReplicaStateMachine,
+        sender: HarnessSender,
+    ) -> None:
+        self.context = context
+        self.store = store
+        self.psm = psm
+        self.rsm = rsm
+        self._sender = sender
 
-    def _known_partition(self, tp: TopicPartition) -> None:
-        raise NotImplementedError  # CoreHarness's
-
-    # ------------------------------------------------------------------------------ reassignment
     def reassign(
         self, tp: TopicPartition, target: Sequence[int], *, from_zk: bool = False
     ) -> ReplicaAssignment:
@@ -58,7 +92,7 @@ class HarnessReassignment:
         ``/admin/reassign_partitions`` path, which does not check them (Kafka validates nothing there).
         """
         ctx = self.context
-        self._known_partition(tp)
+        known_partition(ctx, tp)
         replicas = tuple(target)
         if not replicas or len(_ids(replicas)) != len(replicas):
             raise InvalidArgumentError(f"invalid target replicas {list(replicas)} for {tp}")
@@ -114,7 +148,7 @@ class HarnessReassignment:
         self._stop_removed_replicas(tp, reassignment.removing_replicas)  # B4, B5
         self._write_assignment(tp, final)  # B6
         ctx.partitions_being_reassigned.discard(tp)  # B7 (no /admin/reassign_partitions here)
-        self.send_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids), [tp])  # B8
+        self._sender.send_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids), [tp])  # B8
 
     def _write_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         """The whole topic znode with this partition's new RS/AR/RR, fenced."""
@@ -155,26 +189,11 @@ class HarnessReassignment:
         ctx.put_partition_leadership_info(tp, updated)
 
         def queue() -> None:
-            add = self.batch.add_leader_and_isr_request_for_brokers
+            add = self._sender.batch.add_leader_and_isr_request_for_brokers
             add(assignment.origin_replicas, tp, updated, assignment, False)
             add(assignment.adding_replicas, tp, updated, assignment, True)
 
-        self._send(queue)
-
-    # ------------------------------------------------------------------------------ sending
-    def send_update_metadata(self, broker_ids: Sequence[int], partitions: Collection[TopicPartition]) -> None:
-        """Kafka's ``sendUpdateMetadataRequest`` on the controller's own batch."""
-        self._send(lambda: self.batch.add_update_metadata_request_for_brokers(broker_ids, partitions))
-
-    def _send(self, queue: Callable[[], object]) -> None:
-        """new batch, queue, send; a failed send clears the batch and re-raises (handleIllegalState)."""
-        self.batch.new_batch()
-        try:
-            queue()
-            self.batch.send_requests_to_brokers(self.context.epoch)
-        except Exception:
-            self.batch.clear()
-            raise
+        self._sender.send(queue)
 
 
 def _ids(broker_ids: Iterable[int]) -> set[int]:
