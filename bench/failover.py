@@ -19,6 +19,9 @@ elects new leaders. We time:
   controller's work, and ``total_seconds``, the sum;
 * ``controller_cpu_seconds_by_thread``: the new controller's own account of its process's CPU
   during the failover, by thread (its "Failover CPU by thread" log line, ``thread_cpu``).
+* ``cpu_seconds_by_process``: each surviving broker's and ZooKeeper's CPU from before the kill,
+  so with the detection wait; ``cpu_seconds_after_election_by_process``: the same from the
+  election on (seen within the 20 ms poll): what competes with the new controller for the cores.
 * in the 10,000-partition case, what a Kafka client sees (``--no-client-view`` leaves it out):
   ``bench/_client_watch.py`` (librdkafka through confluent-kafka, a process of its own) lists a
   surviving broker's metadata every 50 ms from before the kill; ``client_after_election_seconds``
@@ -168,6 +171,7 @@ def fail_over(bench: BenchCluster, client_view: bool = False) -> dict[str, Any]:
     killed = time.time()
     cluster.processes[old].kill()
     new = int(poll(lambda: new_controller(bench, old), 120, "a new controller", 0.02))
+    cpu_elected = {name: cpu_seconds(pid) for name, pid in pids.items()}
     stat = store.backend.exists(P.CONTROLLER_PATH)
     epoch = store.get_controller_epoch()
     if stat is None or epoch is None:
@@ -185,7 +189,9 @@ def fail_over(bench: BenchCluster, client_view: bool = False) -> dict[str, Any]:
             raise SystemExit(f"{pending} partitions with a live replica still have no live leader")
         time.sleep(0.5)
     ready = max(ready_log, last_write)
-    cpu = {name: round(cpu_seconds(pid) - cpu0[name], 2) for name, pid in pids.items()}
+    cpu_end = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    cpu = {name: round(cpu_end[name] - cpu0[name], 2) for name, pid in pids.items()}
+    cpu_after_election = {name: round(cpu_end[name] - cpu_elected[name], 2) for name in pids}
     client = {} if watch is None else watch.result(killed, elected)  # after the CPU: it may list on
     by_thread = tails[new].json_after("Failover CPU by thread (s):", 60)
     stop_py_spy(spies, keep=f"broker_{new}")
@@ -215,6 +221,7 @@ def fail_over(bench: BenchCluster, client_view: bool = False) -> dict[str, Any]:
         "last_state_write_after_election_seconds": round(last_write - elected, 3) if last_write else None,
         "controller_cpu_seconds": cpu[f"broker_{new}"],
         "cpu_seconds_by_process": cpu,
+        "cpu_seconds_after_election_by_process": cpu_after_election,
         "controller_cpu_seconds_by_thread": by_thread,
         "controller_rss_mb_before_kill": round(rss_before, 1),
         "controller_rss_mb_after_failover": round(rss_after, 1),

@@ -25,6 +25,9 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
     assert run["state_znodes_written"] > 0
     assert run["floor"]["seconds"] > 0 and run["failover_seconds"] > 0
     assert next(iter(run["controller_cpu_seconds_by_thread"])) == "process"  # its own account
+    # The CPU from the election on is part of the CPU from the kill on, for the same processes.
+    after, total = run["cpu_seconds_after_election_by_process"], run["cpu_seconds_by_process"]
+    assert after.keys() == total.keys() and all(0 <= after[n] <= total[n] for n in total)
     assert "audit_on" not in result["rf3"]
     # The 10,000-partition RF 2 case, at the same scale (100 partitions), on the default settings.
     small = result["rf2_10k"]
