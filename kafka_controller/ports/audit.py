@@ -33,9 +33,9 @@ class BulkAuditSink(abc.ABC):
     ``PartitionTransitionColumns``: many rows in one object), among single ones, in order.
 
     A sink says it takes them by deriving from this class, and callers ask with ``isinstance``
-    (``record_items`` does): the state machines then gather a failover's successes as columns instead of building
-    a record object per row. Its rows are the rows of the single records the bulk ones expand to
-    (``domain.audit_records.expand_records``)."""
+    (``record_items`` does): the state machines then gather a failover's successes as columns
+    instead of building a record object per row. Its rows are the rows of the single records the
+    bulk ones expand to (``domain.audit_records.expand_records``)."""
 
     @abc.abstractmethod
     def record(self, records: Sequence[AuditItem]) -> None:
