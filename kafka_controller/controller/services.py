@@ -202,6 +202,15 @@ def update_leader_and_isr_cache(
     already_read: Mapping[TopicPartition, PartitionStateRead] | None = None,
 ) -> None:
     """Kafka's ``updateLeaderAndIsrCache``: see ``ControllerServices.update_leader_and_isr_cache``."""
+    if (
+        partitions is None
+        and already_read is not None
+        and set(map(type, already_read.values())) == _ALL_READ
+        and ctx.load_partition_leadership_infos(
+            cast("Mapping[TopicPartition, LeaderIsrAndControllerEpoch]", already_read)
+        )
+    ):
+        return  # a failover's 100,000 states, read with the topics: cached in bulk
     tps = ctx.all_partitions if partitions is None else list(dict.fromkeys(partitions))
     if not tps:
         return
