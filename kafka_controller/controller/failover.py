@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from types import MappingProxyType
 
 from kafka_controller import heap
@@ -29,6 +30,8 @@ from kafka_controller.ports import FeatureZNode, TopicIdReplicaAssignment
 from kafka_controller.thread_cpu import CpuAccount
 
 _ENABLED, _DISABLED = 1, 0
+_adding_replicas_of = attrgetter("adding_replicas")
+_removing_replicas_of = attrgetter("removing_replicas")
 
 
 def new_topic_id() -> str:
@@ -230,7 +233,11 @@ class ControllerFailover:
         being_reassigned = ctx.partitions_being_reassigned
         for a in assignments:
             ctx.load_topic_assignment(a.topic, a.assignment)
-            being_reassigned.update(tp for tp, ra in a.assignment.items() if ra.is_being_reassigned)
+            # Most topics have no partition being reassigned: seen by ``any`` over the values, without a
+            # Python step per partition.
+            values = a.assignment.values()
+            if any(map(_adding_replicas_of, values)) or any(map(_removing_replicas_of, values)):
+                being_reassigned.update(tp for tp, ra in a.assignment.items() if ra.is_being_reassigned)
         ctx.shutting_down_broker_ids.clear()
         self._s.register_broker_modifications_handlers(ctx.live_or_shutting_down_broker_ids)
         self._s.update_leader_and_isr_cache(already_read=states)

@@ -13,8 +13,14 @@ from hypothesis import strategies as st
 
 from kafka_controller.domain.errors import ZNodeDecodeError
 from kafka_controller.domain.requests import LeaderAndIsrPartitionState, UpdateMetadataPartitionState
-from kafka_controller.domain.values import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kafka_controller.domain.values import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
 from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
+from kafka_controller.zk import codecs
 from kafka_controller.zk import paths as P
 from kafka_controller.zk.backend import CREATE, PERSISTENT
 from kafka_controller.zk.codecs import decode_partition_state, decode_topic, encode_partition_state
@@ -135,6 +141,46 @@ def test_topic_replica_lists_accept_exactly_lists_of_ints(partitions: dict[int, 
     else:
         with pytest.raises(ZNodeDecodeError):
             decode_topic("t", data)
+
+
+def test_topics_with_the_same_replica_lists_share_their_assignments() -> None:
+    """A failover's 2,000 topics build one ``ReplicaAssignment`` per distinct replica list, not one
+    per topic: equal lists decoded in another topic (another call) give the same value."""
+    first = decode_topic("a", orjson.dumps({"version": 3, "partitions": {"0": [1, 2], "1": [2, 1]}}))[1]
+    second = decode_topic("b", orjson.dumps({"version": 3, "partitions": {"0": [2, 1], "1": [1, 2]}}))[1]
+    assert second[TopicPartition("b", 0)] is first[TopicPartition("a", 1)]
+    assert second[TopicPartition("b", 1)] is first[TopicPartition("a", 0)]
+    assert second[TopicPartition("b", 1)] == ReplicaAssignment((1, 2))
+
+
+@pytest.mark.parametrize("equal_list", ["[true, 2]", "[1.0, 2]"])
+def test_a_list_equal_to_a_shared_one_but_not_of_ints_is_still_refused(equal_list: str) -> None:
+    """``(True, 2) == (1, 2)``: the shared values are looked up by equality, so the type check
+    must still run first."""
+    decode_topic("a", b'{"version":3,"partitions":{"0":[1,2]}}')
+    with pytest.raises(ZNodeDecodeError):
+        decode_topic("b", b'{"version":3,"partitions":{"0":%s}}' % equal_list.encode())
+
+
+def test_decoded_assignments_stay_right_past_the_shared_values_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codecs, "_SHARED_ASSIGNMENTS_MAX", 3)
+    monkeypatch.setattr(codecs, "_SHARED_ASSIGNMENTS", {})
+    for t in range(6):
+        partitions = {str(p): [t, p, 9] for p in range(4)}
+        _, assignment = decode_topic(f"t{t}", orjson.dumps({"version": 3, "partitions": partitions}))
+        assert assignment == {TopicPartition(f"t{t}", p): ReplicaAssignment((t, p, 9)) for p in range(4)}
+        assert len(codecs._SHARED_ASSIGNMENTS) <= 3 + 4  # cleared when full, then this topic's lists
+
+
+def test_a_topic_being_reassigned_keeps_its_own_adding_and_removing_replicas() -> None:
+    decode_topic("a", b'{"version":3,"partitions":{"0":[1,2,3]}}')
+    _, assignment = decode_topic(
+        "b",
+        b'{"version":3,"partitions":{"0":[1,2,3],"1":[1,2,3]},'
+        b'"adding_replicas":{"0":[3]},"removing_replicas":{"0":[4]}}',
+    )
+    assert assignment[TopicPartition("b", 0)] == ReplicaAssignment((1, 2, 3), (3,), (4,))
+    assert assignment[TopicPartition("b", 1)] == ReplicaAssignment((1, 2, 3))
 
 
 # -- the request batch's bulk path for entries of distinct partitions -------------------------------
