@@ -5,6 +5,7 @@ distinct values; and the topic configs a failover reads with them."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -75,17 +76,20 @@ class PartitionStateZNodes:
         partitions: list[TopicPartition] = []
         paths: list[str] = []
 
-        def state_paths() -> Iterator[str]:
+        def state_paths_by_topic() -> Iterator[list[str]]:
             for topic, read in self._topics.decoded_topics(topics, watch_handler):
                 assignments[topic] = read
                 if not isinstance(read, MetadataStoreError):
-                    start = len(paths)
+                    topic_paths = list(map(_state_path, read.assignment))
                     partitions.extend(read.assignment)
-                    paths.extend(map(_state_path, partitions[start:]))
-                    yield from paths[start:]
+                    paths.extend(topic_paths)
+                    yield topic_paths
 
+        # A topic's paths at a time: the reads take them through ``chain``, and the decoding above
+        # is resumed once per topic rather than once per partition.
+        state_paths = chain.from_iterable(state_paths_by_topic())
         states = _decode_states(
-            partitions, paths, self._core.backend.iter_data_versions_streamed(state_paths())
+            partitions, paths, self._core.backend.iter_data_versions_streamed(state_paths)
         )
         return assignments, states
 
