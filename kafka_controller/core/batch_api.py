@@ -72,6 +72,18 @@ class RequestBatch(Protocol):
         ``handleStateChanges`` groups replicas (the real batch builds them partition by partition)."""
         ...
 
+    def add_isr_removal_requests(
+        self,
+        replica_id: int,
+        removed: Sequence[tuple[TopicPartition, LeaderIsrAndControllerEpoch]],
+        full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+        topics_to_be_deleted: Collection[str],
+    ) -> None:
+        """``add_leader_and_isr_requests(isr_removal_entries(replica_id, removed, full_assignment,
+        topics_to_be_deleted), False)``: the OfflineReplica step's requests after its ISR removal
+        (the real batch builds them partition by partition, without the entries)."""
+        ...
+
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
     ) -> None: ...
@@ -106,3 +118,21 @@ def told_by_replica_id(
         if tp in leadership and tp not in skip:
             group.append(tp)
     return list(groups.items())
+
+
+def isr_removal_entries(
+    replica_id: int,
+    removed: Iterable[tuple[TopicPartition, LeaderIsrAndControllerEpoch]],
+    full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+    topics_to_be_deleted: Collection[str],
+) -> list[LeaderAndIsrEntry]:
+    """Kafka's ``doHandleStateChanges(OfflineReplica)`` entries after ``removeReplicasFromIsr``: for
+    each partition ``replica_id`` was taken out of, in order, with its new leadership, unless its
+    topic is queued for deletion, LeaderAndIsr to the partition's replicas but ``replica_id``."""
+    entries: list[LeaderAndIsrEntry] = []
+    for tp, info in removed:
+        if tp.topic not in topics_to_be_deleted:
+            assignment = full_assignment(tp)
+            recipients = tuple(b for b in assignment.replicas if b != replica_id)
+            entries.append((recipients, tp, info, assignment))
+    return entries

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from kafka_controller.core.batch_api import LeaderAndIsrEntry, RequestBatch
+from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.election import LiveReplicaFilter
 from kafka_controller.core.replica_isr import IsrRemoval
@@ -157,14 +157,12 @@ class OfflineReplicaStep:
             updated = self._isr_removal.remove_replicas_from_isr(
                 replica_id, [r.topic_partition for r, _, _ in led], failures
             )
-            queued_for_deletion = ctx.topics_to_be_deleted
-            full_assignment = ctx.partition_full_replica_assignment
-            requests: list[LeaderAndIsrEntry] = []
+            # (partition, new leadership) of each replica taken out of the ISR, in order: their
+            # LeaderAndIsr and UpdateMetadata are built partition by partition by the batch
+            removed: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]] = []
             log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
             tracking = recorder.tracking
             run = recorder.changed_run(_OFFLINE)
-            # Recipients = RS minus this replica; few distinct RS exist, so compute each once.
-            recipients_of: dict[tuple[int, ...], tuple[int, ...]] = {}
             for replica, state, before in led:
                 tp = replica.topic_partition
                 after = updated.get(tp)
@@ -183,13 +181,7 @@ class OfflineReplicaStep:
                         after,
                         replica_id,
                     )
-                if tp.topic not in queued_for_deletion:
-                    a = full_assignment(tp)
-                    recipients = recipients_of.get(a.replicas)
-                    if recipients is None:
-                        recipients = tuple(b for b in a.replicas if b != replica_id)
-                        recipients_of[a.replicas] = recipients
-                    requests.append((recipients, tp, after, a))
+                removed.append((tp, after))
                 states[replica] = _OFFLINE
                 if run is not None:
                     run.append((replica, state, before, after))
@@ -198,7 +190,9 @@ class OfflineReplicaStep:
             recorder.record_changed(run, _OFFLINE)
             # Queueing the requests is the failover's memory peak: let the ISR removal's maps go first.
             del led, updated, failures
-            self._batch.add_leader_and_isr_requests(requests, False)
+            self._batch.add_isr_removal_requests(
+                replica_id, removed, ctx.partition_full_replica_assignment, ctx.topics_to_be_deleted
+            )
 
         if leaderless:
             # KAFKA-6650: UpdateMetadata with only the live broker list. One call for all of them

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import NoReturn
 
-from kafka_controller.core.batch_api import LeaderAndIsrEntry, told_by_replica_id
+from kafka_controller.core.batch_api import LeaderAndIsrEntry, isr_removal_entries, told_by_replica_id
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
 from kafka_controller.core.request_batch_send import (
@@ -33,6 +33,7 @@ from kafka_controller.core.request_batch_send import (
 from kafka_controller.core.request_batch_states import (
     OfflineReplicas,
     fill_broker_maps,
+    isr_removal_states,
     leader_and_isr_and_metadata_states,
     leader_and_isr_state,
     leader_and_isr_states,
@@ -291,6 +292,39 @@ class ControllerBrokerRequestBatch:
             self._lai.update(by_broker)
             self._um_partitions.update(metadata)
             self._um_to_all_live = True
+
+    def add_isr_removal_requests(
+        self,
+        replica_id: int,
+        removed: Sequence[tuple[TopicPartition, LeaderIsrAndControllerEpoch]],
+        full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+        topics_to_be_deleted: Collection[str],
+    ) -> None:
+        """``add_leader_and_isr_requests(isr_removal_entries(replica_id, removed, full_assignment,
+        topics_to_be_deleted), False)``: the OfflineReplica step's requests after its ISR removal.
+
+        With the context's assignments and deletion queue, built partition by partition
+        (``isr_removal_states``): the same states in the same places as the entries' bulk path
+        (``queue_distinct_partitions``), without building an entry per partition first; a
+        partition removed twice goes the entries' way (equal UpdateMetadata states queued again)."""
+        ctx = self._context
+        if (
+            full_assignment == ctx.partition_full_replica_assignment
+            and topics_to_be_deleted is ctx.topics_to_be_deleted
+        ):
+            built = isr_removal_states(ctx, self._lai, self._um_partitions, replica_id, removed)
+            if built is not None:
+                count, unled = built
+                if count:
+                    self._um_to_all_live = True
+                    for tp in unled:
+                        log.info(
+                            "Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.",
+                            tp,
+                        )
+                return
+        entries = isr_removal_entries(replica_id, removed, full_assignment, topics_to_be_deleted)
+        self.add_leader_and_isr_requests(entries, False)
 
     def _queue_leader_and_isr_states(
         self, entries: Iterable[LeaderAndIsrEntry], is_new: bool, memo: LeaderAndIsrMemo | None

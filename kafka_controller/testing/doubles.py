@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_controller.core.batch_api import LeaderAndIsrEntry, told_by_replica_id
+from kafka_controller.core.batch_api import LeaderAndIsrEntry, isr_removal_entries, told_by_replica_id
 from kafka_controller.domain.audit_records import AuditItem, AuditRecord
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
@@ -102,6 +102,17 @@ class RecordingRequestBatch:
         """Recorded as the per-entry calls it stands for."""
         groups = told_by_replica_id(replicas, leadership, skip)
         self.add_leader_and_isr_requests_by_broker(groups, leadership, full_assignment, is_new)
+
+    def add_isr_removal_requests(
+        self,
+        replica_id: int,
+        removed: Sequence[tuple[TopicPartition, LeaderIsrAndControllerEpoch]],
+        full_assignment: Callable[[TopicPartition], ReplicaAssignment],
+        topics_to_be_deleted: Collection[str],
+    ) -> None:
+        """Recorded as the per-entry calls it stands for."""
+        entries = isr_removal_entries(replica_id, removed, full_assignment, topics_to_be_deleted)
+        self.add_leader_and_isr_requests(entries, False)
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
