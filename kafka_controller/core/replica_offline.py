@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from itertools import repeat
 
 from kafka_controller.core.batch_api import RequestBatch
 from kafka_controller.core.context import ControllerContext
@@ -41,6 +42,7 @@ from kafka_controller.core.replica_records import ReplicaTransitionRecorder
 from kafka_controller.domain.audit_records import OUTCOME_FAILED
 from kafka_controller.domain.states import PartitionState, ReplicaState
 from kafka_controller.domain.values import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
+from kafka_controller.hotpath import values_at
 
 __all__ = ["OfflineReplicaStep", "left_to_election"]
 
@@ -131,18 +133,19 @@ class OfflineReplicaStep:
         ctx = self.controller_context
         states = ctx.replica_states
         leadership = ctx.partitions_leadership_info
-        broker_ids = (replica_id,)
-        self._batch.add_stop_replica_requests(broker_ids, [r.topic_partition for r, _ in valid], False)
+        # each partition looked up once: for its StopReplica (in the batch) and its leadership here
+        tps = [replica.topic_partition for replica, _ in valid]
+        self._batch.add_stop_replica_requests((replica_id,), tps, False)
         led: list[tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch]] = []
+        led_tps: list[TopicPartition] = []
         leaderless: _Valid = []
         recorder = self._recorder
         leaving = self.leaving
         run = recorder.changed_run(_OFFLINE)  # successes recorded in bulk, in runs between failures
-        for replica, state in valid:
-            info = leadership.get(replica.topic_partition)
+        for (replica, state), tp, info in zip(valid, tps, map(leadership.get, tps), strict=True):
             if info is None:
                 leaderless.append((replica, state))
-            elif leaving and replica.topic_partition in leaving:
+            elif leaving and tp in leaving:
                 states[replica] = _OFFLINE  # the election writes and sends its new state
                 if run is not None:
                     run.append((replica, state, info, info))
@@ -150,21 +153,32 @@ class OfflineReplicaStep:
                     recorder.succeeded(replica, state, _OFFLINE, info, info)
             else:
                 led.append((replica, state, info))
+                led_tps.append(tp)
         recorder.record_changed(run, _OFFLINE)
+        del tps
 
         if led:
             failures: dict[TopicPartition, Exception] = {}
-            updated = self._isr_removal.remove_replicas_from_isr(
-                replica_id, [r.topic_partition for r, _, _ in led], failures
-            )
+            updated = self._isr_removal.remove_replicas_from_isr(replica_id, led_tps, failures)
             # (partition, new leadership) of each replica taken out of the ISR, in order: their
             # LeaderAndIsr and UpdateMetadata are built partition by partition by the batch
-            removed: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]] = []
+            removed: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]
             log_info = _STATE_CHANGE_LOG.isEnabledFor(logging.INFO)
             tracking = recorder.tracking
             run = recorder.changed_run(_OFFLINE)
-            for replica, state, before in led:
-                tp = replica.topic_partition
+            if len(updated) == len(led) and not log_info and (run is not None or not tracking):
+                # Each replica's partition written once (no failure, none twice), no line to log and
+                # no row of its own to record: the loop below, in bulk.
+                replicas, previous, befores = zip(*led, strict=True)
+                removed = list(zip(led_tps, values_at(updated, led_tps), strict=True))
+                states.update(zip(replicas, repeat(_OFFLINE)))
+                if run is not None:
+                    run.extend(zip(replicas, previous, befores, (after for _, after in removed), strict=True))
+                del replicas, previous, befores
+                led, led_tps = [], []
+            else:
+                removed = []
+            for (replica, state, before), tp in zip(led, led_tps, strict=True):
                 after = updated.get(tp)
                 if after is None:  # failed (logged already) or dropped: the state stays
                     recorder.record_changed(run, _OFFLINE)
@@ -189,7 +203,7 @@ class OfflineReplicaStep:
                     recorder.succeeded(replica, state, _OFFLINE, before, after)
             recorder.record_changed(run, _OFFLINE)
             # Queueing the requests is the failover's memory peak: let the ISR removal's maps go first.
-            del led, updated, failures
+            del led, led_tps, updated, failures
             self._batch.add_isr_removal_requests(
                 replica_id, removed, ctx.partition_full_replica_assignment, ctx.topics_to_be_deleted
             )

@@ -369,8 +369,16 @@ def isr_removal_states(
     offline_replicas = OfflineReplicas(ctx)
     of_replicas = offline_replicas.of_replicas
     states: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
-    by_broker: dict[int, list[TopicPartition]] = {}
-    recipients_of: dict[tuple[int, ...], tuple[int, ...]] = {}  # replica list -> its replicas but one
+    # Each recipient's map: filled in the loop for one with nothing queued yet (put in ``requests``
+    # at the end, in order of first appearance, as ``fill_broker_maps`` puts them), else its
+    # partitions listed for ``fill_broker_maps`` (``is_new`` is sticky).
+    fresh: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+    later: dict[int, list[TopicPartition]] = {}
+    # replica list -> the maps and lists of its replicas but ``replica_id`` (few distinct lists)
+    targets_of: dict[
+        tuple[int, ...],
+        tuple[list[dict[TopicPartition, LeaderAndIsrPartitionState]], list[list[TopicPartition]]],
+    ] = {}
     unled: list[TopicPartition] = []
     last_topic: str | None = None
     per_topic: Mapping[int, ReplicaAssignment] = {}
@@ -388,22 +396,20 @@ def isr_removal_states(
         a = per_topic.get(partition, EMPTY_ASSIGNMENT)
         replicas = a.replicas
         (leader, leader_epoch, isr, zk_version), controller_epoch = info
-        states[tp] = new_tuple(
+        state = states[tp] = new_tuple(
             LeaderAndIsrPartitionState,
             (
                 topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
                 replicas, a.adding_replicas, a.removing_replicas, False,
             ),
         )  # fmt: skip
-        recipients = recipients_of.get(replicas)
-        if recipients is None:
-            recipients = recipients_of[replicas] = tuple([b for b in replicas if b != replica_id])
-        for broker_id in recipients:
-            tps = by_broker.get(broker_id)
-            if tps is None:
-                by_broker[broker_id] = [tp]
-            else:
-                tps.append(tp)
+        targets = targets_of.get(replicas)
+        if targets is None:
+            targets = targets_of[replicas] = _recipient_targets(replicas, replica_id, requests, fresh, later)
+        for per_broker in targets[0]:
+            per_broker[tp] = state
+        for tps in targets[1]:
+            tps.append(tp)
         current = leadership.get(tp)
         if current is None:
             unled.append(tp)
@@ -415,8 +421,31 @@ def isr_removal_states(
             UpdateMetadataPartitionState,
             (topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas, offline),
         )
-    fill_broker_maps(requests, by_broker.items(), states, False)
+    requests.update(fresh)
+    fill_broker_maps(requests, later.items(), states, False)
     return len(states), unled
+
+
+def _recipient_targets(
+    replicas: tuple[int, ...],
+    replica_id: int,
+    requests: Mapping[int, dict[TopicPartition, LeaderAndIsrPartitionState]],
+    fresh: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]],
+    later: dict[int, list[TopicPartition]],
+) -> tuple[list[dict[TopicPartition, LeaderAndIsrPartitionState]], list[list[TopicPartition]]]:
+    """``isr_removal_states``' recipients of a partition of ``replicas``: its replicas but
+    ``replica_id`` (none negative), as the maps to fill of those with nothing in ``requests`` and
+    the partition lists of the others, each made on the recipient's first appearance."""
+    maps: list[dict[TopicPartition, LeaderAndIsrPartitionState]] = []
+    lists: list[list[TopicPartition]] = []
+    for broker_id in replicas:
+        if broker_id == replica_id or broker_id < 0:
+            continue
+        if broker_id in requests:
+            lists.append(later.setdefault(broker_id, []))
+        else:
+            maps.append(fresh.setdefault(broker_id, {}))
+    return maps, lists
 
 
 def fill_broker_maps(
