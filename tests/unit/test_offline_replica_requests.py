@@ -77,10 +77,10 @@ def _cluster(seed: int) -> tuple[ControllerContext, InMemoryMetadataStore, list[
         ctx.topics_to_be_deleted.add(topics[0])
     if seed % 4 == 1:
         ctx.replicas_on_offline_dirs[2] = set(rng.sample(ctx.all_partitions, 2))
-    replicas = [PartitionAndReplica(tp, r) for tp, a in ctx.iter_assignments() for r in a.replicas]
-    for r in replicas:
+    all_replicas = [PartitionAndReplica(tp, r) for tp, a in ctx.iter_assignments() for r in a.replicas]
+    for r in all_replicas:
         ctx.replica_states[r] = STATES[0] if seed % 2 else rng.choice(STATES)
-    offline = [r for r in replicas if r.replica not in LIVE or rng.random() < 0.1]
+    offline = [r for r in all_replicas if r.replica not in LIVE or rng.random() < 0.1]
     if seed % 5 == 2:
         rng.shuffle(offline)
     if seed % 7 == 3:
