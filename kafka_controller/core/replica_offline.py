@@ -133,7 +133,7 @@ class OfflineReplicaStep:
         ctx = self.controller_context
         states = ctx.replica_states
         leadership = ctx.partitions_leadership_info
-        # each partition looked up once: for its StopReplica (in the batch) and its leadership here
+        # the partitions listed once, for the StopReplica requests and for the split below
         tps = [replica.topic_partition for replica, _ in valid]
         self._batch.add_stop_replica_requests((replica_id,), tps, False)
         led: list[tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch]] = []

@@ -209,10 +209,10 @@ class ControllerBrokerRequestBatch:
         topics being deleted) cannot change while these entries are queued, so a partition's
         UpdateMetadata state comes out the same for each of its entries: it is built once per
         distinct partition, after the LeaderAndIsr states, and each distinct replica list's
-        offline subset once. When no partition repeats (the ISR removal's and the election's
-        entries), there is nothing to share: no memo, each broker's map filled in one pass, the
-        UpdateMetadata states built in the same pass as the LeaderAndIsr ones
-        (``queue_distinct_partitions``).
+        offline subset once. When no partition repeats (the election's entries, and the ISR
+        removal's when they come as entries), there is nothing to share: no memo, each broker's
+        map filled in one pass, the UpdateMetadata states built in the same pass as the
+        LeaderAndIsr ones (``queue_distinct_partitions``).
         """
         entries = entries if isinstance(entries, list) else list(entries)
         unled = queue_distinct_partitions(self._context, self._lai, self._um_partitions, entries, is_new)

@@ -286,14 +286,14 @@ def queue_distinct_partitions(
     is_new: bool,
 ) -> list[TopicPartition] | None:
     """``ControllerBrokerRequestBatch.add_leader_and_isr_requests`` when no partition has two
-    entries (the ISR removal's 60,000 and the election's 20,000 of a failover): each LeaderAndIsr
-    state built once, with no memo, then each broker's map in ``requests`` filled in one pass, in
-    entry order, as the entry loop fills it; in the same pass, each partition's
-    UpdateMetadata state queued in ``queued``, from ``ctx``'s leadership and assignment as the
-    batch builds it (``_queue_update_metadata_states``). Returns the partitions with no
-    leadership in ``ctx`` (no UpdateMetadata state); or None when a partition repeats, with no
-    LeaderAndIsr state queued and the UpdateMetadata states of the entries before it queued, which
-    the entry loop then queues again, equal and in the same places.
+    entries (the election's 20,000 of a failover; the ISR removal's are built without entries, by
+    ``isr_removal_states``): each LeaderAndIsr state built once, with no memo, then each broker's
+    map in ``requests`` filled in one pass, in entry order, as the entry loop fills it; in the
+    same pass, each partition's UpdateMetadata state queued in ``queued``, from ``ctx``'s
+    leadership and assignment as the batch builds it (``_queue_update_metadata_states``).
+    Returns the partitions with no leadership in ``ctx`` (no UpdateMetadata state); or None when a
+    partition repeats, with no LeaderAndIsr state queued and the UpdateMetadata states of the
+    entries before it queued, which the entry loop then queues again, equal and in the same places.
 
     The entries' leadership is usually the one just cached in ``ctx``: its fields, unpacked for
     the LeaderAndIsr state, are then the UpdateMetadata state's too."""
