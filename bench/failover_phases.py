@@ -4,8 +4,8 @@ Runs ``controller_inmemory``'s failover (``--rf 3 --dead 1`` by default: 100,000
 broker dead) and times the state machines' phases on the event thread's own CPU clock
 (``time.thread_time``), by wrapping the methods that make them up. The in-memory store's writes run
 on the event thread too, so the ISR removal and the elections include them. Phases nest (``R``
-holds 1-4, ``2`` holds 3, ``P`` holds 5-6); the figures are medians over ``--reps``. Prints one
-JSON line and appends it to ``bench/results/failover_phases.jsonl``.
+holds 1-4, ``2`` holds 3, ``4`` holds 4a-4b, ``P`` holds 5-6); the figures are medians over
+``--reps``. Prints one JSON line and appends it to ``bench/results/failover_phases.jsonl``.
 
     .venv/bin/python bench/failover_phases.py [--rf 3] [--dead 1] [--reps 5] [--distinct-states]
 
@@ -56,6 +56,11 @@ PHASES: list[tuple[Any, str, str]] = [
     ),
     (replica_offline.OfflineReplicaStep, "to_offline", "4 OfflineReplica"),
     (replica_isr.IsrRemoval, "remove_replicas_from_isr", "4a OfflineReplica: ISR removal"),
+    (
+        request_batch.ControllerBrokerRequestBatch,
+        "add_isr_removal_requests",
+        "4b OfflineReplica: requests after the ISR removal",
+    ),
     (_PSM, "startup", "P partition state machine startup"),
     (
         partition_state_machine.AbstractPartitionStateMachine,

@@ -58,5 +58,5 @@ def test_failover_phases_bench_times_every_phase(tmp_path: Path) -> None:
     result = run_bench(tmp_path, "failover_phases.py", "--scale", "0.01", "--reps", "1")
     assert (result["rf"], result["dead_brokers"], result["reps"]) == (3, 1, 1)
     phases = result["event_thread_cpu_s_by_phase"]
-    assert len(phases) == 11
+    assert len(phases) == 12
     assert all(seconds > 0 for seconds in phases.values()), phases
