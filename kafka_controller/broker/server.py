@@ -342,7 +342,8 @@ class BrokerServer:
         self._cleanup.append(("config change listener", self.config_changes.stop))
 
     def _reregistered(self, epoch: int) -> None:
-        """After a session expiry (``SessionExpiry``): the new, larger broker epoch (KIP-380)."""
+        """After a session expiry (``SessionExpiry``): the new, larger broker epoch (Kafka's
+        ``KafkaZkClient.registerBroker``)."""
         old, self.broker_epoch = self.broker_epoch, epoch
         log.info("Re-registered broker %d (session expired): epoch %d -> %d", self.broker_id, old, epoch)
 

@@ -330,7 +330,7 @@ class CoreHarness:
     def reassign(
         self, tp: TopicPartition, target: Sequence[int], *, from_zk: bool = False
     ) -> ReplicaAssignment:
-        """``HarnessReassignment.reassign``: KIP-455, validated; the new assignment."""
+        """``HarnessReassignment.reassign`` (docs/controller-behaviour.md §8.8): the new assignment."""
         return self._reassignment.reassign(tp, target, from_zk=from_zk)
 
     def maybe_complete_reassignment(self, tp: TopicPartition) -> None:

@@ -65,8 +65,9 @@ class HarnessSender:
 
 
 class HarnessReassignment:
-    """KIP-455 for one partition at a time over the harness's context, store and state machines
-    (built anew with them: ``CoreHarness.build_state_machines``), its sends through ``sender``."""
+    """Kafka's ``KafkaController.onPartitionReassignment`` for one partition at a time over the
+    harness's context, store and state machines (built anew with them:
+    ``CoreHarness.build_state_machines``), its sends through ``sender``."""
 
     def __init__(
         self,
