@@ -20,6 +20,12 @@ and never delays a real controller's request behind a stale answer.
 The broker's ZooKeeper session may be served by a follower a little behind the leader that
 acknowledged the controller's write; before a claim is refused, ZooKeeper's ``sync`` (when the
 store offers one) brings that server up to date and the epoch is read once more.
+
+A claim that cannot be checked (the session is suspended while the ensemble elects a leader, say)
+is neither adopted nor refused: ``UnansweredRequestError`` makes the server close the connection
+without an answer, and the controller sends the request again until the broker can check it. A
+refusal would be final — Kafka's controller only logs STALE_CONTROLLER_EPOCH — and would leave the
+broker without the leadership the new controller gave it.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from kafka_controller.domain.errors import KafkaControllerError
+from kafka_controller.domain.errors import KafkaControllerError, UnansweredRequestError
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +48,8 @@ class ControllerEpochGuard:
     on by a broker that knows epoch ``known``, else why not (one line).
 
     ``read_epoch()`` returns ``/controller_epoch``'s epoch, or None when the znode is absent; it
-    may raise ``KafkaControllerError`` (ZooKeeper unreachable: the claim is then refused, because
-    nothing backs it; a real controller's request is sent again once the broker re-registers)."""
+    may raise ``KafkaControllerError`` (ZooKeeper unreachable: ``unbacked`` then raises
+    ``UnansweredRequestError``, because the claim can be neither backed nor refused yet)."""
 
     def __init__(
         self,
@@ -70,6 +76,7 @@ class ControllerEpochGuard:
         return self._backed
 
     def unbacked(self, epoch: int, known: int) -> str | None:
+        """Raises ``UnansweredRequestError`` when ZooKeeper cannot be asked now."""
         if epoch <= known or epoch <= self._backed:
             return None
         arrived = self._clock()
@@ -79,12 +86,10 @@ class ControllerEpochGuard:
             last = self._last_read
             if last is None or last[0] < arrived:
                 started = self._clock()
-                try:
-                    current = self._read()
-                    if (current is None or current < epoch) and self._synced():
-                        current = self._read()  # the server caught up with the leader first
-                except KafkaControllerError as e:
-                    return f"/controller_epoch could not be read to check it ({e})"
+                current = self._read_or_raise()
+                if (current is None or current < epoch) and self._sync is not None:
+                    _sync_or_raise(self._sync)
+                    current = self._read_or_raise()  # the server caught up with the leader first
                 self._last_read = last = (started, current)
                 if current is not None and current > self._backed:
                     self._backed = current
@@ -95,19 +100,12 @@ class ControllerEpochGuard:
             return None
         return f"/controller_epoch in ZooKeeper is {current}"
 
-    def _read(self) -> int | None:
+    def _read_or_raise(self) -> int | None:
         self.reads += 1
-        return self._read_epoch()
-
-    def _synced(self) -> bool:
-        if self._sync is None:
-            return False
         try:
-            self._sync()
-        except Exception as e:  # the client's own errors (kazoo's): the read already made stands
-            log.debug("ZooKeeper sync before checking a controller epoch failed: %s", e)
-            return False
-        return True
+            return self._read_epoch()
+        except KafkaControllerError as e:
+            raise UnansweredRequestError(f"/controller_epoch could not be read to check it ({e})") from e
 
     def log_refusal(self, api: str, peer: str | None, controller_id: int, epoch: int, why: str) -> None:
         """Log a refusal with its sender, at most once per ``LOG_INTERVAL_S`` (a flood of forged
@@ -128,3 +126,12 @@ class ControllerEpochGuard:
             why,
             more,
         )
+
+
+def _sync_or_raise(sync: Callable[[], None]) -> None:
+    """Bring the session's server up to date before a claim is refused; a sync that fails leaves
+    the claim unchecked."""
+    try:
+        sync()
+    except Exception as e:  # the client's own errors (kazoo's), as the read's would be
+        raise UnansweredRequestError(f"ZooKeeper's sync before checking the epoch failed ({e})") from e

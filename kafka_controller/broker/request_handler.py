@@ -34,6 +34,7 @@ from kafka_controller.domain.errors import (
     ControllerMovedError,
     InvalidArgumentError,
     StaleBrokerEpochError,
+    UnansweredRequestError,
     brief,
 )
 from kafka_controller.domain.requests import (
@@ -184,10 +185,15 @@ class BrokerRequestHandler:
         guard = self.epoch_guard
         if guard is None:
             return None
-        why = guard.unbacked(request.controller_epoch, self.replica_manager.controller_epoch)
+        api = type(request).__name__.removesuffix("Request")
+        try:
+            why = guard.unbacked(request.controller_epoch, self.replica_manager.controller_epoch)
+        except UnansweredRequestError as e:  # the server closes the connection; the controller resends
+            unchecked = f"{e}; closing the connection so that it is sent again"
+            guard.log_refusal(api, current_peer(), request.controller_id, request.controller_epoch, unchecked)
+            raise
         if why is None:
             return None
-        api = type(request).__name__.removesuffix("Request")
         guard.log_refusal(api, current_peer(), request.controller_id, request.controller_epoch, why)
         return error_response(request, Errors.STALE_CONTROLLER_EPOCH)
 

@@ -51,6 +51,15 @@ class ClusterAuthorizationError(KafkaControllerError):
     a server answers it with CLUSTER_AUTHORIZATION_FAILED."""
 
 
+class UnansweredRequestError(KafkaControllerError):
+    """A server cannot decide a request yet, and closes the connection instead of answering.
+
+    The sender is a controller, which resends a control request until it is answered (Kafka's
+    ``RequestSendThread.doWork``): no answer means "again in a moment", where an error answer would
+    be final. A broker whose ZooKeeper session is suspended raises it for a control request whose
+    controller epoch it cannot check (``broker/epoch_guard.py``)."""
+
+
 class StaleBrokerEpochError(KafkaControllerError):
     """A request carried a broker epoch older than the controller's cached one (KIP-380)."""
 

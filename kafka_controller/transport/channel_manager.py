@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError
+from kafka_controller.domain.errors import InvalidArgumentError, KafkaControllerError, UnansweredRequestError
 from kafka_controller.domain.requests import ControlRequest, ControlResponse, Errors
 from kafka_controller.domain.values import Broker
 from kafka_controller.ports import Clock, ResponseCallback, SystemClock
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.codec import API_BY_REQUEST_TYPE, error_response
-from kafka_controller.transport.errors import RemoteError, TransportError
+from kafka_controller.transport.errors import RemoteError, TransportConnectionError, TransportError
 
 logger = logging.getLogger(__name__)
 _REMOVE_JOIN_S = 5.0
@@ -59,7 +59,8 @@ class LocalClient:
     The request object is what the broker would decode, and the response what the controller
     would decode, so encoding both for a loopback socket only costs CPU under the same GIL: after
     a 100,000-partition failover, ~0.6 s of it. Failures map as the wire's would: the handler
-    raising is the broker answering with an error envelope (``RemoteError``).
+    raising is the broker answering with an error envelope (``RemoteError``), or, for
+    ``UnansweredRequestError``, closing the connection (``TransportConnectionError``: sent again).
     """
 
     def __init__(self, handler: LocalHandler) -> None:
@@ -68,6 +69,8 @@ class LocalClient:
     def request(self, api: str, body: Any) -> Any:
         try:
             return self._handler(api, body)
+        except UnansweredRequestError as e:  # a server would close the connection: sent again
+            raise TransportConnectionError(f"the local broker left {api} unanswered: {e}") from e
         except Exception as e:  # the server's answer to a failed handler (``TransportServer._answer``)
             logger.exception("Local broker handler failed on %s", api)
             raise RemoteError(Errors.UNKNOWN_SERVER_ERROR.value, f"{type(e).__name__}: {e}") from e

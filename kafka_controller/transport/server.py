@@ -25,7 +25,9 @@ controller's requests to its own broker do not use the socket at all: ``channel_
 
 Every request gets exactly one answer: the handler's response, or an error envelope —
 INVALID_REQUEST for bad JSON, a bad envelope, an unknown API or a malformed body, and
-UNKNOWN_SERVER_ERROR when the handler raises. The connection stays open after those. A length
+UNKNOWN_SERVER_ERROR when the handler raises. The connection stays open after those. A handler
+that cannot decide yet raises ``UnansweredRequestError``: the connection is closed unanswered, and
+the controller, which resends until answered, sends the request again. A length
 prefix of zero or above the limit is answered too, but then the connection is closed, because
 the stream cannot be resynchronised; the server itself keeps serving.
 
@@ -59,7 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_controller.domain.errors import ClusterAuthorizationError
+from kafka_controller.domain.errors import ClusterAuthorizationError, UnansweredRequestError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.transport import framing
 from kafka_controller.transport.codec import (
@@ -308,6 +310,8 @@ class TransportServer:
                 answer = self._raw_handler(payload)
             else:
                 answer = self._answer(payload)
+        except UnansweredRequestError as e:  # the handler logged it; the sender will try again
+            logger.debug("%s: closing the connection from %s unanswered: %s", self._name, conn.peer, e)
         except Exception:
             logger.exception("%s: closing the connection from %s: its request failed", self._name, conn.peer)
         finally:
@@ -331,6 +335,8 @@ class TransportServer:
             return framing.encode_response(cid, self._apis.get(api).encode_response(response))
         except ClusterAuthorizationError as e:  # the handler's authorizer refused the caller
             return framing.encode_error(cid, Errors.CLUSTER_AUTHORIZATION_FAILED, str(e))
+        except UnansweredRequestError:
+            raise
         except Exception as e:
             logger.exception("%s: handler failed on %s (cid %d)", self._name, api, cid)
             return framing.encode_error(cid, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from kafka_controller.broker.epoch_guard import ControllerEpochGuard
-from kafka_controller.domain.errors import StoreUnavailableError
+from kafka_controller.domain.errors import StoreUnavailableError, UnansweredRequestError
 from tests.broker.helpers import wait_until
 
 
@@ -51,13 +53,29 @@ def test_an_unbacked_epoch_is_refused_and_a_later_real_one_adopted() -> None:
     assert guard.unbacked(2**31 - 1, 5) is not None  # still refused: each claim is read afresh
 
 
-def test_no_znode_or_no_zookeeper_refuses() -> None:
+def test_no_znode_refuses_and_no_zookeeper_leaves_the_claim_unanswered() -> None:
+    """An unreadable ``/controller_epoch`` neither backs nor refuses a claim: the request goes
+    unanswered, so that the controller sends it again once ZooKeeper answers."""
     zk = Zk(None)
     guard = ControllerEpochGuard(zk.read)
     assert guard.unbacked(1, 0) == "ZooKeeper has no /controller_epoch"
     zk.fail = True
-    why = guard.unbacked(1, 0)
-    assert why is not None and "could not be read" in why and "ConnectionLoss" in why
+    with pytest.raises(UnansweredRequestError, match=r"could not be read.*ConnectionLoss"):
+        guard.unbacked(1, 0)
+    zk.fail, zk.epoch = False, 1
+    assert guard.unbacked(1, 0) is None  # the resent request, once ZooKeeper is back
+
+
+def test_a_failed_sync_leaves_a_claim_it_would_refuse_unanswered() -> None:
+    zk = Zk(4)
+
+    def broken_sync() -> None:
+        raise OSError("connection dropped")
+
+    guard = ControllerEpochGuard(zk.read, sync=broken_sync)
+    with pytest.raises(UnansweredRequestError, match=r"sync.*connection dropped"):
+        guard.unbacked(5, 4)
+    assert guard.unbacked(4, 3) is None  # a claim the first read backs needs no sync
 
 
 def test_requests_waiting_on_a_read_reuse_one_started_after_they_arrived() -> None:
@@ -109,14 +127,3 @@ def test_a_server_behind_the_leader_is_synced_before_a_claim_is_refused() -> Non
     assert synced == [True] and zk.reads == 2
     assert guard.unbacked(2**31 - 1, 5) is not None  # synced again: still not backed
     assert len(synced) == 2
-
-
-def test_a_failing_sync_leaves_the_first_read_standing() -> None:
-    zk = Zk(4)
-
-    def sync() -> None:
-        raise RuntimeError("ConnectionLoss")
-
-    guard = ControllerEpochGuard(zk.read, sync=sync)
-    why = guard.unbacked(5, 4)
-    assert why is not None and "is 4" in why and zk.reads == 1

@@ -4,7 +4,8 @@ Three ``BrokerServer``s (real listeners, real controller) on an in-memory ZooKee
 that is not the controller sends LeaderAndIsr, UpdateMetadata and StopReplica frames claiming
 controller epoch 2^31-1 to a broker: each is STALE_CONTROLLER_EPOCH, logged with the sender's
 address, and changes nothing; the real controller's requests are still acted on afterwards, and a
-real failover's newer epoch (written to ``/controller_epoch`` first) is adopted.
+real failover's newer epoch (written to ``/controller_epoch`` first) is adopted, and while the
+broker cannot read that znode a newer epoch's requests go unanswered until it can.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from collections.abc import Iterator
 import pytest
 
 from kafka_controller.broker.config import BrokerConfig
+from kafka_controller.broker.epoch_guard import ControllerEpochGuard
 from kafka_controller.broker.server import BrokerServer
+from kafka_controller.domain.errors import StoreUnavailableError
 from kafka_controller.domain.requests import Errors
 from kafka_controller.domain.values import ReplicaAssignment, TopicPartition
 from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.transport.client import TransportClient
 from kafka_controller.transport.codec import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
+from kafka_controller.transport.errors import TransportConnectionError
 from tests.broker.helpers import leader_and_isr, state, stop_replica, um_state, update_metadata, wait_until
 
 FORGED_EPOCH = 2**31 - 1
@@ -132,3 +136,49 @@ def test_forged_epoch_is_refused_and_the_real_controllers_still_count(
             ),
             f"broker {broker_id} to adopt controller {new_controller} at epoch {new_epoch}",
         )
+
+
+def test_a_claim_the_broker_cannot_check_goes_unanswered_until_zookeeper_answers(cluster: Cluster) -> None:
+    """While ``/controller_epoch`` cannot be read (the broker's session is suspended while the
+    ensemble elects a leader), a newer controller's requests are neither adopted nor refused: the
+    connection closes unanswered and the new controller sends them again until the broker can
+    check the epoch. A refusal would be final, and the broker would never learn what it leads."""
+    controller = cluster.controller()
+    target_id = next(b for b in cluster.brokers if b != controller)
+    target = cluster.brokers[target_id]
+    wait_until(lambda: _sees_everyone(target, controller), "the target sees 3 brokers and the controller")
+    known = target.replica_manager.controller_epoch
+    reachable = True
+    attempts = 0
+
+    def read_epoch() -> int | None:
+        nonlocal attempts
+        if not reachable:
+            attempts += 1
+            raise StoreUnavailableError("ZooKeeper session is suspended")
+        read = cluster.zk.get_controller_epoch()
+        return None if read is None else read[0]
+
+    target.handler.epoch_guard = ControllerEpochGuard(read_epoch)
+    reachable = False
+
+    request = update_metadata([], controller_id=99, controller_epoch=FORGED_EPOCH)
+    with (
+        TransportClient("127.0.0.1", target.transport.port, timeout_s=10) as forger,
+        pytest.raises(TransportConnectionError),
+    ):
+        forger.request(UPDATE_METADATA, request)
+    assert attempts == 1
+
+    cluster.brokers.pop(controller).crash()
+    wait_until(lambda: cluster.zk.get_controller_id() not in (None, controller), "a new controller")
+    new_epoch = cluster.epoch()
+    assert new_epoch > known
+    wait_until(lambda: attempts >= 3, "the new controller to send its request again")
+    assert target.replica_manager.controller_epoch == known  # nothing unchecked was adopted
+    reachable = True
+    wait_until(
+        lambda: target.replica_manager.controller_epoch == new_epoch,
+        f"the target to adopt epoch {new_epoch} once ZooKeeper answers",
+    )
+    assert target.metadata_cache.controller_id == cluster.zk.get_controller_id()
