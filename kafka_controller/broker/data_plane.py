@@ -207,12 +207,26 @@ class DataPlane:
                     return A.FetchResponse(FETCH_SESSION_ID_NOT_FOUND)
                 if request.session_epoch != session.epoch:
                     return A.FetchResponse(INVALID_FETCH_SESSION_EPOCH)
+                # Partitions added to the session, or fetched at a new leader epoch: answered as a
+                # full fetch answers them (first, in request order), then the session's explicit
+                # ones. Those it names or forgets stop being steady before this fetch counts.
+                added = cast(
+                    "list[TopicPartition]", list(zip(request.topics, request.partitions, strict=True))
+                )
+                forgotten = zip(request.forgotten_topics, request.forgotten_partitions, strict=True)
+                self._leave(session, cast("list[TopicPartition]", list(forgotten)), forget=True)
+                self._leave(session, added, forget=False)
                 session.record_fetch(now)
-                explicit, session.explicit = session.explicit, set()
-                tps = [tp for tp in explicit if tp in session.partitions]
                 epochs = session.partitions
-                rows = [self._fetch_one(session, tp, epochs[tp], None, now, proposals) for tp in tps]
-                answered, numbers = tuple(tp.topic for tp in tps), tuple(tp.partition for tp in tps)
+                epochs.update(zip(added, request.leader_epochs, strict=True))
+                explicit, session.explicit = session.explicit, set()  # what this fetch answers
+                told = zip(added, request.leader_epochs, request.fetch_offsets, strict=True)
+                rows = [self._fetch_one(session, tp, epoch, at, now, proposals) for tp, epoch, at in told]
+                named = set(added)
+                tps = [tp for tp in explicit if tp in epochs and tp not in named]
+                rows += [self._fetch_one(session, tp, epochs[tp], None, now, proposals) for tp in tps]
+                answered = (*request.topics, *(tp[0] for tp in tps))
+                numbers = (*request.partitions, *(tp[1] for tp in tps))
                 columns = tuple(map(tuple, zip(*rows, strict=True))) if rows else ((),) * 5
             hw_ms = self._high_watermark_ms(now)
         for tp, proposal in proposals:
@@ -325,6 +339,21 @@ class DataPlane:
             session.explicit.add(p.tp)
         base, base_ms = p.leader_log()
         return _NONE, hw, leo, base, base_ms
+
+    def _leave(self, session: FetchSession, tps: list[TopicPartition], *, forget: bool) -> None:
+        """The follower states of ``tps`` stop being derived from ``session``'s clock (named again
+        in an incremental fetch, they are answered as in a full one); with ``forget`` the
+        partitions leave the session altogether (the follower no longer fetches them here)."""
+        get = self.replica_manager.partitions.get
+        replica = session.replica_id
+        for tp in tps:
+            p = get(tp)
+            f = None if p is None or not p.is_leader else p.followers.get(replica)
+            if f is not None and f.session is session:
+                f.detach(p)  # type: ignore[arg-type]
+            if forget:
+                session.partitions.pop(tp, None)
+                session.explicit.discard(tp)
 
     def _new_session(self, replica: int, now: int) -> FetchSession:
         """A full fetch: the follower's previous session ends (its steady partitions are detached)."""

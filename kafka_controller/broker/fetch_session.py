@@ -20,8 +20,13 @@ session instead of numbers per partition:
   high-watermark time (the oldest previous fetch among the leader's live sessions: never above
   Kafka's high watermark, at most one fetch interval below it in a healthy cluster).
 
-A follower sends a full Fetch (every partition, ``session_id`` 0) when its set of partitions or
-their epochs changed, and after any failed round trip; the leader then starts a new session.
+A follower sends a full Fetch (every partition, ``session_id`` 0) to start a session and after
+any failed round trip; the leader then starts a new session. When its set of partitions or their
+leader epochs change, the next incremental Fetch names only what changed, as Kafka's
+``FetchSessionHandler`` builds it: each partition added or followed at a new epoch (the leader
+answers it as a full fetch would, and adds it to the session) and each it no longer follows there
+(``forgotten``: the leader drops it from the session). After a failover a follower's fetch thus
+carries the partitions that moved, not every partition it follows from that leader.
 """
 
 from __future__ import annotations

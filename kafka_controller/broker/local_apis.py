@@ -33,7 +33,8 @@ from kafka_controller.transport.codec_common import decode_broker, encode_broker
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
     """A full fetch (``session_id`` 0) lists every partition; an incremental one only those the
-    follower must tell about (none in the steady state; see ``fetch_session``)."""
+    follower adds to its session or fetches at a new leader epoch (none in the steady state), and
+    the ``forgotten`` ones it no longer fetches there (see ``fetch_session``)."""
 
     replica_id: int
     topics: tuple[str, ...]  # one entry per partition (repeated names share one str)
@@ -42,6 +43,8 @@ class FetchRequest:
     leader_epochs: tuple[int, ...]
     session_id: int = 0
     session_epoch: int = 0
+    forgotten_topics: tuple[str, ...] = ()
+    forgotten_partitions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,7 @@ def _int_column(b: Json, key: str) -> tuple[int, ...]:
 def _encode_fetch_request(r: FetchRequest) -> Json:
     index: dict[str, int] = {}
     topic_col = [index.setdefault(t, len(index)) for t in r.topics]
+    forgotten_col = [index.setdefault(t, len(index)) for t in r.forgotten_topics]
     return {
         "replica_id": r.replica_id,
         "topics": list(index),
@@ -83,6 +87,8 @@ def _encode_fetch_request(r: FetchRequest) -> Json:
         "leader_epoch": list(r.leader_epochs),
         "session_id": r.session_id,
         "session_epoch": r.session_epoch,
+        "forgotten_topic": forgotten_col,
+        "forgotten_partition": list(r.forgotten_partitions),
     }
 
 
@@ -94,15 +100,21 @@ def _decode_fetch_request(b: Json) -> FetchRequest:
         set(map(type, c)) <= {int} for c in cols
     ):
         raise ValueError("fetch columns must be integer lists of equal length")
-    topics = tuple(values_at(names, cols[0]))
+    forgotten = [_int_column(b, "forgotten_topic"), _int_column(b, "forgotten_partition")]
+    if len(forgotten[0]) != len(forgotten[1]):
+        raise ValueError("forgotten fetch columns must be of equal length")
+    if not all(0 <= i < len(names) for i in (*cols[0], *forgotten[0])):
+        raise ValueError("a fetch topic index is out of range")
     return FetchRequest(
         int_(b["replica_id"]),
-        topics,
+        tuple(values_at(names, cols[0])),
         tuple(cols[1]),
         tuple(cols[2]),
         tuple(cols[3]),
         int_(b.get("session_id", 0)),
         int_(b.get("session_epoch", 0)),
+        tuple(values_at(names, forgotten[0])),
+        forgotten[1],
     )
 
 

@@ -1,9 +1,12 @@
 """One follower's fetching from one leader (Kafka's ``ReplicaFetcherThread``), in a fetch session.
 
 Every ``sim.fetch.interval.ms`` the thread sends one Fetch: a full one (every partition it follows
-from that leader, as columns) when that set changed or after a failed round trip, otherwise an
-incremental one that names no partition; the answer moves the fetcher's ``FetcherClock``, and with
-it the log end of every partition attached to it (``fetch_session`` explains the model). The
+from that leader, as columns) to start a session or after a failed round trip, otherwise an
+incremental one that names only the partitions added to the session or followed at a new leader
+epoch since the last fetch, and those it no longer follows there (Kafka's ``FetchSessionHandler``:
+after a failover only the moved partitions travel, not every partition of every changed
+fetcher); in the steady state it names none. The answer moves the fetcher's ``FetcherClock``, and
+with it the log end of every partition attached to it (``fetch_session`` explains the model). The
 replica manager's lock is held only to build a request and to apply its answer, never while
 waiting on the network.
 
@@ -80,7 +83,12 @@ class ReplicaFetcher:
         endpoint = leader.endpoint(listener_name)
         self.client = None if endpoint is None else client_factory(endpoint.host, endpoint.port, timeout_s)
         self.fetches = 0
-        self.needs_full = True  # the partition set changed: the next fetch lists every partition
+        self.needs_full = True  # no session (or a test forces one): the next fetch lists every partition
+        #: The partition set or an epoch changed: the next fetch names what changed.
+        self.set_changed = False
+        #: What the leader's session holds of ours, each at the leader epoch it was last sent with
+        #: and answered without error (an answered error leaves it out: named again next time).
+        self.in_session: dict[TopicPartition, int] = {}
         #: The last full request and its partitions, while nothing changed and no answer came.
         self._unanswered: tuple[list[Partition], A.FetchRequest] | None = None
         self.session_id = 0
@@ -102,8 +110,8 @@ class ReplicaFetcher:
             self.changed.wait(self.fetch_backoff_s)
 
     def mark_changed(self) -> None:
-        """The partition set changed (under the replica manager's lock): list them all next time."""
-        self.needs_full = True
+        """The partition set changed (under the replica manager's lock): name the change next time."""
+        self.set_changed = True
         self.changed.set()
 
     def fetch_once(self) -> int:
@@ -114,25 +122,29 @@ class ReplicaFetcher:
         with rm.lock:
             full = self.needs_full or self.session_id == 0
             parts: list[Partition] = []
-            if full and self._unanswered is not None and not self.needs_full:
+            if full and self._unanswered is not None and not self.needs_full and not self.set_changed:
                 # Unchanged since it went unanswered: a follower's log moves only with answers.
                 parts, request = self._unanswered
             elif full:
-                now = rm.now_ms()
-                parts = [
-                    p for p in self.partitions.values() if not p.is_leader and p.leader == self.leader.id
-                ]
+                parts = self._followed()
+                self.set_changed = False
                 if not parts:
                     return 0
                 self.needs_full = False
-                tps = list(map(_tp, parts))  # columns by C-level maps: a failover's full
-                request = A.FetchRequest(  # fetches list tens of thousands of partitions
-                    rm.broker_id,
-                    tuple(map(_topic, tps)),
-                    tuple(map(_partition, tps)),
-                    tuple([p.log_end_offset(now) for p in parts]),
-                    tuple(map(_leader_epoch, parts)),
-                )
+                request = self._request(parts, rm.now_ms(), 0, 0, [])
+            elif self.set_changed:
+                self.set_changed = False
+                followed = self._followed()
+                in_session = self.in_session
+                parts = [p for p in followed if in_session.get(p.tp) != p.leader_epoch]
+                kept = {p.tp for p in followed}
+                forgotten = [tp for tp in in_session if tp not in kept]
+                for tp in forgotten:
+                    del in_session[tp]
+                    p = rm.get(tp)
+                    if p is not None and p.follows(self.clock):
+                        p.detach_from_leader()  # it moved to another leader, or leads now
+                request = self._request(parts, rm.now_ms(), self.session_id, self.session_epoch, forgotten)
             else:
                 request = A.FetchRequest(rm.broker_id, (), (), (), (), self.session_id, self.session_epoch)
         try:
@@ -149,13 +161,40 @@ class ReplicaFetcher:
         with rm.lock:
             if full:
                 return self._take_full(parts, request.leader_epochs, response)
-            return self._take_incremental(response)
+            return self._take_incremental(parts, request.leader_epochs, response)
+
+    def _followed(self) -> list[Partition]:
+        """The partitions this fetcher follows now (under the replica manager's lock)."""
+        leader = self.leader.id
+        return [p for p in self.partitions.values() if not p.is_leader and p.leader == leader]
+
+    def _request(
+        self,
+        parts: list[Partition],
+        now: int,
+        session_id: int,
+        session_epoch: int,
+        forgotten: list[TopicPartition],
+    ) -> A.FetchRequest:
+        tps = list(map(_tp, parts))  # columns by C-level maps: a failover's first fetches
+        return A.FetchRequest(  # list tens of thousands of partitions
+            self.replica_manager.broker_id,
+            tuple(map(_topic, tps)),
+            tuple(map(_partition, tps)),
+            tuple([p.log_end_offset(now) for p in parts]),
+            tuple(map(_leader_epoch, parts)),
+            session_id,
+            session_epoch,
+            tuple(map(_topic, forgotten)),
+            tuple(map(_partition, forgotten)),
+        )
 
     def _take_full(self, parts: list[Partition], epochs: tuple[int, ...], response: A.FetchResponse) -> int:
         clock = self.clock = FetcherClock()  # partitions still on the old clock stay where they were
         clock.leader_now_ms, clock.hw_ms = response.now_ms, response.hw_ms
         self.session_id, self.session_epoch = response.session_id, 1
         rate = response.rate_per_ms
+        in_session = self.in_session = {}
         advanced = 0
         for p, epoch, error, hw, leo, base, base_ms in zip(
             parts,
@@ -167,25 +206,57 @@ class ReplicaFetcher:
             response.log_base_ms,
             strict=True,
         ):
-            if error == _NONE and p.leader_epoch == epoch and not p.is_leader:  # unchanged meanwhile
-                p.follow_from_full_fetch(clock, leo, hw, base, base_ms, rate)
-                advanced += 1
-        # A partition refused (the leader has not taken its LeaderAndIsr yet, say) is in no session:
-        # only a full fetch names it again, as every fetch did before sessions.
-        self.needs_full = self.needs_full or advanced < len(parts)
+            if error == _NONE:
+                in_session[p.tp] = epoch
+                if p.leader_epoch == epoch and not p.is_leader:  # unchanged meanwhile
+                    p.follow_from_full_fetch(clock, leo, hw, base, base_ms, rate)
+                    advanced += 1
+        # A partition refused (the leader has not taken its LeaderAndIsr yet, say), or changed
+        # meanwhile, is named again by the next fetch.
+        self.set_changed = self.set_changed or advanced < len(parts)
         return advanced
 
-    def _take_incremental(self, response: A.FetchResponse) -> int:
+    def _take_incremental(
+        self, named: list[Partition], epochs: tuple[int, ...], response: A.FetchResponse
+    ) -> int:
+        """An incremental answer: first the ``named`` partitions (added or at a new epoch), in
+        request order, answered as a full fetch answers them; then those the leader tells one by
+        one."""
         clock = self.clock
+        in_session = self.in_session
+        rate = response.rate_per_ms
         failed = 0
-        for topic, partition, error, hw, leo in zip(
+        rows = zip(
             response.topics,
             response.partitions,
             response.errors,
             response.high_watermarks,
             response.log_end_offsets,
+            response.log_base_offsets,
+            response.log_base_ms,
             strict=True,
-        ):
+        )
+        # ``named`` first: zip stops there without taking a row of the rest
+        answered = 0
+        for p, epoch, row in zip(named, epochs, rows, strict=False):
+            answered += 1
+            tp: TopicPartition = p.tp
+            _, _, error, hw, leo, base, base_ms = row
+            if error != _NONE or tp != row[:2]:
+                in_session.pop(tp, None)
+                self.set_changed = True  # named again next time
+                failed += 1
+                continue
+            in_session[tp] = epoch
+            if p.leader_epoch == epoch and not p.is_leader and self.partitions.get(tp) is p:
+                p.follow_from_full_fetch(clock, leo, hw, base, base_ms, rate)
+            else:
+                self.set_changed = True  # changed meanwhile: named again next time
+        if answered < len(named):
+            # A leader that answers none of them (one of a version that only reads the session's
+            # own partitions from an incremental fetch): a full fetch names them, as it always did.
+            self.needs_full = True
+        for topic, partition, error, hw, leo, _, _ in rows:  # the rest: told one by one
             # a plain tuple finds the TopicPartition key (equal, hashed alike) without building one
             p = self.partitions.get((topic, partition))  # type: ignore[call-overload]
             if p is None or not p.follows(clock):
@@ -195,7 +266,8 @@ class ReplicaFetcher:
             else:
                 p.detach_from_leader()  # keeps what the last answer gave
                 failed += 1
-                self.needs_full = True  # the next fetch names it again
+                in_session.pop(p.tp, None)
+                self.set_changed = True  # the next fetch names it again
         clock.leader_now_ms = response.now_ms
         # A leader's high watermark never goes down, so every lower bound stays one: keep the best.
         clock.hw_ms = max(clock.hw_ms, response.hw_ms)

@@ -247,3 +247,103 @@ def test_the_fetch_loop_waits_the_backoff_after_a_failure_until_the_partitions_c
     fetcher.changed.clear()
     c.plane[2].on_become_leaders([c.part(2, T0)])  # moved away from the fetcher: wakes it
     assert fetcher.changed.is_set()
+
+
+def _named(r: A.FetchRequest) -> list[tuple[str, int, int]]:
+    return list(zip(r.topics, r.partitions, r.leader_epochs, strict=True))
+
+
+def test_a_changed_partition_set_is_told_incrementally_and_only_what_changed() -> None:
+    """After a leadership change only the moved partitions travel (as after a failover: Kafka's
+    incremental fetch sessions), not every partition of the fetcher again."""
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0, T1)
+    sent = _recorded_requests(c)
+    for _ in range(2):
+        c.clock.advance(0.2)
+        c.fetch()
+    session = c.plane[1].sessions[2]
+
+    c.assign(1, 0, (1, 2), T2)  # a partition added to the fetcher
+    c.clock.advance(0.2)
+    c.fetch()
+    assert sent[-1].session_id == session.session_id and _named(sent[-1]) == [("u", 7, 0)]
+    c.assign(1, 1, (1, 2), T1)  # a new leader epoch, same leader
+    c.clock.advance(0.2)
+    c.fetch()
+    assert _named(sent[-1]) == [("t", 1, 1)] and session.partitions[T1] == 1
+    c.clock.advance(0.2)
+    c.fetch()
+    assert _named(sent[-1]) == [] and not sent[-1].forgotten_topics
+    assert c.plane[1].sessions[2] is session  # one session throughout
+    now = c.clock.time_ms()
+    for tp in (T0, T1, T2):
+        assert c.part(2, tp).log_end_offset(now) == c.part(1, tp).log_end_offset(now), tp
+
+    c.assign(2, 1, (2, 1), T0)  # broker 2 leads T0 now: its fetcher from broker 1 forgets it
+    c.clock.advance(0.2)
+    c.fetch()
+    forgotten = list(zip(sent[-1].forgotten_topics, sent[-1].forgotten_partitions, strict=True))
+    assert _named(sent[-1]) == [] and forgotten == [("t", 0)]
+    assert T0 not in session.partitions and T0 not in session.explicit
+
+
+def test_incremental_changes_derive_what_full_fetches_record() -> None:
+    """The same leadership changes on two pairs of brokers, one told incrementally and one forced
+    to full fetches every time: the leader's view of its follower and the follower's log agree."""
+    sessions, reference = TwoBrokers(), TwoBrokers()
+    changes = {
+        2: lambda c: c.assign(1, 0, (1, 2), T2),  # added
+        4: lambda c: c.assign(1, 1, (1, 2), T1),  # new epoch
+        5: lambda c: c.assign(1, 1, (1,), T0),  # out of the ISR at a new epoch: answered one by one
+    }
+    for c in (sessions, reference):
+        c.assign(1, 0, (1, 2), T0, T1)
+    for step, advance in enumerate((0.2, 0.2, 0.35, 0.2, 0.05, 0.2, 0.2, 0.9, 0.2)):
+        for c in (sessions, reference):
+            if step in changes:
+                changes[step](c)
+            c.clock.advance(advance)
+            c.plane[2].fetchers[1].needs_full = c is reference
+            c.fetch()
+            now = c.clock.time_ms()
+            for tp in (T0, T1, T2):
+                if c.rm[1].get(tp) is not None:
+                    c.part(1, tp).high_watermark(now)  # the reference computes it at every fetch
+        for tp in (T0, T1, T2):
+            if sessions.rm[1].get(tp) is None:
+                continue
+            assert _leader_view(sessions, tp) == _leader_view(reference, tp), (step, tp)
+            now = sessions.clock.time_ms()
+            assert sessions.part(2, tp).log_end_offset(now) == reference.part(2, tp).log_end_offset(now)
+            assert sessions.part(2, tp).high_watermark(now) <= reference.part(2, tp).high_watermark(now)
+    assert sessions.part(1, T0).pending_isr == reference.part(1, T0).pending_isr
+
+
+def test_a_leader_that_ignores_named_partitions_gets_a_full_fetch_next() -> None:
+    """A leader of the version before incremental changes answers only its session's own
+    partitions: the follower falls back to a full fetch, which names them, instead of waiting for
+    answers that never come (a rolling upgrade)."""
+    c = TwoBrokers()
+    c.assign(1, 0, (1, 2), T0)
+    c.clock.advance(0.2)
+    c.fetch()
+    client = c.plane[2].fetchers[1].client
+    current = client.request
+    sent: list[A.FetchRequest] = []
+
+    def older_leader(api: str, body: A.FetchRequest) -> Any:
+        sent.append(body)
+        if body.session_id:  # the older leader's incremental path reads no partition
+            body = A.FetchRequest(body.replica_id, (), (), (), (), body.session_id, body.session_epoch)
+        return current(api, body)
+
+    client.request = older_leader
+    c.assign(1, 0, (1, 2), T2)
+    c.clock.advance(0.2)
+    c.fetch()
+    c.clock.advance(0.2)
+    c.fetch()
+    assert [(r.session_id == 0, len(r.topics)) for r in sent] == [(False, 1), (True, 2)]
+    now = c.clock.time_ms()
+    assert c.part(2, T2).log_end_offset(now) == c.part(1, T2).log_end_offset(now) > 0

@@ -170,6 +170,10 @@ def _valid_bodies() -> dict[str, Any]:
             "partition": [0],
             "fetch_offset": [0],
             "leader_epoch": [0],
+            "session_id": 3,
+            "session_epoch": 2,
+            "forgotten_topic": [0],
+            "forgotten_partition": [1],
         },
         A.DESCRIBE_REPLICAS: {"partitions": [tp]},
         A.DESCRIBE_CONTROLLER_CONTEXT: {"timeout_ms": 1000},
@@ -205,3 +209,15 @@ def test_refusals_do_not_echo_huge_values(api: str, body: Any) -> None:
     with pytest.raises(ProtocolError) as refused:
         DEFAULT_APIS.decode_request(api, body)
     assert len(str(refused.value)) <= 500, f"{len(str(refused.value))}-character refusal"
+
+
+def test_a_fetch_round_trips_with_its_forgotten_partitions_and_refuses_a_topic_out_of_range() -> None:
+    fetch = A.FetchRequest(2, ("a", "b"), (0, 1), (5, 6), (1, 2), 7, 3, ("b", "c"), (4, 5))
+    body = orjson.loads(orjson.dumps(DEFAULT_APIS.get(A.FETCH).encode_request(fetch)))
+    assert DEFAULT_APIS.decode_request(A.FETCH, body) == fetch
+    for column in ("topic", "forgotten_topic"):
+        for index in (-1, 3):
+            bad = {**body, column: [index] * len(body[column])}
+            with pytest.raises(ProtocolError, match="out of range"):
+                DEFAULT_APIS.decode_request(A.FETCH, bad)
+
