@@ -220,14 +220,16 @@ class DataPlane:
                 epochs = session.partitions
                 epochs.update(zip(added, request.leader_epochs, strict=True))
                 explicit, session.explicit = session.explicit, set()  # what this fetch answers
-                told = zip(added, request.leader_epochs, request.fetch_offsets, strict=True)
-                rows = [self._fetch_one(session, tp, epoch, at, now, proposals) for tp, epoch, at in told]
+                named_columns = self._fetch_full(
+                    session, added, request.leader_epochs, request.fetch_offsets, now, proposals
+                )
                 named = set(added)
                 tps = [tp for tp in explicit if tp in epochs and tp not in named]
-                rows += [self._fetch_one(session, tp, epochs[tp], None, now, proposals) for tp in tps]
+                rows = [self._fetch_one(session, tp, epochs[tp], None, now, proposals) for tp in tps]
+                told = tuple(map(tuple, zip(*rows, strict=True))) if rows else ((),) * 5
+                columns = tuple(a + b for a, b in zip(named_columns, told, strict=True))
                 answered = (*request.topics, *(tp[0] for tp in tps))
                 numbers = (*request.partitions, *(tp[1] for tp in tps))
-                columns = tuple(map(tuple, zip(*rows, strict=True))) if rows else ((),) * 5
             hw_ms = self._high_watermark_ms(now)
         for tp, proposal in proposals:
             log.info("Expanding the ISR of %s to %s", tp, list(proposal.isr))
@@ -257,9 +259,10 @@ class DataPlane:
         now: int,
         proposals: list[tuple[TopicPartition, Any]],
     ) -> tuple[tuple[Any, ...], ...]:
-        """A full fetch's partitions, answered as columns ``(errors, hws, leos, bases, base times)``.
+        """The partitions a fetch names (every one of a full fetch, those an incremental one adds
+        or names at a new epoch), answered as columns ``(errors, hws, leos, bases, base times)``.
 
-        A failover's full fetches name 20,000-40,000 partitions each, nearly all of them led here
+        A failover's fetches name thousands to tens of thousands of partitions, nearly all led here
         with the follower in the ISR: for those, ``Partition.on_follower_fetch`` (for an in-sync
         follower, which may not join: ``FollowerState.update_fetch_state``, the one both share, and
         the high watermark) and the session attach are done inline, without the three
