@@ -14,6 +14,7 @@ from kafka_controller.broker.server import BrokerServer
 from kafka_controller.dryrun.memory_store import InMemoryMetadataStore
 from kafka_controller.dryrun.memory_zk import InMemoryZooKeeper
 from kafka_controller.security import certs
+from tests.broker.helpers import wait_until
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,13 @@ BASE_SETTINGS = {"auto.leader.rebalance.enable": "false", "sim.fetch.interval.ms
 @pytest.fixture
 def start_broker() -> Iterator[Callable[..., BrokerServer]]:
     """``start_broker(broker_id, settings, tree=None, **server_kwargs)``: a started in-process
-    broker on an in-memory ZooKeeper tree (a new one unless given); all are stopped afterwards."""
+    broker on an in-memory ZooKeeper tree (a new one unless given), returned once the controller's
+    UpdateMetadata has told it about itself; all are stopped afterwards.
+
+    Until then its Metadata answers list no broker, as a Kafka broker's do before the controller's
+    first UpdateMetadata; a confluent-kafka AdminClient told of no broker then waited past its
+    30 s for a DescribeConfigs addressed to broker 1 (seen on a loaded CI machine): a client made
+    at once races the controller's startup."""
     servers: list[BrokerServer] = []
 
     def start(
@@ -79,7 +86,12 @@ def start_broker() -> Iterator[Callable[..., BrokerServer]]:
             **kwargs,
         )
         servers.append(server)
-        return server.startup()
+        server.startup()
+        wait_until(
+            lambda: server.metadata_cache.get_alive_broker(broker_id) is not None,
+            f"broker {broker_id} in its own metadata cache",
+        )
+        return server
 
     yield start
     for server in servers:
