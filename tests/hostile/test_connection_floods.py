@@ -34,6 +34,25 @@ def open_fds(broker: BrokerProcess) -> int:
     return len(os.listdir(f"/proc/{broker.pid}/fd"))
 
 
+def accepted_from(broker: BrokerProcess, ports: set[int]) -> int:
+    """How many of the broker's open sockets are connections from one of our local ``ports``
+    (its descriptors' socket inodes matched against ``/proc/net/tcp``): unlike a count of all its
+    descriptors, not moved by a connection of its own that opens or closes meanwhile."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{broker.pid}/fd"):
+        with suppress(OSError):
+            target = os.readlink(f"/proc/{broker.pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    count = 0
+    for line in Path(f"/proc/{broker.pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+        if fields[9] in inodes and remote_port in ports:
+            count += 1
+    return count
+
+
 def connect(broker: BrokerProcess, source: str = "127.0.0.1") -> socket.socket:
     sock = socket.socket()
     sock.settimeout(DEADLINE_S)
@@ -63,11 +82,12 @@ def test_announced_frames_cost_what_arrives_not_what_is_announced(zk_connect: st
     with running_broker(zk_connect, tmp_path) as broker, ExitStack() as stack:
         assert broker.kafka_client_served()  # the client path loaded before the baseline
         before_kb = peak_over(0.5, broker.rss_kb)
-        fds = open_fds(broker)
+        ports = set()
         for _ in range(16):
             sock = stack.enter_context(closing(connect(broker)))
             sock.sendall(struct.pack(">I", 100 * MIB) + b"\x00")
-        wait_until(lambda: open_fds(broker) >= fds + 16, "the 16 connections accepted", DEADLINE_S)
+            ports.add(sock.getsockname()[1])
+        wait_until(lambda: accepted_from(broker, ports) == 16, "the 16 connections accepted", DEADLINE_S)
         assert broker.kafka_client_served()
         after_kb = peak_over(2.0, broker.rss_kb)
         print(f"RSS before {before_kb} kB, after 16 x 100 MiB announced: {after_kb} kB")
@@ -78,10 +98,9 @@ def test_announced_frames_cost_what_arrives_not_what_is_announced(zk_connect: st
 def test_two_hundred_idle_connections_cost_no_threads(zk_connect: str, tmp_path: Path) -> None:
     with running_broker(zk_connect, tmp_path) as broker, ExitStack() as stack:
         assert broker.kafka_client_served()
-        threads_before, fds = broker.threads(), open_fds(broker)
-        for _ in range(200):
-            stack.enter_context(closing(connect(broker)))
-        wait_until(lambda: open_fds(broker) >= fds + 200, "200 connections accepted", DEADLINE_S)
+        threads_before = broker.threads()
+        ports = {stack.enter_context(closing(connect(broker))).getsockname()[1] for _ in range(200)}
+        wait_until(lambda: accepted_from(broker, ports) == 200, "200 connections accepted", DEADLINE_S)
         assert broker.kafka_client_served()
         threads_after = broker.threads()
         print(f"threads before {threads_before}, with 200 idle connections {threads_after}")
