@@ -9,7 +9,9 @@ is read from the requests the controller sent it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -313,3 +315,41 @@ def test_controller_reject_controlled_shutdown_request_with_stale_broker_epoch(c
         other, cluster.brokers[other].epoch - 1, answer
     )
     assert isinstance(answer.get(), StaleBrokerEpochError)
+
+
+def test_controlled_shutdown_writes_the_followed_partitions_isr_removal_while_it_elects(
+    cluster: Cluster,
+) -> None:
+    """The followed partitions' ISR removal starts on a thread of its own before the led
+    partitions' elections (README deviation 21); the outcome is Kafka's: every ISR without the
+    broker, each followed partition at its next leader epoch, the led ones moved off it."""
+    cluster.start_all([0, 1, 2])
+    assignment = {0: [2, 0, 1], 1: [0, 2, 1], 2: [1, 2, 0], 3: [2, 1, 0]}
+    cluster.create_topic("t", assignment)
+    tps = [TopicPartition("t", p) for p in assignment]
+    for tp in tps:
+        cluster.wait_state(tp, FIRST_EPOCH, assignment[tp.partition][0], 0, "topic creation")
+    active = cluster.active()
+    writes: list[tuple[str, list[TopicPartition]]] = []
+    store = active.store
+    update = store.update_leader_and_isr
+
+    def recorded(states: Any, *args: Any, **kwargs: Any) -> Any:
+        writes.append((threading.current_thread().name, sorted(states)))
+        return update(states, *args, **kwargs)
+
+    store.update_leader_and_isr = recorded
+    answer = Answer()
+    active.controller.controlled_shutdown(2, cluster.brokers[2].epoch, answer)
+    assert answer.get() == set()
+    followed, led = [tps[1], tps[2]], [tps[0], tps[3]]
+    assert ("isr-prewrite", followed) in writes
+    assert all(name != "isr-prewrite" for name, written in writes if set(written) & set(led))
+    for tp in tps:
+        state = cluster.state(tp)
+        assert state is not None
+        lai = state.leader_and_isr
+        assert 2 not in lai.isr and lai.leader != 2 and lai.leader_epoch == 1, (tp, lai)
+        for b in (0, 1):
+            sent = cluster.brokers[b].last_metadata(active.channel, tp)
+            assert (sent.leader, tuple(sent.isr)) == (lai.leader, tuple(lai.isr)), (b, tp)

@@ -220,4 +220,3 @@ def test_a_fetch_round_trips_with_its_forgotten_partitions_and_refuses_a_topic_o
             bad = {**body, column: [index] * len(body[column])}
             with pytest.raises(ProtocolError, match="out of range"):
                 DEFAULT_APIS.decode_request(A.FETCH, bad)
-
