@@ -214,7 +214,7 @@ class DataPlane:
                     "list[TopicPartition]", list(zip(request.topics, request.partitions, strict=True))
                 )
                 forgotten = zip(request.forgotten_topics, request.forgotten_partitions, strict=True)
-                self._leave(session, cast("list[TopicPartition]", list(forgotten)), forget=True)
+                self._leave(session, cast("Iterable[TopicPartition]", forgotten), forget=True)
                 self._leave(session, added, forget=False)
                 session.record_fetch(now)
                 epochs = session.partitions
@@ -343,10 +343,11 @@ class DataPlane:
         base, base_ms = p.leader_log()
         return _NONE, hw, leo, base, base_ms
 
-    def _leave(self, session: FetchSession, tps: list[TopicPartition], *, forget: bool) -> None:
+    def _leave(self, session: FetchSession, tps: Iterable[TopicPartition], *, forget: bool) -> None:
         """The follower states of ``tps`` stop being derived from ``session``'s clock (named again
-        in an incremental fetch, they are answered as in a full one); with ``forget`` the
-        partitions leave the session altogether (the follower no longer fetches them here)."""
+        in an incremental fetch, or the session replaced, they are answered as in a full one);
+        with ``forget`` the partitions leave the session altogether (the follower no longer
+        fetches them here: ``tps`` must then not be a view of the session's own partitions)."""
         get = self.replica_manager.partitions.get
         replica = session.replica_id
         for tp in tps:
@@ -362,12 +363,7 @@ class DataPlane:
         """A full fetch: the follower's previous session ends (its steady partitions are detached)."""
         old = self.sessions.get(replica)
         if old is not None:
-            get = self.replica_manager.partitions.get
-            for tp in old.partitions:
-                p = get(tp)
-                f = None if p is None or not p.is_leader else p.followers.get(replica)
-                if f is not None and f.session is old:
-                    f.detach(p)  # type: ignore[arg-type]
+            self._leave(old, old.partitions, forget=False)
         session = self.sessions[replica] = FetchSession(replica, next(self._session_ids), now)
         return session
 
