@@ -20,6 +20,7 @@ import ipaddress
 import os
 import secrets
 import ssl
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,8 +143,13 @@ def issue(
 
 
 def new_password() -> str:
-    """A random key password (``ssl.key.password``)."""
-    return secrets.token_urlsafe(18)
+    """A random password (a key's ``ssl.key.password``, a SCRAM user's, a ZooKeeper login's).
+
+    Never with a leading ``-``: an operator pastes it after an option (``airflow connections add
+    --conn-password PW``, ``kafka-acls --password PW``), where a leading dash makes it read as an
+    option of its own (one password in 64 of ``token_urlsafe``'s did)."""
+    token = secrets.token_urlsafe(18)
+    return token if not token.startswith("-") else secrets.choice(string.ascii_letters) + token[1:]
 
 
 def _write_private(path: Path, data: bytes) -> Path:

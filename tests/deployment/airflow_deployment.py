@@ -129,7 +129,7 @@ class AirflowDeployment:
     ) -> None:
         args = ["connections", "add", conn_id, "--conn-type", conn_type, "--conn-extra", json.dumps(extra)]
         for name, value in fields.items():
-            args += [f"--conn-{name}", value]
+            args.append(f"--conn-{name}={value}")  # one argument: a value may begin with "-"
         self.cli(*args)
 
     # -- processes ------------------------------------------------------------------------------------------

@@ -75,3 +75,12 @@ def test_broker_certificates_verify_against_the_ca_for_their_hosts_only(tmp_path
                 break
         assert (error is None) is ok, (host, error)
         assert (client_side.version() is not None) is ok  # the handshake completed, or failed
+
+
+def test_a_new_password_never_begins_with_a_dash() -> None:
+    """Pasted after an option (``--conn-password PW``), a leading dash reads as an option: one of
+    ``token_urlsafe``'s passwords in 64 began with one, and CI's secured Airflow deployment failed
+    to add its connection."""
+    passwords = [certs.new_password() for _ in range(4000)]
+    assert not [p for p in passwords if p.startswith("-")]
+    assert len(set(passwords)) == len(passwords) and {len(p) for p in passwords} == {24}
