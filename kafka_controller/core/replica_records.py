@@ -45,6 +45,10 @@ _Leadership = LeaderIsrAndControllerEpoch | None
 #: A success for ``record_changed``: the replica, its state, its leadership before and after.
 _Changed = tuple[PartitionAndReplica, ReplicaState, LeaderIsrAndControllerEpoch, LeaderIsrAndControllerEpoch]
 _KAFKA_NAME: dict[ReplicaState, str] = {s: s.kafka_name for s in ReplicaState}
+#: A partition's values in ``record_unchanged_replicas``'s rows: topic, partition, leader, ISR,
+#: leader epoch (the last three None without a cached leadership).
+_UnchangedRow = tuple[str, int, int | None, tuple[int, ...] | None, int | None]
+_TOPIC, _PARTITION, _LEADER, _ISR, _LEADER_EPOCH = map(itemgetter, range(5))
 # ``audit_record`` builds records positionally (one per replica in a failover): refuse to import
 # if ``ReplicaTransition``'s leading fields ever change order.
 _RECORD_FIELDS = [
@@ -161,6 +165,55 @@ class ReplicaTransitionRecorder:
             isrs,
             epochs,
         )
+
+    def record_unchanged_replicas(self, replicas: Sequence[PartitionAndReplica], state: ReplicaState) -> None:
+        """``record_unchanged(replica_id, partitions, [state] * n, state)`` of each replica id's group
+        of ``replicas``, the groups in order of first appearance (Kafka's ``groupBy``, the order
+        ``handle_state_changes`` moves them in): a startup's OnlineReplica rows, 240,000 at RF 3.
+
+        The same rows, built partition by partition: the replicas of one partition usually come
+        together (the assignments' order), and a run of them shares one leadership look-up and one
+        row of partition values (topic, partition, leader, ISR, leader epoch), which each replica's
+        group takes by reference; a group's columns are then read off its rows. The per-group
+        calls looked each replica's partition up, and read its fields, once per column (~0.15 s
+        of a failover's event thread at RF 3, against ~0.04 s). A partition met again in a later
+        run is looked up again, to the same row."""
+        records = self._records
+        if records is None or not replicas:
+            return
+        leadership = self.controller_context.partitions_leadership_info
+        rank_of: dict[int, int] = {}  # replica id -> its group's place (order of first appearance)
+        groups: list[list[_UnchangedRow]] = []
+        last_tp: TopicPartition | None = None
+        row: _UnchangedRow = ("", 0, None, None, None)
+        for replica in replicas:
+            tp, replica_id = replica
+            if tp is not last_tp:
+                last_tp = tp
+                info = leadership.get(tp)
+                if info is None:  # no leader: before and after are None
+                    row = (tp[0], tp[1], None, None, None)
+                else:
+                    (leader, leader_epoch, isr, _), _ = info
+                    row = (tp[0], tp[1], leader, isr, leader_epoch)
+            rank = rank_of.get(replica_id)
+            if rank is None:
+                rank = rank_of[replica_id] = len(groups)
+                groups.append([])
+            groups[rank].append(row)
+        name = _KAFKA_NAME[state]
+        bulk = _trailing(records, name, unchanged=True)
+        for replica_id, rows in zip(rank_of, groups, strict=True):
+            n = len(rows)
+            bulk.extend_unchanged(
+                list(map(_TOPIC, rows)),
+                list(map(_PARTITION, rows)),
+                [replica_id] * n,
+                [name] * n,
+                list(map(_LEADER, rows)),
+                list(map(_ISR, rows)),
+                list(map(_LEADER_EPOCH, rows)),
+            )
 
     def changed_run(self, target: ReplicaState) -> list[_Changed] | None:
         """An empty run for ``record_changed`` when successes may be recorded in bulk (a sink

@@ -367,13 +367,10 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
         """``_to_online_in_bulk`` of each replica id's group of startup's online replicas, each
         OnlineReplica since ``initialize_replica_state`` a moment ago (nothing to look up, check or
         set), its requests queued for all groups in one batch call: the batch builds them
-        partition by partition, without grouping the replicas (240,000 at RF 3) unless their
-        records are kept. The records come first, as in the groups' loop, which queues after it."""
-        recorder = self._recorder
-        if recorder.auditing:
-            for replica_id, group in _by_replica_id(replicas).items():
-                tps = list(map(itemgetter(0), group))
-                recorder.record_unchanged(replica_id, tps, [_ONLINE] * len(tps), _ONLINE)
+        partition by partition, without grouping the replicas (240,000 at RF 3), and so does the
+        recorder their records (``ReplicaTransitionRecorder.record_unchanged_replicas``). The
+        records come first, as in the groups' loop, which queues after it."""
+        self._recorder.record_unchanged_replicas(replicas, _ONLINE)
         ctx = self.controller_context
         self._batch.add_leader_and_isr_requests_by_replica(
             replicas,

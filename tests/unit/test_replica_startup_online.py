@@ -153,3 +153,45 @@ def test_startup_drops_the_online_replicas_before_the_offline_changes() -> None:
 
     assert alive_at_offline == [False]
     assert set(ctx.replica_states.values()) == {_ONLINE}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_unchanged_records_by_partition_are_the_replica_id_groups_records(seed: int) -> None:
+    """``record_unchanged_replicas`` against Kafka's ``groupBy`` and ``record_unchanged`` per group:
+    the same rows in the same order, with the replicas in the assignments' order or shuffled (a
+    partition met in several runs), partitions without a leader, an equal partition that is not
+    the context's object, and a trailing bulk record of the same target already there."""
+    from kafka_controller.core.replica_records import ReplicaTransitionRecorder
+    from kafka_controller.core.replica_state_machine import _by_replica_id
+
+    rng = random.Random(seed)
+    ctx = _context(rng, BROKERS)
+    replicas = [PartitionAndReplica(tp, r) for tp, a in ctx.iter_assignments() for r in a.replicas]
+    if seed % 3 == 1:
+        rng.shuffle(replicas)
+    elif seed % 3 == 2:  # a copy of an equal partition, and a run broken in two
+        tp, r = replicas[0]
+        replicas.insert(rng.randrange(len(replicas) + 1), PartitionAndReplica(TopicPartition(*tp), r))
+        replicas.append(replicas[0])
+    state = rng.choice([_ONLINE, ReplicaState.OFFLINE_REPLICA])
+    results = []
+    for by_partition in (True, False):
+        sink = RecordingAuditSink()
+        recorder = ReplicaTransitionRecorder(0, ctx, sink)
+        recorder.begin()
+        if seed % 2:  # rows of an earlier step of the same call, to be continued
+            recorder.record_unchanged(4, [TopicPartition("earlier", 0)], [state], state)
+        if by_partition:
+            recorder.record_unchanged_replicas(replicas, state)
+        else:
+            for replica_id, group in _by_replica_id(replicas).items():
+                tps = [r.topic_partition for r in group]
+                recorder.record_unchanged(replica_id, tps, [state] * len(tps), state)
+        recorder.finish(state)
+        results.append(sink.records)
+    by_partition_rows, grouped_rows = results  # the sink's records, one row each, in order
+    assert by_partition_rows == grouped_rows
+    assert len(by_partition_rows) == len(replicas) + seed % 2
+    assert {(r.topic, r.partition, r.replica) for r in by_partition_rows} >= {(*tp, r) for tp, r in replicas}
+    led = [r for r in by_partition_rows if r.leader_before is not None]
+    assert led and all(r.leader_after == r.leader_before and r.isr_after == r.isr_before for r in led)
