@@ -136,8 +136,14 @@ def read_floor(store: InMemoryMetadataStore, partitions: list[TopicPartition]) -
 
 
 def bench_failover(
-    scale: float, audit: bool, rf: int = 1, dead: int = 0, distinct_states: bool = False
+    scale: float,
+    audit: bool,
+    rf: int = 1,
+    dead: int = 0,
+    distinct_states: bool = False,
+    sink: AuditSink | None = None,
 ) -> dict[str, Any]:
+    """The failover; ``audit`` records to ``sink``, or to a ``RecordingAuditSink`` if none is given."""
     topics, per_topic = max(1, int(2000 * scale)), 50
     cluster = Cluster()
     assignment = {
@@ -151,7 +157,11 @@ def bench_failover(
     # The old controller(s): the last ``dead`` brokers, their sessions expired before the election.
     for b in range(BROKERS - dead, BROKERS):
         cluster.stores[b].expire_session()
-    sink = RecordingAuditSink() if audit else None
+    recording = RecordingAuditSink() if audit and sink is None else None
+    if not audit:
+        sink = None
+    elif recording is not None:
+        sink = recording
     controller = cluster.controller(0, sink)
     t0, c0 = time.perf_counter(), time.process_time()
     controller.startup()
@@ -186,8 +196,8 @@ def bench_failover(
         "ratio_to_kafka_1_1": round(elapsed / KAFKA_1_1_FAILOVER_S, 3),
         "requests_sent": sent,
     }
-    if sink is not None:
-        result["audit_records"] = len(sink.records)
+    if recording is not None:
+        result["audit_records"] = len(recording.records)
     return result
 
 

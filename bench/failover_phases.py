@@ -7,7 +7,12 @@ on the event thread too, so the ISR removal and the elections include them. Phas
 holds 1-4, ``2`` holds 3, ``4`` holds 4a-4b, ``P`` holds 5-6); the figures are medians over
 ``--reps``. Prints one JSON line and appends it to ``bench/results/failover_phases.jsonl``.
 
-    .venv/bin/python bench/failover_phases.py [--rf 3] [--dead 1] [--reps 5] [--distinct-states]
+    .venv/bin/python bench/failover_phases.py [--rf 3] [--dead 1] [--reps 5] [--distinct-states] [--audit]
+
+``--audit`` records the failover to an ``AuditWriter`` on a fresh SQLite store with its journal, as
+the controller's default store is, and times the recorders' phases too (``a1``-``a4``: building the
+rows, and handing them to the writer, which journals them on the event thread). A phase a version of
+the code does not have is left out, so that two versions can be compared with one copy of this file.
 
 Use it to check that a change to a phase moves that phase (whole-process CPU varies by more than
 most single changes on a shared machine).
@@ -20,6 +25,7 @@ import functools
 import gc
 import statistics
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -29,11 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import report
 from bench.controller_inmemory import bench_failover
+from kafka_controller.audit.writer import AuditWriter
 from kafka_controller.core import (  # the modules whose methods make up the phases
     partition_election,
+    partition_records,
     partition_state_machine,
     replica_isr,
     replica_offline,
+    replica_records,
     replica_state_machine,
     request_batch,
 )
@@ -75,10 +84,22 @@ PHASES: list[tuple[Any, str, str]] = [
     ),
     (request_batch.ControllerBrokerRequestBatch, "send_requests_to_brokers", "x requests sent"),
 ]
+_REPLICA_RECORDER = replica_records.ReplicaTransitionRecorder
+#: The recorders' phases, timed with ``--audit``.
+AUDIT_PHASES: list[tuple[Any, str, str]] = [
+    (_REPLICA_RECORDER, "record_unchanged_replicas", "a1 OnlineReplica: audit rows"),
+    (_REPLICA_RECORDER, "record_changed", "a2 OfflineReplica: audit rows"),
+    (partition_records.PartitionTransitionRecorder, "record_elections", "a3 elections: audit rows"),
+    (_REPLICA_RECORDER, "finish", "a4 replica rows handed to the writer"),
+    (partition_records.PartitionTransitionRecorder, "deliver", "a4 partition rows handed to the writer"),
+]
 
 
-def _timed(owner: Any, name: str, phase: str, spent: dict[str, float]) -> None:
-    method = getattr(owner, name)
+def _timed(owner: Any, name: str, phase: str, spent: dict[str, float]) -> bool:
+    """Time ``owner.name`` into ``spent[phase]``; False, nothing done, if there is no such method."""
+    method = getattr(owner, name, None)
+    if method is None:
+        return False
 
     @functools.wraps(method)
     def timed(*args: Any, **kwargs: Any) -> Any:
@@ -89,6 +110,7 @@ def _timed(owner: Any, name: str, phase: str, spent: dict[str, float]) -> None:
             spent[phase] += time.thread_time() - start
 
     setattr(owner, name, timed)
+    return True
 
 
 def main() -> None:
@@ -100,19 +122,33 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--distinct-states", action="store_true")
+    parser.add_argument(
+        "--audit", action="store_true", help="record to an AuditWriter on SQLite and time the recorders"
+    )
     args = parser.parse_args()
     spent: dict[str, float] = defaultdict(float)
-    for owner, name, phase in PHASES:
-        _timed(owner, name, phase, spent)
+    timed = [
+        p for owner, name, p in PHASES + (AUDIT_PHASES if args.audit else []) if _timed(owner, name, p, spent)
+    ]
     runs: list[dict[str, float]] = []
     process_cpu: list[float] = []
     for _ in range(args.reps):
         spent.clear()
-        result = bench_failover(args.scale, False, args.rf, args.dead, args.distinct_states)
+        with tempfile.TemporaryDirectory() as store:
+            writer = (
+                AuditWriter(f"sqlite:///{store}/audit.db", spool_dir=f"{store}/spool") if args.audit else None
+            )
+            try:
+                result = bench_failover(
+                    args.scale, args.audit, args.rf, args.dead, args.distinct_states, writer
+                )
+            finally:
+                if writer is not None:
+                    writer.close()
         runs.append(dict(spent))
         process_cpu.append(result["cpu_seconds"])
         gc.collect()
-    phases = {p: round(statistics.median(r.get(p, 0.0) for r in runs), 4) for _, _, p in PHASES}
+    phases = {p: round(statistics.median(r.get(p, 0.0) for r in runs), 4) for p in dict.fromkeys(timed)}
     report(
         "failover_phases",
         {
@@ -120,6 +156,7 @@ def main() -> None:
             "rf": args.rf,
             "dead_brokers": args.dead,
             "distinct_states": args.distinct_states,
+            "audit": args.audit,
             "reps": args.reps,
             "process_cpu_s": round(statistics.median(process_cpu), 3),
             "event_thread_cpu_s_by_phase": phases,
