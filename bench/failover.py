@@ -19,6 +19,9 @@ elects new leaders. We time:
   controller's work, and ``total_seconds``, the sum;
 * ``controller_cpu_seconds_by_thread``: the new controller's own account of its process's CPU
   during the failover, by thread (its "Failover CPU by thread" log line, ``thread_cpu``).
+* ``timeline_after_election_seconds``: when the new controller logged each step of its failover
+  (``TIMELINE``: the context load, the replica and the partition state machines' phases, "Ready"),
+  from its election: where the window goes, step by step, in every run.
 * ``cpu_seconds_by_process``: each surviving broker's and ZooKeeper's CPU from before the kill,
   so with the detection wait; ``cpu_seconds_after_election_by_process``: the same from the
   election on (seen within the 20 ms poll): what competes with the new controller for the cores.
@@ -108,6 +111,20 @@ TEN_K_GOAL_S = 0.5
 TEN_K_TOPICS = 200
 
 
+#: The new controller's log lines that mark its failover's steps, in order (``failover``,
+#: ``replica_state_machine``, ``partition_state_machine``): ``timeline_after_election_seconds``.
+TIMELINE = (
+    "Initializing controller context",
+    "Currently active brokers in the cluster",
+    "Initializing replica state",
+    "Triggering online replica state changes",
+    "Triggering offline replica state changes",
+    "Initializing partition state",
+    "Triggering online partition state changes",
+    "Ready to serve as the new controller",
+)
+
+
 def new_controller(bench: BenchCluster, old: int) -> int | None:
     try:
         cid = bench.store.get_controller_id()
@@ -194,6 +211,9 @@ def fail_over(bench: BenchCluster, client_view: bool = False) -> dict[str, Any]:
     cpu_after_election = {name: round(cpu_end[name] - cpu_elected[name], 2) for name in pids}
     client = {} if watch is None else watch.result(killed, elected)  # after the CPU: it may list on
     by_thread = tails[new].json_after("Failover CPU by thread (s):", 60)
+    timeline = {
+        step: round(at - elected, 3) for step in TIMELINE if (at := tails[new].time_of(step)) is not None
+    }
     stop_py_spy(spies, keep=f"broker_{new}")
     rss_after = rss_mb(bench.pid(new))
     peak_after = peak_rss_mb(bench.pid(new))
@@ -223,6 +243,7 @@ def fail_over(bench: BenchCluster, client_view: bool = False) -> dict[str, Any]:
         "cpu_seconds_by_process": cpu,
         "cpu_seconds_after_election_by_process": cpu_after_election,
         "controller_cpu_seconds_by_thread": by_thread,
+        "timeline_after_election_seconds": timeline,
         "controller_rss_mb_before_kill": round(rss_before, 1),
         "controller_rss_mb_after_failover": round(rss_after, 1),
         "controller_peak_rss_mb": round(peak_after, 1),
