@@ -89,9 +89,7 @@ class OfflineReplicaStep:
         self._left: Sequence[PartitionAndReplica] = ()
 
     def prepare_startup(self, offline: Sequence[PartitionAndReplica]) -> None:
-        """Before startup sets the replicas' first states, from the replicas those will find
-        offline (``replica_state_machine.offline_replicas``): the online replicas' requests skip
-        the partitions left, and the early writes have the whole startup to run in."""
+        """Before startup's online replicas move (their requests skip the partitions left)."""
         self.leaving, self._left = frozenset(), ()
         if self.leave_offline_leaders_to_election:
             self.leaving = left_to_election(self.controller_context, offline)

@@ -80,28 +80,6 @@ def initial_replica_states(ctx: ControllerContext) -> tuple[_Replicas, _Replicas
     return online, offline
 
 
-def offline_replicas(ctx: ControllerContext) -> list[PartitionAndReplica]:
-    """The replicas ``initial_replica_states`` will find offline, in the same order, setting no
-    state: what the startup's early writes need (``ReplicaStateMachine._prepare_startup``), known
-    before the 300,000 replica states of an RF 3 failover are set. A partition is tested whole
-    (its replicas all on live brokers) unless a log dir is offline."""
-    live = ctx.live_broker_ids
-    offline_dirs = ctx.replicas_on_offline_dirs
-    all_live = live.issuperset
-    offline: list[PartitionAndReplica] = []
-    for tp, a in ctx.iter_assignments():
-        replicas = a.replicas
-        if offline_dirs:
-            offline.extend(
-                new_tuple(PartitionAndReplica, (tp, r))
-                for r in replicas
-                if r not in live or tp in offline_dirs.get(r, ())
-            )
-        elif not all_live(replicas):
-            offline.extend(new_tuple(PartitionAndReplica, (tp, r)) for r in replicas if r not in live)
-    return offline
-
-
 def _by_replica_id(replicas: Sequence[PartitionAndReplica]) -> dict[int, list[PartitionAndReplica]]:
     """``replicas`` grouped by replica id, in order of first appearance (Kafka's ``groupBy``)."""
     groups: dict[int, list[PartitionAndReplica]] = {}
@@ -133,13 +111,12 @@ class AbstractReplicaStateMachine(abc.ABC):
         Both calls are made even with empty lists, as Kafka's are (the mock machines count them).
         The online list is dropped before the offline changes: at RF 3 it holds 240,000 keys
         (~2 MB of list) that the offline changes, the failover's memory peak (the ISR removal's
-        requests being built), do not need. ``_prepare_startup`` comes first: what it starts
-        (the early writes) then runs while the states are set, too.
+        requests being built), do not need.
         """
         _LOG.info("Initializing replica state")
+        online, offline = self.initialize_replica_state()
+        self._prepare_startup(offline)
         try:
-            self._prepare_startup()
-            online, offline = self.initialize_replica_state()
             _LOG.info("Triggering online replica state changes")
             self._initialized_online = online
             try:
@@ -152,9 +129,8 @@ class AbstractReplicaStateMachine(abc.ABC):
         finally:
             self._end_startup()
 
-    def _prepare_startup(self) -> None:  # noqa: B027 (a hook)
-        """Before the replicas' first states are set: what the offline ones' move will need (none
-        here)."""
+    def _prepare_startup(self, offline: list[PartitionAndReplica]) -> None:  # noqa: B027 (a hook)
+        """Before the online replicas move: what the offline ones' move will need (none here)."""
 
     def _end_startup(self) -> None:  # noqa: B027 (a hook)
         """After the offline replicas' move, or instead of it if startup failed first."""
@@ -241,16 +217,8 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
     def prewrite_isr_removal(self) -> bool:
         return self._offline.prewrite_isr_removal
 
-    def _prepare_startup(self) -> None:
-        """The early writes start here, from the replicas the states will find offline
-        (``offline_replicas``), before ``initialize_replica_state`` sets the states: nothing in
-        those writes depends on a replica state, and at RF 3 setting them takes the event thread
-        ~0.13 s that ZooKeeper would otherwise wait out."""
-        offline = self._offline
-        if offline.leave_offline_leaders_to_election or offline.prewrite_isr_removal:
-            offline.prepare_startup(offline_replicas(self.controller_context))
-        else:
-            offline.prepare_startup(())
+    def _prepare_startup(self, offline: list[PartitionAndReplica]) -> None:
+        self._offline.prepare_startup(offline)
 
     def _end_startup(self) -> None:
         self._offline.end_startup()

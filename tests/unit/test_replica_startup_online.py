@@ -195,23 +195,3 @@ def test_unchanged_records_by_partition_are_the_replica_id_groups_records(seed: 
     assert {(r.topic, r.partition, r.replica) for r in by_partition_rows} >= {(*tp, r) for tp, r in replicas}
     led = [r for r in by_partition_rows if r.leader_before is not None]
     assert led and all(r.leader_after == r.leader_before and r.isr_after == r.isr_before for r in led)
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_the_replicas_the_early_writes_start_from_are_those_the_first_states_find_offline(seed: int) -> None:
-    """``offline_replicas`` (before any state is set) against ``initialize_replica_state``'s offline
-    list: the same replicas in the same order, with brokers dead, shutting down or with a log dir
-    offline, and it sets no state."""
-    from kafka_controller.core.replica_state_machine import offline_replicas
-
-    rng = random.Random(seed)
-    live = tuple(b for b in BROKERS if rng.random() < 0.75) or BROKERS[:1]
-    ctx = _context(rng, live)
-    if seed % 4 == 0:
-        ctx.shutting_down_broker_ids.add(live[-1])
-    early = offline_replicas(ctx)
-    assert not ctx.replica_states
-    machine, _ = _machine(ctx, None)
-    _, offline = machine.initialize_replica_state()
-    assert early == offline
-    assert all(ctx.replica_states[r] is ReplicaState.REPLICA_DELETION_INELIGIBLE for r in early)
