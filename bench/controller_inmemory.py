@@ -157,11 +157,11 @@ def bench_failover(
     # The old controller(s): the last ``dead`` brokers, their sessions expired before the election.
     for b in range(BROKERS - dead, BROKERS):
         cluster.stores[b].expire_session()
-    recording = RecordingAuditSink() if audit and sink is None else None
+    recording: RecordingAuditSink | None = None
     if not audit:
         sink = None
-    elif recording is not None:
-        sink = recording
+    elif sink is None:
+        sink = recording = RecordingAuditSink()
     controller = cluster.controller(0, sink)
     t0, c0 = time.perf_counter(), time.process_time()
     controller.startup()

@@ -175,9 +175,9 @@ class ReplicaTransitionRecorder:
         together (the assignments' order), and a run of them shares one leadership look-up and one
         row of partition values (topic, partition, leader, ISR, leader epoch), which each replica's
         group takes by reference; a group's columns are then read off its rows. The per-group
-        calls looked each replica's partition up, and read its fields, once per column (~0.15 s
-        of a failover's event thread at RF 3, against ~0.04 s). A partition met again in a later
-        run is looked up again, to the same row."""
+        calls looked each replica's partition up, and read its fields, once per column (0.16 CPU-s
+        of a failover's event thread at RF 3, against 0.10-0.12 s, docs/performance.md). A
+        partition met again in a later run is looked up again, to the same row."""
         records = self._records
         if records is None or not replicas:
             return

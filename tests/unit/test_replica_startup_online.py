@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from kafka_controller.core.context import ControllerContext
-from kafka_controller.core.replica_state_machine import ReplicaStateMachine
+from kafka_controller.core.replica_records import ReplicaTransitionRecorder
+from kafka_controller.core.replica_state_machine import ReplicaStateMachine, _by_replica_id
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.domain.states import ReplicaState
 from kafka_controller.domain.values import (
@@ -161,9 +162,6 @@ def test_unchanged_records_by_partition_are_the_replica_id_groups_records(seed: 
     the same rows in the same order, with the replicas in the assignments' order or shuffled (a
     partition met in several runs), partitions without a leader, an equal partition that is not
     the context's object, and a trailing bulk record of the same target already there."""
-    from kafka_controller.core.replica_records import ReplicaTransitionRecorder
-    from kafka_controller.core.replica_state_machine import _by_replica_id
-
     rng = random.Random(seed)
     ctx = _context(rng, BROKERS)
     replicas = [PartitionAndReplica(tp, r) for tp, a in ctx.iter_assignments() for r in a.replicas]
