@@ -1,4 +1,4 @@
-"""The issue-8 benchmarks at a small scale, run as a user runs them: a subprocess that exits 0 and
+"""The end-to-end benchmarks at a small scale, run as a user runs them: a subprocess that exits 0 and
 prints one JSON object whose facts were checked against ZooKeeper by the benchmark itself (every
 partition led after the failover, nothing led by the broker at its exit). Timing goals are not
 asserted here; they live in the benchmarks' own output."""
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.failover import TIMELINE
 from tests.bench.benchrun import run_bench
 
 pytestmark = [pytest.mark.integration, pytest.mark.zk, pytest.mark.slow]
@@ -29,6 +30,11 @@ def test_failover_benchmark_fails_over_and_leads_every_partition(tmp_path: Path)
     after, total = run["cpu_seconds_after_election_by_process"], run["cpu_seconds_by_process"]
     assert after.keys() == total.keys() and all(0 <= after[n] <= total[n] for n in total)
     assert "audit_on" not in result["rf3"]
+    # The new controller logged every step of its failover, in order, the last one its "Ready" line.
+    timeline = run["timeline_after_election_seconds"]
+    assert list(timeline) == list(TIMELINE)
+    assert list(timeline.values()) == sorted(timeline.values())
+    assert timeline[TIMELINE[-1]] == run["ready_log_after_election_seconds"]
     # The 10,000-partition RF 2 case, at the same scale (100 partitions), on the default settings.
     small = result["rf2_10k"]
     assert small["partitions"] == 2 * 50 and result["broker_config"] == "defaults"

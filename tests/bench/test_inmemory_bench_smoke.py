@@ -60,3 +60,12 @@ def test_failover_phases_bench_times_every_phase(tmp_path: Path) -> None:
     phases = result["event_thread_cpu_s_by_phase"]
     assert len(phases) == 12
     assert all(seconds > 0 for seconds in phases.values()), phases
+
+
+def test_failover_phases_bench_audited_times_the_recorders_too(tmp_path: Path) -> None:
+    """With ``--audit`` the failover records to an ``AuditWriter``, and each recorder phase runs."""
+    result = run_bench(tmp_path, "failover_phases.py", "--scale", "0.01", "--reps", "1", "--audit")
+    phases = result["event_thread_cpu_s_by_phase"]
+    assert result["audit"] is True and len(phases) == 17
+    audit_phases = {name: seconds for name, seconds in phases.items() if name.startswith("a")}
+    assert len(audit_phases) == 5 and all(seconds > 0 for seconds in audit_phases.values()), audit_phases
