@@ -4,6 +4,7 @@ a running ``cluster up``, as an operator uses them from a second terminal."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,13 +25,11 @@ CLI = [sys.executable, "-m", "kafka_controller.cli.main"]
 
 
 def _free_run(length: int) -> int:
-    """A base port whose ``length`` successors are free now."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = int(s.getsockname()[1])
-        if base + length > 65535:
-            continue
+    """A base port whose ``length`` successors are free now, below the kernel's ephemeral range:
+    the kernel hands no client socket of another process one of them meanwhile (a port next to an
+    ephemeral one was taken that way in a busy CI run)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for base in random.Random().sample(range(10_000, low - length), 50):
         try:
             for port in range(base, base + length):
                 with socket.socket() as s:

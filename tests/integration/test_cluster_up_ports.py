@@ -9,7 +9,6 @@ waiting out its timeout for a registration that never goes.
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -34,30 +33,13 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=180)
 
 
-def _held_after_a_free_port() -> tuple[socket.socket, int]:
-    """A listening socket on port P + 1, P free: both below the kernel's ephemeral range, so no
-    client socket of another process is given P meanwhile (an ephemeral P - 1 next to an ephemeral
-    P was, in a busy CI run, and broker 1's port was the one refused)."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for base in random.Random().sample(range(10_000, low - 2), 200):
-        held = socket.socket()
-        try:
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", base))
-            held.bind(("127.0.0.1", base + 1))
-            held.listen(1)
-        except OSError:
-            held.close()
-            continue
-        return held, base
-    raise AssertionError("no free pair of ports below the ephemeral range")
-
-
 def test_a_taken_listener_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
     env = {**os.environ, "KAFKA_CONTROLLER_RUNTIME_DIR": str(tmp_path / "run")}
-    taken, base = _held_after_a_free_port()
-    with taken:
+    base = _free_run(2)  # broker 1's port stays free; broker 2's is taken here
+    with socket.socket() as taken:
         port = base + 1
+        taken.bind(("127.0.0.1", port))
+        taken.listen(1)
         done = _cli(env, "cluster", "up", "--port", "0", "--brokers", "2", "--listener-port", str(base),
                     "--data-dir", str(tmp_path / "c"))  # fmt: skip
     assert done.returncode != 0
