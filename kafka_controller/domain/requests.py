@@ -6,12 +6,12 @@ transport encodes them. Field names follow Kafka's request schemas in Python spe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
-from kafka_controller.domain.values import Broker, TopicPartition
+from kafka_controller.domain.values import Broker, TopicPartition, topic_partitions
 from kafka_controller.hotpath import new_tuple
 
 
@@ -168,10 +168,95 @@ class StopReplicaRequest:
 ControlRequest = LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
 
 
+class PartitionErrors(Mapping[TopicPartition, Errors]):
+    """A response's error per partition, kept as its decoder read it: dictionary-encoded columns
+    (indexes into a topic table and an error table, ``transport.codec``), made a dict on first use.
+
+    Why: after a failover each broker answers LeaderAndIsr with an error for every partition it
+    was sent (60,000 at RF 3), and the controller only asks whether one error, KAFKA_STORAGE_ERROR,
+    is among them (``error in errors.values()``). Building 60,000 keys and a dict for that cost
+    12-40 ms per response on a channel thread, under the GIL the failover's event thread needs.
+    ``values()``'s membership test answers from the error table when no entry lists the error, or
+    every entry does, exactly as the dict would (where a partition is listed twice the dict keeps
+    its last error; any other question builds the dict). The decoder checks the columns (lengths,
+    types, indexes within their tables) before it makes one.
+    """
+
+    __slots__ = ("_built", "_error_codes", "_errors", "_partitions", "_topic_codes", "_topics")
+
+    def __init__(
+        self,
+        topics: Sequence[str],
+        topic_codes: Sequence[int],
+        partitions: Sequence[int],
+        errors: Sequence[Errors],
+        error_codes: Sequence[int],
+    ) -> None:
+        self._topics = topics
+        self._topic_codes = topic_codes
+        self._partitions = partitions
+        self._errors = errors
+        self._error_codes = error_codes
+        self._built: dict[TopicPartition, Errors] | None = None
+
+    def _dict(self) -> dict[TopicPartition, Errors]:
+        built = self._built
+        if built is None:
+            names = map(self._topics.__getitem__, self._topic_codes)
+            errors = map(self._errors.__getitem__, self._error_codes)
+            built = self._built = dict(zip(topic_partitions(names, self._partitions), errors, strict=True))
+        return built
+
+    def listed_errors(self) -> frozenset[Errors]:
+        """The errors some entry lists, without building the dict (a superset of its values only
+        where a partition is listed twice with different errors)."""
+        if self._built is not None:
+            return frozenset(self._built.values())
+        return frozenset(map(self._errors.__getitem__, set(self._error_codes)))
+
+    def __getitem__(self, key: TopicPartition) -> Errors:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._dict()
+
+    def values(self) -> ValuesView[Errors]:
+        return _ListedErrors(self)
+
+    def __repr__(self) -> str:
+        return f"PartitionErrors({self._dict()!r})"
+
+
+class _ListedErrors(ValuesView[Errors]):
+    """``PartitionErrors.values()``: an error no entry lists is answered absent from the columns."""
+
+    _mapping: PartitionErrors
+
+    def __contains__(self, value: object) -> bool:
+        errors = self._mapping
+        listed = errors.listed_errors()
+        if value not in listed:
+            return False
+        if len(listed) == 1:  # every entry lists it (a failover's answers: NONE everywhere)
+            return True
+        return value in errors._dict().values()
+
+    def __iter__(self) -> Iterator[Errors]:
+        return iter(self._mapping._dict().values())
+
+
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsrResponse:
+    """``partition_errors``: a dict where built here, a ``PartitionErrors`` where decoded."""
+
     error: Errors
-    partition_errors: dict[TopicPartition, Errors] = field(default_factory=dict)
+    partition_errors: Mapping[TopicPartition, Errors] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +267,7 @@ class UpdateMetadataResponse:
 @dataclass(frozen=True, slots=True)
 class StopReplicaResponse:
     error: Errors
-    partition_errors: dict[TopicPartition, Errors] = field(default_factory=dict)
+    partition_errors: Mapping[TopicPartition, Errors] = field(default_factory=dict)
 
 
 ControlResponse = LeaderAndIsrResponse | UpdateMetadataResponse | StopReplicaResponse

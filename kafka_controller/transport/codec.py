@@ -13,7 +13,7 @@ they are; ``register(ApiCodec(...))`` takes typed encoders and decoders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, itemgetter
@@ -27,6 +27,7 @@ from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    PartitionErrors,
     StopReplicaPartitionState,
     StopReplicaRequest,
     StopReplicaResponse,
@@ -104,7 +105,7 @@ def decode_leader_and_isr_request(body: Json) -> LeaderAndIsrRequest:
     )
 
 
-def _encode_partition_errors(errors: dict[TopicPartition, Errors]) -> Json:
+def _encode_partition_errors(errors: Mapping[TopicPartition, Errors]) -> Json:
     topics: Dictionary[str] = Dictionary()
     names: Dictionary[Errors] = Dictionary()
     cols = {
@@ -115,13 +116,19 @@ def _encode_partition_errors(errors: dict[TopicPartition, Errors]) -> Json:
     return {"topics": topics.values(), "errors": names.values(), "partitions": cols}
 
 
-def _decode_partition_errors(body: Json) -> dict[TopicPartition, Errors]:
+def _decode_partition_errors(body: Json) -> PartitionErrors:
+    """Checked here, built on first use (``PartitionErrors``: a failover's answers are read for
+    one error only)."""
     cols = Columns(body)
     topics = read_topics(body)
     names = read_table(body, "errors", _error, STR)
-    tps = topic_partitions(cols.lookup("topic", topics), cols.ints("partition"))
-    with gc_paused(cols.n):
-        return dict(zip(tps, cols.lookup("error", names), strict=True))
+    return PartitionErrors(
+        topics,
+        cols.codes("topic", len(topics)),
+        cols.ints("partition"),
+        names,
+        cols.codes("error", len(names)),
+    )
 
 
 def encode_leader_and_isr_response(r: LeaderAndIsrResponse) -> Json:

@@ -125,6 +125,14 @@ class Columns:
             return repeat(default, self.n)
         return self._get(name, bool)
 
+    def codes(self, name: str, table_size: int) -> list[int]:
+        """A dictionary-encoded column left as its indexes, each checked to be an integer that
+        picks an entry of a table of ``table_size`` (for a reader that looks entries up later)."""
+        col = self.ints(name)
+        if col and (min(col) < 0 or max(col) >= table_size):
+            raise ProtocolError(f"column {self._key}.{name} has indexes outside its table of {table_size}")
+        return col
+
     def lookup(self, name: str, table: list[T], default: T | None = None) -> Iterable[T]:
         """A dictionary-encoded column; absent means ``default`` when one is given.
 

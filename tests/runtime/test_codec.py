@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any
 
 import orjson
@@ -255,3 +256,91 @@ def test_a_boolean_index_picks_the_table_entry_it_equals() -> None:
     body["partitions"]["isr"] = [bool(i) if i in (0, 1) else i for i in body["partitions"]["isr"]]
     decoded = DEFAULT_APIS.decode_request(LEADER_AND_ISR, body)
     assert decoded == DEFAULT_APIS.decode_request(LEADER_AND_ISR, _lai_body())
+
+
+def _errors_body(
+    topics: list[Any], topic: list[Any], partition: list[Any], names: list[Any], error: list[Any]
+) -> Any:
+    return {
+        "error": "NONE",
+        "topics": topics,
+        "errors": names,
+        "partitions": {"topic": topic, "partition": partition, "error": error},
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.sampled_from(list(Errors)[:6])), max_size=30)
+)
+def test_decoded_partition_errors_are_the_dict_of_their_columns_even_with_repeated_partitions(
+    entries: list[tuple[int, int, Errors]],
+) -> None:
+    """A response listing a partition twice (no broker of ours does; a hostile or broken one may)
+    decodes to what ``dict`` makes of the pairs, the last error winning, and ``values()`` answers
+    membership for every error as that dict does, also for an error only an overridden entry lists."""
+    names = sorted({e for _, _, e in entries}) or [Errors.NONE]
+    body = _errors_body(
+        ["x", "y", "z"],
+        [t for t, _, _ in entries],
+        [p for _, p, _ in entries],
+        [e.value for e in names],
+        [names.index(e) for _, _, e in entries],
+    )
+    expected = {TopicPartition("xyz"[t], p): e for t, p, e in entries}
+    for api in (LEADER_AND_ISR, STOP_REPLICA):
+        for first_question in ("values", "mapping"):
+            decoded = DEFAULT_APIS.decode_response(api, body).partition_errors
+            if first_question == "mapping":
+                assert decoded == expected and list(decoded.items()) == list(expected.items())
+            for error in Errors:
+                assert (error in decoded.values()) == (error in expected.values()), error
+            assert list(decoded.values()) == list(expected.values())
+            assert decoded == expected and len(decoded) == len(expected)
+            assert decoded.get(TopicPartition("x", 0)) is expected.get(TopicPartition("x", 0))
+            assert set(decoded.listed_errors()) >= set(expected.values())  # type: ignore[attr-defined]
+
+
+def test_a_large_response_is_asked_for_an_absent_error_without_building_its_partitions() -> None:
+    """The controller's question of a failover's answers (is KAFKA_STORAGE_ERROR among 60,000
+    errors?) builds no key per partition: checked by the heap's block count, which building the
+    60,000 ``TopicPartition`` keys and their dict would raise by more than 60,000."""
+    n = 60_000
+    response = LeaderAndIsrResponse(
+        Errors.NONE, {TopicPartition(f"t{i // 50}", i % 50): Errors.NONE for i in range(n)}
+    )
+    raw = orjson.dumps(DEFAULT_APIS.get(LEADER_AND_ISR).encode_response(response))
+    body = orjson.loads(raw)
+    gc.collect()
+    before = sys.getallocatedblocks()
+    decoded = DEFAULT_APIS.decode_response(LEADER_AND_ISR, body)
+    assert Errors.KAFKA_STORAGE_ERROR not in decoded.partition_errors.values()
+    assert Errors.NONE in decoded.partition_errors.values()  # every entry's error
+    after_question = sys.getallocatedblocks()
+    assert decoded.partition_errors == response.partition_errors
+    assert sys.getallocatedblocks() - before > n  # the blocks the mapping takes once built
+    assert after_question - before < n // 10
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("topic", 3, r"column partitions\.topic has indexes outside its table of 3"),
+        ("topic", -1, r"column partitions\.topic has indexes outside its table of 3"),
+        ("error", 1, "column partitions.error has indexes outside its table of 1"),
+        ("error", True, "column partitions.error holds values of the wrong type"),
+        ("topic", "0", "column partitions.topic holds values of the wrong type"),
+        ("partition", 1.5, "column partitions.partition holds values of the wrong type"),
+    ],
+)
+def test_a_malformed_partition_errors_column_is_refused_when_decoded(
+    column: str, value: Any, message: str
+) -> None:
+    body = _errors_body(["x", "y", "z"], [0, 1, 2], [0, 0, 0], ["NONE"], [0, 0, 0])
+    body["partitions"][column][1] = value
+    for api in (LEADER_AND_ISR, STOP_REPLICA):
+        with pytest.raises(ProtocolError, match=message):
+            DEFAULT_APIS.decode_response(api, body)
+    body = _errors_body(["x"], [0, 0], [0, 1], ["NONE"], [0])
+    with pytest.raises(ProtocolError, match=r"column partitions\.error must be a list of 2 values"):
+        DEFAULT_APIS.decode_response(LEADER_AND_ISR, body)

@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from kafka_controller import heap
-from kafka_controller.domain.requests import Errors, LeaderAndIsrResponse
+from kafka_controller.domain.requests import StopReplicaRequest, build_stop_replica_partition_state
 from kafka_controller.domain.values import TopicPartition
-from kafka_controller.transport.codec import decode_leader_and_isr_response, encode_leader_and_isr_response
+from kafka_controller.transport.codec import decode_stop_replica_request, encode_stop_replica_request
 from kafka_controller.transport.columns import GC_PAUSE_MIN_ROWS
 
 
@@ -37,12 +37,15 @@ def test_end_bulk_freezes_and_re_enables() -> None:
 
 def test_a_large_decode_leaves_its_objects_frozen_and_the_collector_on() -> None:
     n = GC_PAUSE_MIN_ROWS
-    errors = {TopicPartition(f"t{i // 100}", i % 100): Errors.NONE for i in range(n)}
-    response = LeaderAndIsrResponse(Errors.NONE, errors)
-    body = orjson.loads(orjson.dumps(encode_leader_and_isr_response(response)))
+    states = {
+        TopicPartition(f"t{i // 100}", i % 100): build_stop_replica_partition_state(i % 100, 3, True)
+        for i in range(n)
+    }
+    request = StopReplicaRequest(1, 1, 2, 5, True, states)
+    body = orjson.loads(orjson.dumps(encode_stop_replica_request(request)))
     before = gc.get_freeze_count()
-    decoded = decode_leader_and_isr_response(body)
-    assert decoded.partition_errors == errors
+    decoded = decode_stop_replica_request(body)
+    assert decoded.partition_states == states
     assert gc.isenabled()
     assert gc.get_freeze_count() >= before + n  # one TopicPartition per partition, at least
 
