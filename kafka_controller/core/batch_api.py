@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from kafka_controller.core.replica_runs import ReplicaRuns
 from kafka_controller.domain.values import (
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
@@ -61,13 +62,13 @@ class RequestBatch(Protocol):
 
     def add_leader_and_isr_requests_by_replica(
         self,
-        replicas: Sequence[PartitionAndReplica],
+        runs: ReplicaRuns,
         leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
         full_assignment: Callable[[TopicPartition], ReplicaAssignment],
         skip: Collection[TopicPartition],
         is_new: bool,
     ) -> None:
-        """``add_leader_and_isr_requests_by_broker(told_by_replica_id(replicas, leadership, skip),
+        """``add_leader_and_isr_requests_by_broker(told_by_replica_id(runs.replicas, leadership, skip),
         leadership, full_assignment, is_new)``: an OnlineReplica call's entries, grouped as Kafka's
         ``handleStateChanges`` groups replicas (the real batch builds them partition by partition)."""
         ...

@@ -16,6 +16,7 @@ from typing import Any
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.log_budget import LogBudget
 from kafka_controller.core.partition_records import leader_and_isr_columns
+from kafka_controller.core.replica_runs import ReplicaRuns
 from kafka_controller.domain.audit_records import (
     OUTCOME_FAILED,
     OUTCOME_INVALID,
@@ -166,53 +167,42 @@ class ReplicaTransitionRecorder:
             epochs,
         )
 
-    def record_unchanged_replicas(self, replicas: Sequence[PartitionAndReplica], state: ReplicaState) -> None:
+    def record_unchanged_replicas(self, runs: ReplicaRuns, state: ReplicaState) -> None:
         """``record_unchanged(replica_id, partitions, [state] * n, state)`` of each replica id's group
-        of ``replicas``, the groups in order of first appearance (Kafka's ``groupBy``, the order
-        ``handle_state_changes`` moves them in): a startup's OnlineReplica rows, 240,000 at RF 3.
+        of ``runs.replicas``, the groups in order of first appearance (Kafka's ``groupBy``, the
+        order ``handle_state_changes`` moves them in): a startup's OnlineReplica rows, 240,000 at
+        RF 3.
 
-        The same rows, built partition by partition: the replicas of one partition usually come
-        together (the assignments' order), and a run of them shares one leadership look-up and one
-        row of partition values (topic, partition, leader, ISR, leader epoch), which each replica's
-        group takes by reference; a group's columns are then read off its rows. The per-group
-        calls looked each replica's partition up, and read its fields, once per column (0.16 CPU-s
-        of a failover's event thread at RF 3, against 0.10-0.12 s, docs/performance.md). A
-        partition met again in a later run is looked up again, to the same row."""
+        The same rows, built run by run (``core.replica_runs``): one leadership look-up and one
+        row of partition values (topic, partition, leader, ISR, leader epoch) per run, which each
+        group picks by position; a group's columns are then read off its rows. The per-group
+        calls looked each replica's partition up, and read its fields, once per column (0.16
+        CPU-s of a failover's event thread at RF 3, docs/performance.md)."""
         records = self._records
-        if records is None or not replicas:
+        if records is None or not runs.replicas:
             return
         leadership = self.controller_context.partitions_leadership_info
-        rank_of: dict[int, int] = {}  # replica id -> its group's place (order of first appearance)
-        groups: list[list[_UnchangedRow]] = []
-        last_tp: TopicPartition | None = None
-        row: _UnchangedRow = ("", 0, None, None, None)
-        for replica in replicas:
-            tp, replica_id = replica
-            if tp is not last_tp:
-                last_tp = tp
-                info = leadership.get(tp)
-                if info is None:  # no leader: before and after are None
-                    row = (tp[0], tp[1], None, None, None)
-                else:
-                    (leader, leader_epoch, isr, _), _ = info
-                    row = (tp[0], tp[1], leader, isr, leader_epoch)
-            rank = rank_of.get(replica_id)
-            if rank is None:
-                rank = rank_of[replica_id] = len(groups)
-                groups.append([])
-            groups[rank].append(row)
+        rows: list[_UnchangedRow] = []
+        for tp in runs.partitions:
+            info = leadership.get(tp)
+            if info is None:  # no leader: before and after are None
+                rows.append((tp[0], tp[1], None, None, None))
+            else:
+                (leader, leader_epoch, isr, _), _ = info
+                rows.append((tp[0], tp[1], leader, isr, leader_epoch))
         name = _KAFKA_NAME[state]
         bulk = _trailing(records, name, unchanged=True)
-        for replica_id, rows in zip(rank_of, groups, strict=True):
-            n = len(rows)
+        for replica_id, group in runs.groups:
+            picked = list(values_at(rows, group))
+            n = len(picked)
             bulk.extend_unchanged(
-                list(map(_TOPIC, rows)),
-                list(map(_PARTITION, rows)),
+                list(map(_TOPIC, picked)),
+                list(map(_PARTITION, picked)),
                 [replica_id] * n,
                 [name] * n,
-                list(map(_LEADER, rows)),
-                list(map(_ISR, rows)),
-                list(map(_LEADER_EPOCH, rows)),
+                list(map(_LEADER, picked)),
+                list(map(_ISR, picked)),
+                list(map(_LEADER_EPOCH, picked)),
             )
 
     def changed_run(self, target: ReplicaState) -> list[_Changed] | None:

@@ -26,6 +26,7 @@ from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.replica_isr import IsrRemoval
 from kafka_controller.core.replica_offline import OfflineReplicaStep
 from kafka_controller.core.replica_records import ReplicaTransitionRecorder
+from kafka_controller.core.replica_runs import replica_runs
 from kafka_controller.domain.audit_records import OUTCOME_FAILED
 from kafka_controller.domain.errors import (
     ControllerMovedError,
@@ -366,14 +367,16 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
     def _startup_online_in_bulk(self, replicas: Sequence[PartitionAndReplica]) -> None:
         """``_to_online_in_bulk`` of each replica id's group of startup's online replicas, each
         OnlineReplica since ``initialize_replica_state`` a moment ago (nothing to look up, check or
-        set), its requests queued for all groups in one batch call: the batch builds them
-        partition by partition, without grouping the replicas (240,000 at RF 3), and so does the
-        recorder their records (``ReplicaTransitionRecorder.record_unchanged_replicas``). The
-        records come first, as in the groups' loop, which queues after it."""
-        self._recorder.record_unchanged_replicas(replicas, _ONLINE)
+        set), its requests queued for all groups in one batch call. The replicas (240,000 at RF 3)
+        are walked once, into runs of one partition and their groups (``core.replica_runs``); the
+        batch builds the requests from those run by run, and the recorder the records
+        (``ReplicaTransitionRecorder.record_unchanged_replicas``). The records come first, as in
+        the groups' loop, which queues after it."""
+        runs = replica_runs(replicas)
+        self._recorder.record_unchanged_replicas(runs, _ONLINE)
         ctx = self.controller_context
         self._batch.add_leader_and_isr_requests_by_replica(
-            replicas,
+            runs,
             ctx.partitions_leadership_info,
             ctx.partition_full_replica_assignment,
             self._offline.leaving,

@@ -25,6 +25,7 @@ from typing import NoReturn
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, isr_removal_entries, told_by_replica_id
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.ibp import InterBrokerProtocolVersion
+from kafka_controller.core.replica_runs import ReplicaRuns
 from kafka_controller.core.request_batch_send import (
     LeaderAndIsrMemo,
     RequestBatchSender,
@@ -52,7 +53,6 @@ from kafka_controller.domain.values import (
     LEADER_DURING_DELETE,
     NO_EPOCH,
     LeaderIsrAndControllerEpoch,
-    PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
@@ -262,19 +262,19 @@ class ControllerBrokerRequestBatch:
 
     def add_leader_and_isr_requests_by_replica(
         self,
-        replicas: Sequence[PartitionAndReplica],
+        runs: ReplicaRuns,
         leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
         full_assignment: Callable[[TopicPartition], ReplicaAssignment],
         skip: Collection[TopicPartition],
         is_new: bool,
     ) -> None:
-        """``add_leader_and_isr_requests_by_broker(told_by_replica_id(replicas, leadership, skip),
-        leadership, full_assignment, is_new)``: a whole OnlineReplica call's entries.
+        """``add_leader_and_isr_requests_by_broker(told_by_replica_id(runs.replicas, leadership,
+        skip), leadership, full_assignment, is_new)``: a whole OnlineReplica call's entries.
 
         With nothing queued for any broker yet and the inputs the context's (no topic queued for
-        deletion, no log dir offline), the queues are built partition by partition
-        (``online_replica_states``): the same keys in the same order, with equal states, without
-        grouping, filtering and looking up each of a failover's 240,000 replicas (RF 3) on its own."""
+        deletion, no log dir offline), the queues are built run by run (``online_replica_states``):
+        the same keys in the same order, with equal states, without grouping, filtering and looking
+        up each of a failover's 240,000 replicas (RF 3) on its own."""
         ctx = self._context
         of_replicas = OfflineReplicas(ctx).of_replicas
         if (
@@ -284,10 +284,10 @@ class ControllerBrokerRequestBatch:
             or leadership is not ctx.partitions_leadership_info
             or full_assignment != ctx.partition_full_replica_assignment
         ):
-            groups = told_by_replica_id(replicas, leadership, skip)
+            groups = told_by_replica_id(runs.replicas, leadership, skip)
             self.add_leader_and_isr_requests_by_broker(groups, leadership, full_assignment, is_new)
             return
-        by_broker, metadata = online_replica_states(ctx, replicas, skip, of_replicas, is_new)
+        by_broker, metadata = online_replica_states(ctx, runs, skip, of_replicas, is_new)
         if metadata:
             self._lai.update(by_broker)
             self._um_partitions.update(metadata)

@@ -8,10 +8,13 @@ leadership tuples rather than reading their fields one by one.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_not
+from typing import cast
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry
 from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.replica_runs import ReplicaRuns
 from kafka_controller.domain.requests import (
     LeaderAndIsrPartitionState,
     UpdateMetadataPartitionState,
@@ -21,7 +24,6 @@ from kafka_controller.domain.values import (
     EMPTY_ASSIGNMENT,
     LEADER_DURING_DELETE,
     LeaderIsrAndControllerEpoch,
-    PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
@@ -171,7 +173,7 @@ def _states(
 
 def online_replica_states(
     ctx: ControllerContext,
-    replicas: Iterable[PartitionAndReplica],
+    runs: ReplicaRuns,
     skip: Collection[TopicPartition],
     of_replicas: Callable[[tuple[int, ...]], tuple[int, ...]],
     is_new: bool,
@@ -180,78 +182,76 @@ def online_replica_states(
     list[tuple[TopicPartition, UpdateMetadataPartitionState]],
 ]:
     """The queues ``add_leader_and_isr_requests_by_broker`` fills (LeaderAndIsr from ``ctx``'s
-    leadership and assignments, no topic queued for deletion, no log dir offline) for ``replicas``
-    grouped by replica id, each group's partitions those led in ``ctx`` and not in ``skip``, built
-    partition by partition instead of replica by replica: each partition is looked up, tested and
-    built once, however many of its replicas there are (a failover's OnlineReplica move: 240,000
-    replicas of 100,000 partitions at RF 3, each group of which was filtered, merged and looked
-    up again replica by replica).
+    leadership and assignments, no topic queued for deletion, no log dir offline) for the replicas
+    of ``runs`` grouped by replica id, each group's partitions those led in ``ctx`` and not in
+    ``skip``, built run by run (``core.replica_runs``) instead of replica by replica: each
+    partition is looked up, tested and built once, however many of its replicas there are (a
+    failover's OnlineReplica move: 240,000 replicas of 100,000 partitions at RF 3), and each
+    group's map is made from its runs' states by position, in C.
 
     Returns each replica id's LeaderAndIsr map, in order of the id's first appearance, with its
     partitions in the order of its replicas (ids without a partition and negative ids left out),
     and the UpdateMetadata states in the grouped calls' order: the first group's partitions, then
-    the second group's not in the first, and so on. That is, a partition comes with the group of
-    lowest rank (order of first appearance) among its replicas, at the place of its replica there.
+    the second group's not in the first, and so on (``ReplicaRuns.runs_by_first_group``).
 
-    The replicas of one partition usually come together (the assignments' order): a run of them is
-    built once; a partition met again in a later run is built again, equal, and the maps keep its
-    first place, as ``dict.fromkeys`` of the groups and the per-group maps do."""
+    A partition met again in a later run is built again, equal, and the maps keep its first
+    place, as ``dict.fromkeys`` of the groups and the per-group maps do."""
     leadership = ctx.partitions_leadership_info
     assignments = ctx.partition_assignments
     skip = skip or ()  # nothing skipped: no hash per partition
-    rank_of: dict[int, int] = {}  # replica id -> rank (order of first appearance)
-    maps: list[tuple[int, dict[TopicPartition, LeaderAndIsrPartitionState]]] = []
-    metadata_by_rank: list[list[tuple[TopicPartition, UpdateMetadataPartitionState]]] = []
-    last_tp: TopicPartition | None = None
-    state: LeaderAndIsrPartitionState | None = None  # the run's partition's, None if not told
-    metadata: tuple[TopicPartition, UpdateMetadataPartitionState] | None = None
-    lowest = 0  # the lowest rank among the run's replicas
+    states: list[LeaderAndIsrPartitionState | None] = []
+    metadata: list[tuple[TopicPartition, UpdateMetadataPartitionState] | None] = []
     last_topic: str | None = None
     per_topic: Mapping[int, ReplicaAssignment] = {}
-    for replica in replicas:
-        tp, replica_id = replica
-        # identity: the context's shared partitions; an equal partition that is not the same
-        # object starts a new run, which only builds its equal states again (see above)
-        if tp is not last_tp:
-            if metadata is not None:
-                metadata_by_rank[lowest].append(metadata)
-            last_tp, state, metadata, lowest = tp, None, None, len(rank_of)
-            info = leadership.get(tp)
-            if info is not None and tp not in skip:
-                topic, partition = tp
-                if topic != last_topic:
-                    last_topic = topic
-                    per_topic = assignments.get(topic) or {}
-                a = per_topic.get(partition, EMPTY_ASSIGNMENT)
-                (leader, leader_epoch, isr, zk_version), controller_epoch = info
-                replicas_of = a.replicas
-                state = new_tuple(
-                    LeaderAndIsrPartitionState,
-                    (
-                        topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
-                        replicas_of, a.adding_replicas, a.removing_replicas, is_new,
-                    ),
-                )  # fmt: skip
-                metadata = tp, new_tuple(
+    for tp in runs.partitions:
+        info = leadership.get(tp)
+        if info is None or tp in skip:
+            states.append(None)
+            metadata.append(None)
+            continue
+        topic, partition = tp
+        if topic != last_topic:
+            last_topic = topic
+            per_topic = assignments.get(topic) or {}
+        a = per_topic.get(partition, EMPTY_ASSIGNMENT)
+        (leader, leader_epoch, isr, zk_version), controller_epoch = info
+        replicas_of = a.replicas
+        states.append(
+            new_tuple(
+                LeaderAndIsrPartitionState,
+                (
+                    topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
+                    replicas_of, a.adding_replicas, a.removing_replicas, is_new,
+                ),
+            )
+        )  # fmt: skip
+        metadata.append(
+            (
+                tp,
+                new_tuple(
                     UpdateMetadataPartitionState,
                     (
                         topic, partition, controller_epoch, leader, leader_epoch, isr, zk_version,
                         replicas_of, of_replicas(replicas_of),
                     ),
-                )  # fmt: skip
-        rank = rank_of.get(replica_id)
-        if rank is None:
-            rank = rank_of[replica_id] = len(maps)
-            maps.append((replica_id, {}))
-            metadata_by_rank.append([])
-        if state is not None:
-            maps[rank][1][tp] = state
-            if rank < lowest:
-                lowest = rank
-    if metadata is not None:
-        metadata_by_rank[lowest].append(metadata)
-    by_broker = [(replica_id, m) for replica_id, m in maps if m and replica_id >= 0]
-    return by_broker, list(chain.from_iterable(metadata_by_rank))
+                ),
+            )
+        )  # fmt: skip
+    partitions = runs.partitions
+    by_broker: list[tuple[int, dict[TopicPartition, LeaderAndIsrPartitionState]]] = []
+    for replica_id, group in runs.groups:
+        if replica_id < 0:
+            continue
+        told = list(values_at(states, group))
+        entries = zip(values_at(partitions, group), told, strict=True)
+        m = cast(
+            "dict[TopicPartition, LeaderAndIsrPartitionState]",  # the Nones left out
+            dict(compress(entries, map(is_not, told, repeat(None)))),
+        )
+        if m:
+            by_broker.append((replica_id, m))
+    queued = filter(None, values_at(metadata, chain.from_iterable(runs.runs_by_first_group)))
+    return by_broker, list(queued)
 
 
 def update_metadata_states_like(

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_controller.core.batch_api import LeaderAndIsrEntry, isr_removal_entries, told_by_replica_id
+from kafka_controller.core.replica_runs import ReplicaRuns
 from kafka_controller.domain.audit_records import AuditItem, AuditRecord
 from kafka_controller.domain.errors import MetadataStoreError
 from kafka_controller.domain.values import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
-    PartitionAndReplica,
     ReplicaAssignment,
     TopicPartition,
 )
@@ -93,14 +93,14 @@ class RecordingRequestBatch:
 
     def add_leader_and_isr_requests_by_replica(
         self,
-        replicas: Sequence[PartitionAndReplica],
+        runs: ReplicaRuns,
         leadership: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
         full_assignment: Callable[[TopicPartition], ReplicaAssignment],
         skip: Collection[TopicPartition],
         is_new: bool,
     ) -> None:
         """Recorded as the per-entry calls it stands for."""
-        groups = told_by_replica_id(replicas, leadership, skip)
+        groups = told_by_replica_id(runs.replicas, leadership, skip)
         self.add_leader_and_isr_requests_by_broker(groups, leadership, full_assignment, is_new)
 
     def add_isr_removal_requests(

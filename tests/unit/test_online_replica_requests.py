@@ -14,6 +14,7 @@ import pytest
 
 from kafka_controller.core.batch_api import told_by_replica_id
 from kafka_controller.core.context import ControllerContext
+from kafka_controller.core.replica_runs import replica_runs
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.domain.audit_records import AuditRecord
@@ -147,7 +148,7 @@ def test_queued_by_replica_as_grouped_by_broker(seed: int) -> None:
         for batch in (bulk, grouped):
             batch.add_leader_and_isr_request_for_brokers([2], led[0], leadership[led[0]], full(led[0]), True)
 
-    bulk.add_leader_and_isr_requests_by_replica(replicas, leadership, full, skip, is_new)
+    bulk.add_leader_and_isr_requests_by_replica(replica_runs(replicas), leadership, full, skip, is_new)
     groups = told_by_replica_id(replicas, leadership, skip)
     grouped.add_leader_and_isr_requests_by_broker(groups, leadership, full, is_new)
 

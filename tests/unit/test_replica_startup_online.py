@@ -13,6 +13,7 @@ import pytest
 
 from kafka_controller.core.context import ControllerContext
 from kafka_controller.core.replica_records import ReplicaTransitionRecorder
+from kafka_controller.core.replica_runs import replica_runs
 from kafka_controller.core.replica_state_machine import ReplicaStateMachine, _by_replica_id
 from kafka_controller.core.request_batch import ControllerBrokerRequestBatch
 from kafka_controller.domain.states import ReplicaState
@@ -180,7 +181,7 @@ def test_unchanged_records_by_partition_are_the_replica_id_groups_records(seed: 
         if seed % 2:  # rows of an earlier step of the same call, to be continued
             recorder.record_unchanged(4, [TopicPartition("earlier", 0)], [state], state)
         if by_partition:
-            recorder.record_unchanged_replicas(replicas, state)
+            recorder.record_unchanged_replicas(replica_runs(replicas), state)
         else:
             for replica_id, group in _by_replica_id(replicas).items():
                 tps = [r.topic_partition for r in group]
