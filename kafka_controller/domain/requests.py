@@ -6,7 +6,7 @@ transport encodes them. Field names follow Kafka's request schemas in Python spe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence, ValuesView
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
@@ -225,6 +225,12 @@ class PartitionErrors(Mapping[TopicPartition, Errors]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._dict()
+
+    def keys(self) -> KeysView[TopicPartition]:
+        return self._dict().keys()
+
+    def items(self) -> ItemsView[TopicPartition, Errors]:
+        return self._dict().items()
 
     def values(self) -> ValuesView[Errors]:
         return _ListedErrors(self)
