@@ -69,3 +69,9 @@ def test_failover_phases_bench_audited_times_the_recorders_too(tmp_path: Path) -
     assert result["audit"] is True and len(phases) == 17
     audit_phases = {name: seconds for name, seconds in phases.items() if name.startswith("a")}
     assert len(audit_phases) == 5 and all(seconds > 0 for seconds in audit_phases.values()), audit_phases
+
+
+def test_response_decode_bench_times_the_answer_against_its_dict(tmp_path: Path) -> None:
+    result = run_bench(tmp_path, "response_decode.py", "--partitions", "500", "--reps", "2")
+    assert (result["partitions"], result["reps"]) == (500, 2) and result["answer_bytes"] > 500
+    assert result["decode_and_ask_ms"] > 0 and result["baseline_decode_into_a_dict_ms"] > 0
