@@ -72,27 +72,19 @@ class ControlledShutdownHandling:
         log.debug("Live brokers: %s", sorted(ctx.live_broker_ids))
 
         led, followed = ctx.partitions_to_move_off(broker_id)
-        rsm = self._s.replica_state_machine
-        # The followed partitions' ISR removal is written while the led ones are elected: the two
-        # sets are disjoint, and the OfflineReplica move below takes what was written (README
-        # deviation 21).
-        rsm.start_offline_isr_removal(broker_id, followed)
+        self._s.partition_state_machine.handle_state_changes(
+            led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
+        )
+        batch = self._s.broker_request_batch
         try:
-            self._s.partition_state_machine.handle_state_changes(
-                led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElectionStrategy()
-            )
-            batch = self._s.broker_request_batch
-            try:
-                batch.new_batch()
-                batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
-                batch.send_requests_to_brokers(ctx.epoch)
-            except IllegalControllerStateError as e:
-                self._resignation.handle_illegal_state(e)
-            rsm.handle_state_changes(
-                [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
-            )
-        finally:
-            rsm.end_offline_isr_removal()
+            batch.new_batch()
+            batch.add_stop_replica_requests((broker_id,), followed, False)  # one call, in order
+            batch.send_requests_to_brokers(ctx.epoch)
+        except IllegalControllerStateError as e:
+            self._resignation.handle_illegal_state(e)
+        self._s.replica_state_machine.handle_state_changes(
+            [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE_REPLICA
+        )
         still_led = ctx.partition_leaders_on_broker(broker_id)
         log.info(
             "Controlled shutdown of broker %d: %d led partitions moved or tried, %d followed, %d still led",

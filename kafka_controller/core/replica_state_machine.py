@@ -224,17 +224,6 @@ class ReplicaStateMachine(AbstractReplicaStateMachine):
     def _end_startup(self) -> None:
         self._offline.end_startup()
 
-    def start_offline_isr_removal(self, replica_id: int, partitions: Sequence[TopicPartition]) -> None:
-        """Start now the ISR removal a coming move of ``replica_id``'s replicas of ``partitions`` to
-        OfflineReplica will make (``prewrite_isr_removal``; a controlled shutdown starts its followed
-        partitions' round before its elections, whose partitions are others). The move takes what
-        was written; ``end_offline_isr_removal`` waits for a round no move took."""
-        if self.prewrite_isr_removal:
-            self._isr_removal.start_isr_prewrite(replica_id, partitions)
-
-    def end_offline_isr_removal(self) -> None:
-        self._isr_removal.abandon_isr_prewrite()
-
     def finish_offline_left_to_election(self) -> None:
         """After the partition state machine's startup: Kafka's ISR removal for the partitions left
         to the election that it did not bring online (none, unless a state changed meanwhile)."""

@@ -317,12 +317,13 @@ def test_controller_reject_controlled_shutdown_request_with_stale_broker_epoch(c
     assert isinstance(answer.get(), StaleBrokerEpochError)
 
 
-def test_controlled_shutdown_writes_the_followed_partitions_isr_removal_while_it_elects(
+def test_controlled_shutdown_writes_the_isr_removal_in_its_own_call_after_the_elections(
     cluster: Cluster,
 ) -> None:
-    """The followed partitions' ISR removal starts on a thread of its own before the led
-    partitions' elections (README deviation 21); the outcome is Kafka's: every ISR without the
-    broker, each followed partition at its next leader epoch, the led ones moved off it."""
+    """The followed partitions' ISR removal is written by the OfflineReplica move itself, on the
+    event thread, after the led partitions' elections (Kafka's order), not ahead of its turn on a
+    thread of its own: a write made ahead of the call that audits it is lost to the audit if the
+    controller is killed in between (a fault trial found a kill -9 landing there)."""
     cluster.start_all([0, 1, 2])
     assignment = {0: [2, 0, 1], 1: [0, 2, 1], 2: [1, 2, 0], 3: [2, 1, 0]}
     cluster.create_topic("t", assignment)
@@ -343,13 +344,10 @@ def test_controlled_shutdown_writes_the_followed_partitions_isr_removal_while_it
     active.controller.controlled_shutdown(2, cluster.brokers[2].epoch, answer)
     assert answer.get() == set()
     followed, led = [tps[1], tps[2]], [tps[0], tps[3]]
-    assert ("isr-prewrite", followed) in writes
-    assert all(name != "isr-prewrite" for name, written in writes if set(written) & set(led))
+    assert [written for _, written in writes] == [led, followed]
+    assert {name for name, _ in writes} == {"controller-event-thread"}
     for tp in tps:
         state = cluster.state(tp)
         assert state is not None
         lai = state.leader_and_isr
         assert 2 not in lai.isr and lai.leader != 2 and lai.leader_epoch == 1, (tp, lai)
-        for b in (0, 1):
-            sent = cluster.brokers[b].last_metadata(active.channel, tp)
-            assert (sent.leader, tuple(sent.isr)) == (lai.leader, tuple(lai.isr)), (b, tp)
