@@ -75,3 +75,14 @@ def test_response_decode_bench_times_the_answer_against_its_dict(tmp_path: Path)
     result = run_bench(tmp_path, "response_decode.py", "--partitions", "500", "--reps", "2")
     assert (result["partitions"], result["reps"]) == (500, 2) and result["answer_bytes"] > 500
     assert result["decode_and_ask_ms"] > 0 and result["baseline_decode_into_a_dict_ms"] > 0
+
+
+def test_columnar_floor_bench_decides_and_encodes_what_the_controller_did(tmp_path: Path) -> None:
+    """It exits 0 only if the columns' leaders, epochs and ISRs are the controller's, partition by
+    partition; and it encodes as many partition states as the controller's requests held."""
+    result = run_bench(tmp_path, "columnar_floor.py", "--scale", "0.01", "--reps", "1")
+    assert (result["partitions"], result["rf"], result["reps"]) == (20 * 50, 3, 1)
+    assert result["columns_partition_states_encoded"] == result["controller_partition_states_built"] > 1_000
+    assert (
+        result["controller_cpu_s"] > 0 and result["columns_cpu_s"] > 0 and result["columns_bytes_encoded"] > 0
+    )

@@ -59,12 +59,12 @@ def _startup(
         lai = ctx.partition_leadership_info(tp).leader_and_isr  # type: ignore[union-attr]
         others = [b for b in lai.isr if b != lai.leader]
         h.set_isr(tp, [lai.leader, *rnd.sample(others, rnd.randint(0, len(others)))])
-    for tp in rnd.sample(tps, rnd.randint(0, 3)):  # written behind the controller's back
+    for tp in rnd.sample(tps, rnd.randint(0, min(3, len(tps)))):  # written behind the controller's back
         lai = h.store.get_partition_states([tp])[tp].leader_and_isr  # type: ignore[union-attr]
         isr = tuple(rnd.sample(h.context.partition_replica_assignment(tp), 1))
         changed = LeaderAndIsr(lai.leader, lai.leader_epoch, isr, lai.zk_version)
         h.store.update_leader_and_isr({tp: changed}, ctx.epoch, ctx.epoch_zk_version)
-    for tp in rnd.sample(tps, rnd.randint(0, 2)):  # left leaderless by a controller that then died
+    for tp in rnd.sample(tps, rnd.randint(0, min(2, len(tps)))):  # left leaderless by a dead controller
         lai = h.store.get_partition_states([tp])[tp].leader_and_isr  # type: ignore[union-attr]
         leaderless = LeaderAndIsr(NO_LEADER, lai.leader_epoch + 1, lai.isr, lai.zk_version)
         written = h.store.update_leader_and_isr({tp: leaderless}, ctx.epoch, ctx.epoch_zk_version)
