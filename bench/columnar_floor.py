@@ -208,7 +208,8 @@ def mismatches(cols: Columns, out: dict[str, Any], controller: dict[str, Any]) -
     return found
 
 
-def best_cpu(fn: Callable[[], Any], reps: int) -> tuple[list[float], Any]:
+def cpu_runs(fn: Callable[[], Any], reps: int) -> tuple[list[float], Any]:
+    """Each of ``reps`` calls' process CPU, and the last call's result."""
     runs: list[float] = []
     result = None
     for _ in range(reps):
@@ -241,7 +242,7 @@ def main() -> None:
         encode_sent(controller["sent"])
         encode_cpu.append(time.process_time() - start)
     cols = Columns(topics)
-    columns_cpu, out = best_cpu(lambda: columnar_failover(cols), args.reps)
+    columns_cpu, out = cpu_runs(lambda: columnar_failover(cols), args.reps)
     wrong = mismatches(cols, out, controller)
     if wrong:
         raise SystemExit("the columns decided otherwise than the controller: " + "; ".join(wrong))
