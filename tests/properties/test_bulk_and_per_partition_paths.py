@@ -5,7 +5,7 @@ the same audit rows through their bulk branches as through Kafka's per-partition
 The bulk branches of the state machines and the request batch (``hotpath``, ``core.replica_runs``,
 ``core.request_batch_states``, the bulk moves of ``core.replica_offline`` and the replica state
 machine) each fall back to the per-partition code when a state change is to be logged on its own.
-So the same events run twice on the same random cluster: once as the controller runs it, once
+So the same events run twice on the same random cluster: once as the controller runs them, once
 with the state-change log at DEBUG, which sends every replica and partition through the
 per-partition code. Each example draws a cluster (topics, RF 1-3, shrunk ISRs, writes behind the
 controller's back, leaderless partitions, unclean topics, a topic queued for deletion, one or two
