@@ -29,12 +29,10 @@ Prints one JSON line and appends it to ``bench/results/columnar_floor.jsonl``.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import statistics
 import sys
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import report
 from bench.controller_inmemory import BROKERS, Cluster, drain
+from bench.failover_requests import cpu, encode
 from kafka_controller.domain.requests import LeaderAndIsrRequest, UpdateMetadataRequest
-from kafka_controller.transport import framing
-from kafka_controller.transport.codec import API_BY_REQUEST_TYPE, DEFAULT_APIS
 
 RF = 3
 PER_TOPIC = 50
@@ -71,11 +68,12 @@ def controller_failover(assignment: dict[str, dict[int, tuple[int, ...]]]) -> di
     cluster.load(assignment)
     cluster.stores[DEAD].expire_session()
     controller = cluster.controller(CONTROLLER)
-    gc.collect()
-    start = time.process_time()
-    controller.startup()
-    drain(controller)
-    cpu = time.process_time() - start
+
+    def fail_over() -> None:
+        controller.startup()
+        drain(controller)
+
+    spent = cpu(fail_over)
     ctx = controller.controller_context
     outcome = {
         (tp.topic, tp.partition): (
@@ -92,16 +90,7 @@ def controller_failover(assignment: dict[str, dict[int, tuple[int, ...]]]) -> di
     ]
     controller.shutdown()
     cluster.close()
-    return {"cpu": cpu, "outcome": outcome, "sent": sent}
-
-
-def encode_sent(sent: list[Any]) -> int:
-    """What the controller's send threads do with its requests: the transport's codec and framing."""
-    size = 0
-    for request in sent:
-        api = API_BY_REQUEST_TYPE[type(request)]
-        size += len(framing.encode_request(api, 1, DEFAULT_APIS.get(api).encode_request(request)))
-    return size
+    return {"cpu": spent, "outcome": outcome, "sent": sent}
 
 
 class Columns:
@@ -208,18 +197,6 @@ def mismatches(cols: Columns, out: dict[str, Any], controller: dict[str, Any]) -
     return found
 
 
-def cpu_runs(fn: Callable[[], Any], reps: int) -> tuple[list[float], Any]:
-    """Each of ``reps`` calls' process CPU, and the last call's result."""
-    runs: list[float] = []
-    result = None
-    for _ in range(reps):
-        gc.collect()
-        start = time.process_time()
-        result = fn()
-        runs.append(time.process_time() - start)
-    return runs, result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of Kafka's 100,000 partitions")
@@ -237,12 +214,11 @@ def main() -> None:
     for _ in range(args.reps):
         controller = controller_failover(assignment)
         controller_cpu.append(controller["cpu"])
-        gc.collect()
-        start = time.process_time()
-        encode_sent(controller["sent"])
-        encode_cpu.append(time.process_time() - start)
+        # what the controller's send threads do with its requests: the transport's codec and framing
+        encode_cpu.append(cpu(partial(list, map(encode, controller["sent"]))))
     cols = Columns(topics)
-    columns_cpu, out = cpu_runs(lambda: columnar_failover(cols), args.reps)
+    columns_cpu = [cpu(lambda: columnar_failover(cols)) for _ in range(args.reps)]
+    out = columnar_failover(cols)
     wrong = mismatches(cols, out, controller)
     if wrong:
         raise SystemExit("the columns decided otherwise than the controller: " + "; ".join(wrong))
